@@ -1,0 +1,153 @@
+/* nbdkit: declarations shared by plugins and filters.
+ *
+ * This header is included through nbdkit-plugin.h or nbdkit-filter.h,
+ * never directly.  Everything declared here is exported by the server
+ * executable and resolved when a plugin or filter .so is loaded, so
+ * the names, argument lists and constant values are a binary
+ * interface: they match the plugin ABI that nbdkit plugins are built
+ * against, and must not change.
+ */
+#ifndef NBDKIT_COMMON_H
+#define NBDKIT_COMMON_H
+
+#if !defined (NBDKIT_PLUGIN_H) && !defined (NBDKIT_FILTER_H)
+#error "include nbdkit-plugin.h or nbdkit-filter.h, not nbdkit-common.h"
+#endif
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <errno.h>
+#include <sys/socket.h>
+
+#include <nbdkit-version.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined (__GNUC__) || defined (__clang__)
+#define ATTRIBUTE_FORMAT_PRINTF(fmtpos, argpos) \
+  __attribute__ ((__format__ (__printf__, fmtpos, argpos)))
+#else
+#define ATTRIBUTE_FORMAT_PRINTF(fmtpos, argpos)
+#endif
+
+/* How much concurrency a plugin or filter tolerates, weakest first.
+ * The server uses the weakest model of any layer in the chain.
+ */
+#define NBDKIT_THREAD_MODEL_SERIALIZE_CONNECTIONS     0
+#define NBDKIT_THREAD_MODEL_SERIALIZE_ALL_REQUESTS    1
+#define NBDKIT_THREAD_MODEL_SERIALIZE_REQUESTS        2
+#define NBDKIT_THREAD_MODEL_PARALLEL                  3
+
+/* Flags passed to data callbacks (API version 2 and filters). */
+#define NBDKIT_FLAG_MAY_TRIM  (1 << 0)  /* zero: may leave a hole */
+#define NBDKIT_FLAG_FUA       (1 << 1)  /* write through before returning */
+#define NBDKIT_FLAG_REQ_ONE   (1 << 2)  /* extents: one extent is enough */
+#define NBDKIT_FLAG_FAST_ZERO (1 << 3)  /* zero: fail with ENOTSUP if slow */
+
+/* Results of can_fua and can_cache. */
+#define NBDKIT_FUA_NONE       0
+#define NBDKIT_FUA_EMULATE    1
+#define NBDKIT_FUA_NATIVE     2
+#define NBDKIT_CACHE_NONE     0
+#define NBDKIT_CACHE_EMULATE  1
+#define NBDKIT_CACHE_NATIVE   2
+
+/* Extent types, bit-compatible with the NBD base:allocation flags. */
+#define NBDKIT_EXTENT_HOLE    (1 << 0)
+#define NBDKIT_EXTENT_ZERO    (1 << 1)
+
+#define NBDKIT_EXTERN_DECL(ret, fn, args) extern ret fn args
+#define NBDKIT_DLL_PUBLIC __attribute__ ((__visibility__ ("default")))
+
+/* Messages.  nbdkit_error also records the text for the client where
+ * the protocol allows it; nbdkit_debug prints only with -v.
+ */
+NBDKIT_EXTERN_DECL (void, nbdkit_error,
+                    (const char *fs, ...) ATTRIBUTE_FORMAT_PRINTF (1, 2));
+NBDKIT_EXTERN_DECL (void, nbdkit_verror,
+                    (const char *fs, va_list args)
+                    ATTRIBUTE_FORMAT_PRINTF (1, 0));
+NBDKIT_EXTERN_DECL (void, nbdkit_debug,
+                    (const char *fs, ...) ATTRIBUTE_FORMAT_PRINTF (1, 2));
+NBDKIT_EXTERN_DECL (void, nbdkit_vdebug,
+                    (const char *fs, va_list args)
+                    ATTRIBUTE_FORMAT_PRINTF (1, 0));
+
+/* Parsing helpers for key=value parameters.  Each returns -1 and has
+ * called nbdkit_error on bad input.
+ */
+NBDKIT_EXTERN_DECL (char *, nbdkit_absolute_path, (const char *path));
+NBDKIT_EXTERN_DECL (int64_t, nbdkit_parse_size, (const char *str));
+NBDKIT_EXTERN_DECL (int, nbdkit_parse_bool, (const char *str));
+NBDKIT_EXTERN_DECL (int, nbdkit_parse_int,
+                    (const char *what, const char *str, int *r));
+NBDKIT_EXTERN_DECL (int, nbdkit_parse_unsigned,
+                    (const char *what, const char *str, unsigned *r));
+NBDKIT_EXTERN_DECL (int, nbdkit_parse_int8_t,
+                    (const char *what, const char *str, int8_t *r));
+NBDKIT_EXTERN_DECL (int, nbdkit_parse_uint8_t,
+                    (const char *what, const char *str, uint8_t *r));
+NBDKIT_EXTERN_DECL (int, nbdkit_parse_int16_t,
+                    (const char *what, const char *str, int16_t *r));
+NBDKIT_EXTERN_DECL (int, nbdkit_parse_uint16_t,
+                    (const char *what, const char *str, uint16_t *r));
+NBDKIT_EXTERN_DECL (int, nbdkit_parse_int32_t,
+                    (const char *what, const char *str, int32_t *r));
+NBDKIT_EXTERN_DECL (int, nbdkit_parse_uint32_t,
+                    (const char *what, const char *str, uint32_t *r));
+NBDKIT_EXTERN_DECL (int, nbdkit_parse_int64_t,
+                    (const char *what, const char *str, int64_t *r));
+NBDKIT_EXTERN_DECL (int, nbdkit_parse_uint64_t,
+                    (const char *what, const char *str, uint64_t *r));
+NBDKIT_EXTERN_DECL (int, nbdkit_stdio_safe, (void));
+NBDKIT_EXTERN_DECL (int, nbdkit_read_password,
+                    (const char *value, char **password));
+NBDKIT_EXTERN_DECL (char *, nbdkit_realpath, (const char *path));
+NBDKIT_EXTERN_DECL (int, nbdkit_nanosleep, (unsigned sec, unsigned nsec));
+
+/* About the client of the current connection. */
+NBDKIT_EXTERN_DECL (int, nbdkit_peer_name,
+                    (struct sockaddr *addr, socklen_t *addrlen));
+NBDKIT_EXTERN_DECL (int64_t, nbdkit_peer_pid, (void));
+NBDKIT_EXTERN_DECL (int64_t, nbdkit_peer_uid, (void));
+NBDKIT_EXTERN_DECL (int64_t, nbdkit_peer_gid, (void));
+NBDKIT_EXTERN_DECL (void, nbdkit_shutdown, (void));
+
+/* Strings that live as long as the current connection (or, outside a
+ * connection, until the plugin is unloaded).
+ */
+NBDKIT_EXTERN_DECL (const char *, nbdkit_strdup_intern, (const char *str));
+NBDKIT_EXTERN_DECL (const char *, nbdkit_strndup_intern,
+                    (const char *str, size_t n));
+NBDKIT_EXTERN_DECL (const char *, nbdkit_printf_intern,
+                    (const char *fs, ...) ATTRIBUTE_FORMAT_PRINTF (1, 2));
+NBDKIT_EXTERN_DECL (const char *, nbdkit_vprintf_intern,
+                    (const char *fs, va_list args)
+                    ATTRIBUTE_FORMAT_PRINTF (1, 0));
+
+/* Lists filled in by extents and list_exports callbacks. */
+struct nbdkit_extents;
+NBDKIT_EXTERN_DECL (int, nbdkit_add_extent,
+                    (struct nbdkit_extents *,
+                     uint64_t offset, uint64_t length, uint32_t type));
+struct nbdkit_exports;
+NBDKIT_EXTERN_DECL (int, nbdkit_add_export,
+                    (struct nbdkit_exports *,
+                     const char *name, const char *description));
+NBDKIT_EXTERN_DECL (int, nbdkit_use_default_export,
+                    (struct nbdkit_exports *));
+
+/* A plugin that keeps no per-connection state returns this from open. */
+#define NBDKIT_HANDLE_NOT_NEEDED (&errno)
+
+#ifdef __cplusplus
+}
+#define NBDKIT_CXX_LANG_C extern "C"
+#else
+#define NBDKIT_CXX_LANG_C
+#endif
+
+#endif /* NBDKIT_COMMON_H */

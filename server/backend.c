@@ -1,0 +1,360 @@
+/* nbdkit server: the layer interface.  Every call into a plugin or a
+ * filter, from the server or from the filter above, goes through the
+ * layer_* functions here, so this is the one place that sees a
+ * request's trip down the chain.  It also owns the per-connection
+ * contexts: opening them top-down, preparing them bottom-up, closing
+ * them top-down.
+ */
+#include <config.h>
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* ---- calls through the chain ---- */
+
+int64_t
+layer_get_size (struct context *c)
+{
+  return c->layer->ops->get_size (c);
+}
+
+const char *
+layer_export_description (struct context *c)
+{
+  return c->layer->ops->export_description (c);
+}
+
+int
+layer_block_size (struct context *c, uint32_t *minimum, uint32_t *preferred,
+                  uint32_t *maximum)
+{
+  *minimum = *preferred = *maximum = 0;
+  return c->layer->ops->block_size (c, minimum, preferred, maximum);
+}
+
+#define DEFINE_CAN(fn)                                                  \
+  int                                                                   \
+  layer_##fn (struct context *c)                                        \
+  {                                                                     \
+    return c->layer->ops->fn (c);                                       \
+  }
+DEFINE_CAN (can_write)
+DEFINE_CAN (can_flush)
+DEFINE_CAN (is_rotational)
+DEFINE_CAN (can_trim)
+DEFINE_CAN (can_zero)
+DEFINE_CAN (can_fast_zero)
+DEFINE_CAN (can_extents)
+DEFINE_CAN (can_fua)
+DEFINE_CAN (can_multi_conn)
+DEFINE_CAN (can_cache)
+
+/* A data call failed: make sure the caller gets an errno. */
+static inline int
+failed (int r, int *err)
+{
+  if (r == -1 && *err == 0)
+    *err = EIO;
+  return r;
+}
+
+int
+layer_pread (struct context *c, void *buf, uint32_t count, uint64_t offset,
+             uint32_t flags, int *err)
+{
+  *err = 0;
+  return failed (c->layer->ops->pread (c, buf, count, offset, flags, err),
+                 err);
+}
+
+int
+layer_pwrite (struct context *c, const void *buf, uint32_t count,
+              uint64_t offset, uint32_t flags, int *err)
+{
+  *err = 0;
+  return failed (c->layer->ops->pwrite (c, buf, count, offset, flags, err),
+                 err);
+}
+
+int
+layer_flush (struct context *c, uint32_t flags, int *err)
+{
+  *err = 0;
+  return failed (c->layer->ops->flush (c, flags, err), err);
+}
+
+int
+layer_trim (struct context *c, uint32_t count, uint64_t offset,
+            uint32_t flags, int *err)
+{
+  *err = 0;
+  return failed (c->layer->ops->trim (c, count, offset, flags, err), err);
+}
+
+int
+layer_zero (struct context *c, uint32_t count, uint64_t offset,
+            uint32_t flags, int *err)
+{
+  *err = 0;
+  return failed (c->layer->ops->zero (c, count, offset, flags, err), err);
+}
+
+int
+layer_extents (struct context *c, uint32_t count, uint64_t offset,
+               uint32_t flags, struct nbdkit_extents *extents, int *err)
+{
+  *err = 0;
+  return failed (c->layer->ops->extents (c, count, offset, flags, extents,
+                                         err), err);
+}
+
+int
+layer_cache (struct context *c, uint32_t count, uint64_t offset,
+             uint32_t flags, int *err)
+{
+  *err = 0;
+  return failed (c->layer->ops->cache (c, count, offset, flags, err), err);
+}
+
+/* ---- the same calls as a filter sees them (nbdkit_next) ---- */
+
+static struct context *
+ctx (nbdkit_next *next)
+{
+  return container_of (next, struct context, next_ops);
+}
+
+static int
+next_prepare (nbdkit_next *next)
+{
+  return 0;
+}
+
+static int
+next_finalize (nbdkit_next *next)
+{
+  return 0;
+}
+
+static int64_t
+next_get_size (nbdkit_next *next)
+{
+  return layer_get_size (ctx (next));
+}
+
+static const char *
+next_export_description (nbdkit_next *next)
+{
+  return layer_export_description (ctx (next));
+}
+
+static int
+next_block_size (nbdkit_next *next, uint32_t *minimum, uint32_t *preferred,
+                 uint32_t *maximum)
+{
+  return layer_block_size (ctx (next), minimum, preferred, maximum);
+}
+
+#define DEFINE_NEXT_CAN(fn)                                             \
+  static int                                                            \
+  next_##fn (nbdkit_next *next)                                         \
+  {                                                                     \
+    return layer_##fn (ctx (next));                                     \
+  }
+DEFINE_NEXT_CAN (can_write)
+DEFINE_NEXT_CAN (can_flush)
+DEFINE_NEXT_CAN (is_rotational)
+DEFINE_NEXT_CAN (can_trim)
+DEFINE_NEXT_CAN (can_zero)
+DEFINE_NEXT_CAN (can_fast_zero)
+DEFINE_NEXT_CAN (can_extents)
+DEFINE_NEXT_CAN (can_fua)
+DEFINE_NEXT_CAN (can_multi_conn)
+DEFINE_NEXT_CAN (can_cache)
+
+static int
+next_pread (nbdkit_next *next, void *buf, uint32_t count, uint64_t offset,
+            uint32_t flags, int *err)
+{
+  return layer_pread (ctx (next), buf, count, offset, flags, err);
+}
+
+static int
+next_pwrite (nbdkit_next *next, const void *buf, uint32_t count,
+             uint64_t offset, uint32_t flags, int *err)
+{
+  return layer_pwrite (ctx (next), buf, count, offset, flags, err);
+}
+
+static int
+next_flush (nbdkit_next *next, uint32_t flags, int *err)
+{
+  return layer_flush (ctx (next), flags, err);
+}
+
+static int
+next_trim (nbdkit_next *next, uint32_t count, uint64_t offset,
+           uint32_t flags, int *err)
+{
+  return layer_trim (ctx (next), count, offset, flags, err);
+}
+
+static int
+next_zero (nbdkit_next *next, uint32_t count, uint64_t offset,
+           uint32_t flags, int *err)
+{
+  return layer_zero (ctx (next), count, offset, flags, err);
+}
+
+static int
+next_extents (nbdkit_next *next, uint32_t count, uint64_t offset,
+              uint32_t flags, struct nbdkit_extents *extents, int *err)
+{
+  return layer_extents (ctx (next), count, offset, flags, extents, err);
+}
+
+static int
+next_cache (nbdkit_next *next, uint32_t count, uint64_t offset,
+            uint32_t flags, int *err)
+{
+  return layer_cache (ctx (next), count, offset, flags, err);
+}
+
+const struct nbdkit_next_ops layer_next_ops = {
+  .prepare = next_prepare,
+  .finalize = next_finalize,
+  .get_size = next_get_size,
+  .export_description = next_export_description,
+  .block_size = next_block_size,
+  .can_write = next_can_write,
+  .can_flush = next_can_flush,
+  .is_rotational = next_is_rotational,
+  .can_trim = next_can_trim,
+  .can_zero = next_can_zero,
+  .can_fast_zero = next_can_fast_zero,
+  .can_extents = next_can_extents,
+  .can_fua = next_can_fua,
+  .can_multi_conn = next_can_multi_conn,
+  .can_cache = next_can_cache,
+  .pread = next_pread,
+  .pwrite = next_pwrite,
+  .flush = next_flush,
+  .trim = next_trim,
+  .zero = next_zero,
+  .extents = next_extents,
+  .cache = next_cache,
+};
+
+/* ---- contexts ---- */
+
+struct context *
+layer_open (struct connection *conn, struct layer *layer, int readonly,
+            const char *exportname, int is_tls)
+{
+  struct context *c = calloc (1, sizeof *c);
+  if (!c) {
+    nbdkit_error ("calloc: %m");
+    return NULL;
+  }
+  c->next_ops = layer_next_ops;
+  c->layer = layer;
+  c->conn = conn;
+  log_set_layer_name (layer->name);
+  if (layer->ops->open (c, readonly, exportname, is_tls) == -1) {
+    /* A filter's open may have opened the layers below already. */
+    if (c->below)
+      layer_close_all (c->below);
+    free (c);
+    return NULL;
+  }
+  return c;
+}
+
+/* Prepare runs bottom-up, so each filter sees a ready layer below. */
+int
+layer_prepare_all (struct context *c, int readonly)
+{
+  if (c->below && layer_prepare_all (c->below, readonly) == -1)
+    return -1;
+  log_set_layer_name (c->layer->name);
+  return c->layer->ops->prepare (c, readonly);
+}
+
+/* Finalize and close run top-down, mirroring open. */
+void
+layer_close_all (struct context *c)
+{
+  while (c) {
+    struct context *below = c->below;
+    log_set_layer_name (c->layer->name);
+    c->layer->ops->finalize (c);
+    c->layer->ops->close (c);
+    free (c);
+    c = below;
+  }
+}
+
+void
+layer_unload_all (struct layer *top)
+{
+  while (top) {
+    struct layer *next = top->next;
+    log_set_layer_name (top->name);
+    top->ops->cleanup (top);
+    top->ops->unload (top);
+    if (top->dl)
+      dlclose (top->dl);
+    free (top->name);
+    free (top->filename);
+    free (top);
+    top = next;
+  }
+  log_set_layer_name (NULL);
+}
+
+/* -D NAME.FLAG=N: set the int variable NAME_debug_FLAG in the .so of
+ * layer NAME (dots and dashes in FLAG become underscores).
+ */
+int
+layer_set_debug_flag (struct layer *top, const char *arg)
+{
+  const char *dot = strchr (arg, '.');
+  const char *eq = strchr (arg, '=');
+  if (!dot || !eq || eq < dot || dot == arg || eq == dot + 1) {
+    nbdkit_error ("-D: expected NAME.FLAG=N, got \"%s\"", arg);
+    return -1;
+  }
+  int value;
+  if (nbdkit_parse_int ("-D", eq + 1, &value) == -1)
+    return -1;
+
+  size_t namelen = dot - arg;
+  for (struct layer *l = top; l; l = l->next) {
+    if (strlen (l->name) != namelen || strncmp (l->name, arg, namelen))
+      continue;
+    char sym[256];
+    int n = snprintf (sym, sizeof sym, "%.*s_debug_%.*s", (int) namelen, arg,
+                      (int) (eq - dot - 1), dot + 1);
+    if (n < 0 || (size_t) n >= sizeof sym) {
+      nbdkit_error ("-D: flag name too long");
+      return -1;
+    }
+    for (char *p = sym; *p; p++)
+      if (*p == '.' || *p == '-')
+        *p = '_';
+    int *var = dlsym (l->dl, sym);
+    if (!var) {
+      nbdkit_error ("-D: %s %s has no debug flag %s", l->type, l->name, sym);
+      return -1;
+    }
+    *var = value;
+    return 0;
+  }
+  nbdkit_error ("-D: no plugin or filter named \"%.*s\"", (int) namelen, arg);
+  return -1;
+}

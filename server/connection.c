@@ -1,0 +1,322 @@
+/* nbdkit server: one connection's life.  conn_handle runs in the
+ * connection's own thread: it records the peer, fires
+ * connection_accept, negotiates (handshake.c), serves requests
+ * (transmission.c, which adds worker threads), then closes the layers
+ * and the socket and fires connection_close.  It also owns the socket
+ * I/O helpers and the registry of live connections that shutdown uses.
+ */
+#include <config.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* Connection ids count up from 1 and are never reused. */
+static _Atomic uint64_t next_id = 1;
+
+/* The live connections, so that shutdown can wake them.  Lock order:
+ * registry_lock is taken alone.
+ */
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t registry_empty = PTHREAD_COND_INITIALIZER;
+static struct connection **registry;
+static size_t n_registry, cap_registry;
+
+/* SERIALIZE_CONNECTIONS: one connection at a time, server-wide. */
+static pthread_mutex_t one_connection_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static __thread struct connection *current;
+
+struct connection *
+conn_current (void)
+{
+  return current;
+}
+
+void
+conn_set_current (struct connection *conn)
+{
+  current = conn;
+}
+
+static bool
+registry_add (struct connection *conn)
+{
+  LOCK_FOR_SCOPE (&registry_lock);
+  if (n_registry == cap_registry) {
+    size_t cap = cap_registry ? cap_registry * 2 : 16;
+    struct connection **r = realloc (registry, cap * sizeof *r);
+    if (!r)
+      return false;
+    registry = r;
+    cap_registry = cap;
+  }
+  registry[n_registry++] = conn;
+  return true;
+}
+
+static void
+registry_remove (struct connection *conn)
+{
+  LOCK_FOR_SCOPE (&registry_lock);
+  for (size_t i = 0; i < n_registry; i++)
+    if (registry[i] == conn) {
+      registry[i] = registry[--n_registry];
+      break;
+    }
+  if (n_registry == 0)
+    pthread_cond_broadcast (&registry_empty);
+}
+
+uint64_t
+conn_count_active (void)
+{
+  LOCK_FOR_SCOPE (&registry_lock);
+  return n_registry;
+}
+
+/* Stop reading from every connection: requests in flight finish and
+ * send their replies, then each connection closes.  Waits up to
+ * TIMEOUT_S seconds for them to go.
+ */
+void
+conn_shutdown_all (int timeout_s)
+{
+  struct timespec deadline;
+  clock_gettime (CLOCK_REALTIME, &deadline);
+  deadline.tv_sec += timeout_s;
+
+  LOCK_FOR_SCOPE (&registry_lock);
+  for (size_t i = 0; i < n_registry; i++)
+    shutdown (registry[i]->sockin, SHUT_RD);
+  while (n_registry > 0)
+    if (pthread_cond_timedwait (&registry_empty, &registry_lock,
+                                &deadline) == ETIMEDOUT)
+      break;
+}
+
+void
+conn_set_closing (struct connection *conn, const char *reason)
+{
+  LOCK_FOR_SCOPE (&conn->status_lock);
+  if (!conn->closing) {
+    conn->closing = true;
+    conn->close_reason = reason;
+  }
+}
+
+bool
+conn_is_closing (struct connection *conn)
+{
+  LOCK_FOR_SCOPE (&conn->status_lock);
+  return conn->closing;
+}
+
+/* Read exactly LEN bytes.  Returns 0, or -1 with errno set (0 at a
+ * clean end of file before the first byte).
+ */
+int
+conn_recv (struct connection *conn, void *buf, size_t len)
+{
+  char *p = buf;
+  size_t got = 0;
+
+  while (got < len) {
+    ssize_t r = read (conn->sockin, p + got, len - got);
+    if (r == -1) {
+      if (errno == EINTR)
+        continue;
+      return -1;
+    }
+    if (r == 0) {
+      errno = got == 0 ? 0 : EPIPE;
+      return -1;
+    }
+    got += r;
+  }
+  conn->bytes_in += len;
+  return 0;
+}
+
+/* Write a whole iovec array, resuming after short writes. */
+int
+conn_sendv (struct connection *conn, const struct iovec *iov_in, int iovcnt)
+{
+  struct iovec iov[16];
+  size_t total = 0;
+
+  if (iovcnt > 16) {
+    errno = EINVAL;
+    return -1;
+  }
+  memcpy (iov, iov_in, iovcnt * sizeof *iov);
+  for (int i = 0; i < iovcnt; i++)
+    total += iov[i].iov_len;
+
+  struct iovec *v = iov;
+  while (iovcnt > 0) {
+    ssize_t r;
+    if (conn->sockout_is_socket) {
+      struct msghdr msg = { .msg_iov = v, .msg_iovlen = iovcnt };
+      r = sendmsg (conn->sockout, &msg, MSG_NOSIGNAL);
+    }
+    else
+      r = writev (conn->sockout, v, iovcnt);
+    if (r == -1) {
+      if (errno == EINTR)
+        continue;
+      return -1;
+    }
+    while (iovcnt > 0 && (size_t) r >= v->iov_len) {
+      r -= v->iov_len;
+      v++;
+      iovcnt--;
+    }
+    if (iovcnt > 0) {
+      v->iov_base = (char *) v->iov_base + r;
+      v->iov_len -= r;
+    }
+  }
+  conn->bytes_out += total;
+  return 0;
+}
+
+int
+conn_send (struct connection *conn, const void *buf, size_t len)
+{
+  struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
+  return conn_sendv (conn, &iov, 1);
+}
+
+static void
+describe_peer (struct connection *conn)
+{
+  struct sockaddr_storage *ss = &conn->peer_addr;
+  socklen_t len = sizeof *ss;
+  char host[INET6_ADDRSTRLEN] = "";
+
+  if (getpeername (conn->sockin, (struct sockaddr *) ss, &len) == -1) {
+    conn->peer_addrlen = 0;
+    snprintf (conn->peer, sizeof conn->peer, "%s", conn->transport);
+    return;
+  }
+  conn->peer_addrlen = len;
+  switch (ss->ss_family) {
+  case AF_INET: {
+    struct sockaddr_in *sin = (struct sockaddr_in *) ss;
+    inet_ntop (AF_INET, &sin->sin_addr, host, sizeof host);
+    snprintf (conn->peer, sizeof conn->peer, "%s:%d", host,
+              ntohs (sin->sin_port));
+    break;
+  }
+  case AF_INET6: {
+    struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *) ss;
+    inet_ntop (AF_INET6, &sin6->sin6_addr, host, sizeof host);
+    snprintf (conn->peer, sizeof conn->peer, "[%s]:%d", host,
+              ntohs (sin6->sin6_port));
+    break;
+  }
+  case AF_UNIX:
+    snprintf (conn->peer, sizeof conn->peer, "unix");
+    break;
+  default:
+    snprintf (conn->peer, sizeof conn->peer, "family-%d", ss->ss_family);
+  }
+}
+
+static bool
+is_socket (int fd)
+{
+  int type;
+  socklen_t len = sizeof type;
+  return getsockopt (fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0;
+}
+
+void
+conn_handle (const struct config *cfg, int sockin, int sockout,
+             const char *transport)
+{
+  struct connection *conn = calloc (1, sizeof *conn);
+  if (!conn) {
+    nbdkit_error ("calloc: %m");
+    close (sockin);
+    if (sockout != sockin)
+      close (sockout);
+    return;
+  }
+  conn->id = next_id++;
+  conn->cfg = cfg;
+  conn->sockin = sockin;
+  conn->sockout = sockout;
+  conn->sockout_is_socket = is_socket (sockout);
+  conn->transport = transport;
+  conn->start_ns = now_ns ();
+  pthread_mutex_init (&conn->read_lock, NULL);
+  pthread_mutex_init (&conn->write_lock, NULL);
+  pthread_mutex_init (&conn->status_lock, NULL);
+  pthread_mutex_init (&conn->intern_lock, NULL);
+  describe_peer (conn);
+  conn_set_current (conn);
+
+  NBDKIT_CONNECTION_ACCEPT (conn->id, (int64_t) sockin, conn->peer,
+                            transport);
+  nbdkit_debug ("accepted connection %" PRIu64 " from %s", conn->id,
+                conn->peer);
+
+  bool registered = registry_add (conn);
+  bool serialize = cfg->thread_model ==
+    NBDKIT_THREAD_MODEL_SERIALIZE_CONNECTIONS;
+  if (serialize)
+    pthread_mutex_lock (&one_connection_lock);
+
+  if (!registered)
+    conn_set_closing (conn, "out of memory");
+  else if (cfg->top->ops->preconnect (cfg->top, cfg->readonly) == -1) {
+    NBDKIT_HANDSHAKE_FAIL (conn->id, "preconnect refused");
+    conn_set_closing (conn, "preconnect refused");
+  }
+  else if (hs_negotiate (conn) == 0)
+    tx_serve (conn);
+  else
+    conn_set_closing (conn, "handshake ended");
+
+  if (conn->top)
+    layer_close_all (conn->top);
+  if (serialize)
+    pthread_mutex_unlock (&one_connection_lock);
+
+  NBDKIT_CONNECTION_CLOSE (conn->id,
+                           conn->close_reason ? conn->close_reason : "eof",
+                           (uint64_t) conn->requests,
+                           (uint64_t) conn->bytes_in,
+                           (uint64_t) conn->bytes_out,
+                           now_ns () - conn->start_ns);
+  nbdkit_debug ("closed connection %" PRIu64 " (%s)", conn->id,
+                conn->close_reason ? conn->close_reason : "eof");
+
+  close (sockin);
+  if (sockout != sockin)
+    close (sockout);
+  if (registered)
+    registry_remove (conn);
+  conn_set_current (NULL);
+  public_free_interned (conn);
+  free (conn->exportname);
+  free (conn->meta_export);
+  pthread_mutex_destroy (&conn->read_lock);
+  pthread_mutex_destroy (&conn->write_lock);
+  pthread_mutex_destroy (&conn->status_lock);
+  pthread_mutex_destroy (&conn->intern_lock);
+  free (conn);
+}

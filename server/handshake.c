@@ -1,0 +1,624 @@
+/* nbdkit server: option negotiation (fixed newstyle).  hs_negotiate
+ * sends the greeting, then reads options one at a time, checks each
+ * length against what the option carries before using it, and answers
+ * it, until the client picks an export (NBD_OPT_GO or
+ * NBD_OPT_EXPORT_NAME) or leaves.  On success the connection has an
+ * open export (conn->top) and its negotiated flags.
+ */
+#include <config.h>
+
+#include <endian.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "protocol.h"
+
+/* More options than this on one connection is a client in a loop. */
+#define MAX_OPTIONS 4096
+
+#define BASE_ALLOCATION "base:allocation"
+#define BASE_ALLOCATION_ID 1    /* the context id we hand out */
+
+const char *
+hs_option_name (uint32_t option)
+{
+  switch (option) {
+  case NBD_OPT_EXPORT_NAME: return "export_name";
+  case NBD_OPT_ABORT: return "abort";
+  case NBD_OPT_LIST: return "list";
+  case NBD_OPT_STARTTLS: return "starttls";
+  case NBD_OPT_INFO: return "info";
+  case NBD_OPT_GO: return "go";
+  case NBD_OPT_STRUCTURED_REPLY: return "structured_reply";
+  case NBD_OPT_LIST_META_CONTEXT: return "list_meta_context";
+  case NBD_OPT_SET_META_CONTEXT: return "set_meta_context";
+  case NBD_OPT_EXTENDED_HEADERS: return "extended_headers";
+  default: return "unknown";
+  }
+}
+
+/* Send one option reply with an optional payload in two pieces. */
+static int
+send_reply2 (struct connection *conn, uint32_t option, uint32_t reply,
+             const void *p1, size_t len1, const void *p2, size_t len2)
+{
+  struct nbd_fixed_new_option_reply hdr = {
+    .magic = htobe64 (NBD_REP_MAGIC),
+    .option = htobe32 (option),
+    .reply = htobe32 (reply),
+    .replylen = htobe32 (len1 + len2),
+  };
+  struct iovec iov[3] = {
+    { .iov_base = &hdr, .iov_len = sizeof hdr },
+    { .iov_base = (void *) p1, .iov_len = len1 },
+    { .iov_base = (void *) p2, .iov_len = len2 },
+  };
+  NBDKIT_HANDSHAKE_OPTION_REPLY (conn->id, (uint64_t) option,
+                                 (uint64_t) reply,
+                                 (int64_t) ((reply & 0x80000000) != 0));
+  return conn_sendv (conn, iov, 3);
+}
+
+static int
+send_reply (struct connection *conn, uint32_t option, uint32_t reply)
+{
+  return send_reply2 (conn, option, reply, NULL, 0, NULL, 0);
+}
+
+/* An error reply carrying a message for the client. */
+static int
+send_error (struct connection *conn, uint32_t option, uint32_t reply,
+            const char *msg)
+{
+  size_t len = msg ? strnlen (msg, NBD_MAX_STRING) : 0;
+  return send_reply2 (conn, option, reply, msg, len, NULL, 0);
+}
+
+/* ---- exports ---- */
+
+static void
+close_export (struct connection *conn)
+{
+  if (conn->top) {
+    layer_close_all (conn->top);
+    conn->top = NULL;
+  }
+}
+
+static bool
+is_power_of_2 (uint32_t v)
+{
+  return v && (v & (v - 1)) == 0;
+}
+
+/* Ask the chain for the export's size, capabilities and block size,
+ * and compute the transmission flags.
+ */
+static int
+describe_export (struct connection *conn)
+{
+  struct context *c = conn->top;
+  int64_t size = layer_get_size (c);
+  if (size < 0) {
+    if (!log_last_error ())
+      nbdkit_error ("could not get the size of the export");
+    return -1;
+  }
+  conn->exportsize = size;
+
+  int r;
+#define ASK(var, call)                          \
+  if ((r = (call)) == -1) return -1;            \
+  var = r;
+  int can_write, can_zero, can_fua, can_cache, rotational;
+  ASK (can_write, layer_can_write (c));
+  conn->can_write = can_write && !conn->cfg->readonly;
+  ASK (conn->can_flush, layer_can_flush (c));
+  ASK (rotational, layer_is_rotational (c));
+  ASK (conn->can_multi_conn, layer_can_multi_conn (c));
+  ASK (can_cache, layer_can_cache (c));
+  conn->can_cache = can_cache != NBDKIT_CACHE_NONE;
+  ASK (conn->can_extents, layer_can_extents (c));
+  conn->can_trim = conn->can_zero = conn->can_fast_zero = false;
+  conn->can_fua = false;
+  if (conn->can_write) {
+    ASK (conn->can_trim, layer_can_trim (c));
+    ASK (can_zero, layer_can_zero (c));
+    conn->can_zero = can_zero != NBDKIT_ZERO_NONE;
+    if (conn->can_zero) {
+      ASK (conn->can_fast_zero, layer_can_fast_zero (c));
+    }
+    ASK (can_fua, layer_can_fua (c));
+    conn->can_fua = can_fua != NBDKIT_FUA_NONE;
+  }
+#undef ASK
+
+  uint16_t f = NBD_FLAG_HAS_FLAGS;
+  if (!conn->can_write) f |= NBD_FLAG_READ_ONLY;
+  if (conn->can_flush) f |= NBD_FLAG_SEND_FLUSH;
+  if (conn->can_fua) f |= NBD_FLAG_SEND_FUA;
+  if (rotational) f |= NBD_FLAG_ROTATIONAL;
+  if (conn->can_trim) f |= NBD_FLAG_SEND_TRIM;
+  if (conn->can_zero) f |= NBD_FLAG_SEND_WRITE_ZEROES;
+  if (conn->can_fast_zero) f |= NBD_FLAG_SEND_FAST_ZERO;
+  if (conn->structured) f |= NBD_FLAG_SEND_DF;
+  if (conn->can_multi_conn) f |= NBD_FLAG_CAN_MULTI_CONN;
+  if (conn->can_cache) f |= NBD_FLAG_SEND_CACHE;
+  conn->eflags = f;
+
+  uint32_t min, pref, max;
+  if (layer_block_size (c, &min, &pref, &max) == -1)
+    return -1;
+  if (min == 0 && pref == 0 && max == 0) {
+    min = 1;
+    pref = 4096;
+    max = MAX_REQUEST_SIZE;
+  }
+  if (!is_power_of_2 (min) || min > 65536 || !is_power_of_2 (pref) ||
+      pref < 512 || pref > 32 * 1024 * 1024 || pref < min ||
+      (max != 0xffffffff && (max < pref || max % min != 0))) {
+    nbdkit_error ("the plugin's block size constraints (%" PRIu32 ", %"
+                  PRIu32 ", %" PRIu32 ") are not valid", min, pref, max);
+    return -1;
+  }
+  /* Payloads are capped by the server whatever the plugin says. */
+  if (max > MAX_REQUEST_SIZE)
+    max = MAX_REQUEST_SIZE - MAX_REQUEST_SIZE % min;
+  conn->block_min = min;
+  conn->block_pref = pref;
+  conn->block_max = max;
+  return 0;
+}
+
+/* Open the export NAME (the default export for ""), fill in the
+ * connection's export state.  On failure, nothing stays open.
+ */
+static int
+open_export (struct connection *conn, const char *name)
+{
+  const struct config *cfg = conn->cfg;
+
+  close_export (conn);
+  log_clear_last_error ();
+  if (name[0] == '\0') {
+    name = cfg->top->ops->default_export (cfg->top, cfg->readonly, 0);
+    if (!name) {
+      if (!log_last_error ())
+        nbdkit_error ("there is no default export");
+      return -1;
+    }
+  }
+  char *copy = strdup (name);
+  if (!copy) {
+    nbdkit_error ("strdup: %m");
+    return -1;
+  }
+  free (conn->exportname);
+  conn->exportname = copy;
+
+  conn->top = layer_open (conn, cfg->top, cfg->readonly, copy, 0);
+  if (!conn->top)
+    return -1;
+  if (layer_prepare_all (conn->top, cfg->readonly) == -1 ||
+      describe_export (conn) == -1) {
+    close_export (conn);
+    return -1;
+  }
+  if (NBDKIT_EXPORT_SELECT_ENABLED ())
+    NBDKIT_EXPORT_SELECT (conn->id, conn->exportname, conn->exportsize,
+                          (uint64_t) conn->eflags);
+  return 0;
+}
+
+static const char *
+failure_text (void)
+{
+  const char *e = log_last_error ();
+  return e ? e : "the export could not be opened";
+}
+
+/* ---- options ---- */
+
+static uint32_t
+get32 (const char *p)
+{
+  uint32_t v;
+  memcpy (&v, p, 4);
+  return be32toh (v);
+}
+
+static uint16_t
+get16 (const char *p)
+{
+  uint16_t v;
+  memcpy (&v, p, 2);
+  return be16toh (v);
+}
+
+static int
+opt_list (struct connection *conn, uint32_t option, uint32_t len)
+{
+  const struct config *cfg = conn->cfg;
+  if (len != 0)
+    return send_error (conn, option, NBD_REP_ERR_INVALID,
+                       "NBD_OPT_LIST takes no payload");
+
+  struct nbdkit_exports *exports = nbdkit_exports_new ();
+  if (!exports)
+    return send_error (conn, option, NBD_REP_ERR_PLATFORM, "out of memory");
+  log_clear_last_error ();
+  if (cfg->top->ops->list_exports (cfg->top, cfg->readonly, 0,
+                                   exports) == -1) {
+    nbdkit_exports_free (exports);
+    return send_error (conn, option, NBD_REP_ERR_PLATFORM,
+                       log_last_error ());
+  }
+  if (exports_has_default (exports)) {
+    const char *def = cfg->top->ops->default_export (cfg->top,
+                                                     cfg->readonly, 0);
+    if (def && nbdkit_add_export (exports, def, NULL) == -1) {
+      nbdkit_exports_free (exports);
+      return send_error (conn, option, NBD_REP_ERR_PLATFORM,
+                         "out of memory");
+    }
+  }
+  for (size_t i = 0; i < nbdkit_exports_count (exports); i++) {
+    struct nbdkit_export e = nbdkit_get_export (exports, i);
+    size_t nlen = strlen (e.name);
+    size_t dlen = e.description ? strlen (e.description) : 0;
+    uint32_t be = htobe32 (nlen);
+    char buf[4 + NBD_MAX_STRING];
+    memcpy (buf, &be, 4);
+    memcpy (buf + 4, e.name, nlen);
+    if (send_reply2 (conn, option, NBD_REP_SERVER, buf, 4 + nlen,
+                     e.description, dlen) == -1) {
+      nbdkit_exports_free (exports);
+      return -1;
+    }
+  }
+  nbdkit_exports_free (exports);
+  return send_reply (conn, option, NBD_REP_ACK);
+}
+
+/* NBD_INFO_* replies for INFO and GO, once the export is open. */
+static int
+send_infos (struct connection *conn, uint32_t option, const char *payload,
+            uint16_t nrinfos)
+{
+  struct nbd_info_export ie = {
+    .info = htobe16 (NBD_INFO_EXPORT),
+    .exportsize = htobe64 (conn->exportsize),
+    .eflags = htobe16 (conn->eflags),
+  };
+  if (send_reply2 (conn, option, NBD_REP_INFO, &ie, sizeof ie,
+                   NULL, 0) == -1)
+    return -1;
+
+  bool sent_name = false, sent_desc = false;
+  for (uint16_t i = 0; i < nrinfos; i++) {
+    uint16_t what = get16 (payload + 2 * i);
+    if (what == NBD_INFO_NAME && !sent_name) {
+      uint16_t be = htobe16 (NBD_INFO_NAME);
+      sent_name = true;
+      if (send_reply2 (conn, option, NBD_REP_INFO, &be, 2,
+                       conn->exportname, strlen (conn->exportname)) == -1)
+        return -1;
+    }
+    else if (what == NBD_INFO_DESCRIPTION && !sent_desc) {
+      const char *d = layer_export_description (conn->top);
+      uint16_t be = htobe16 (NBD_INFO_DESCRIPTION);
+      sent_desc = true;
+      if (d && send_reply2 (conn, option, NBD_REP_INFO, &be, 2,
+                            d, strnlen (d, NBD_MAX_STRING)) == -1)
+        return -1;
+    }
+  }
+
+  struct nbd_info_block_size bs = {
+    .info = htobe16 (NBD_INFO_BLOCK_SIZE),
+    .minimum = htobe32 (conn->block_min),
+    .preferred = htobe32 (conn->block_pref),
+    .maximum = htobe32 (conn->block_max),
+  };
+  return send_reply2 (conn, option, NBD_REP_INFO, &bs, sizeof bs, NULL, 0);
+}
+
+/* NBD_OPT_INFO and NBD_OPT_GO.  Returns 1 when GO succeeded. */
+static int
+opt_info_go (struct connection *conn, uint32_t option, const char *data,
+             uint32_t len)
+{
+  if (len < 6)
+    return send_error (conn, option, NBD_REP_ERR_INVALID,
+                       "option too short");
+  uint32_t namelen = get32 (data);
+  if (namelen > NBD_MAX_STRING || namelen > len - 6)
+    return send_error (conn, option, NBD_REP_ERR_INVALID,
+                       "export name length is wrong");
+  uint16_t nrinfos = get16 (data + 4 + namelen);
+  if (len != 4 + namelen + 2 + 2 * (uint32_t) nrinfos)
+    return send_error (conn, option, NBD_REP_ERR_INVALID,
+                       "option length does not match its contents");
+
+  char name[NBD_MAX_STRING + 1];
+  memcpy (name, data + 4, namelen);
+  name[namelen] = '\0';
+  if (strlen (name) != namelen)
+    return send_error (conn, option, NBD_REP_ERR_INVALID,
+                       "export name contains NUL");
+
+  if (open_export (conn, name) == -1) {
+    int r = send_error (conn, option, NBD_REP_ERR_UNKNOWN, failure_text ());
+    return r;
+  }
+  if (send_infos (conn, option, data + 4 + namelen + 2, nrinfos) == -1)
+    return -1;
+
+  /* Meta contexts chosen for another export do not carry over. */
+  if (conn->meta_base_allocation &&
+      (!conn->meta_export || strcmp (conn->meta_export, name) != 0))
+    conn->meta_base_allocation = false;
+
+  if (send_reply (conn, option, NBD_REP_ACK) == -1)
+    return -1;
+  if (option == NBD_OPT_INFO) {
+    close_export (conn);
+    return 0;
+  }
+  return 1;
+}
+
+/* LIST_META_CONTEXT and SET_META_CONTEXT. */
+static int
+opt_meta (struct connection *conn, uint32_t option, const char *data,
+          uint32_t len)
+{
+  bool set = option == NBD_OPT_SET_META_CONTEXT;
+
+  if (!conn->structured)
+    return send_error (conn, option, NBD_REP_ERR_INVALID,
+                       "structured replies must be negotiated first");
+  if (len < 8)
+    return send_error (conn, option, NBD_REP_ERR_INVALID,
+                       "option too short");
+  uint32_t namelen = get32 (data);
+  if (namelen > NBD_MAX_STRING || namelen > len - 8)
+    return send_error (conn, option, NBD_REP_ERR_INVALID,
+                       "export name length is wrong");
+  const char *name = data + 4;
+  uint32_t nrqueries = get32 (data + 4 + namelen);
+  if (nrqueries > MAX_META_QUERIES)
+    return send_error (conn, option, NBD_REP_ERR_TOO_BIG,
+                       "too many queries");
+
+  /* Walk the queries once to check every length before using any. */
+  uint32_t pos = 8 + namelen;
+  for (uint32_t i = 0; i < nrqueries; i++) {
+    if (len - pos < 4)
+      return send_error (conn, option, NBD_REP_ERR_INVALID,
+                         "query list is truncated");
+    uint32_t qlen = get32 (data + pos);
+    if (qlen > len - pos - 4)
+      return send_error (conn, option, NBD_REP_ERR_INVALID,
+                         "query length is wrong");
+    pos += 4 + qlen;
+  }
+  if (pos != len)
+    return send_error (conn, option, NBD_REP_ERR_INVALID,
+                       "option length does not match its contents");
+
+  if (set) {
+    conn->meta_base_allocation = false;
+    free (conn->meta_export);
+    conn->meta_export = strndup (name, namelen);
+    if (!conn->meta_export)
+      return send_error (conn, option, NBD_REP_ERR_PLATFORM,
+                         "out of memory");
+  }
+
+  uint32_t id = htobe32 (set ? BASE_ALLOCATION_ID : 0);
+  bool matched = false;
+  if (nrqueries == 0 && !set)
+    matched = true;             /* list everything */
+  pos = 8 + namelen;
+  for (uint32_t i = 0; i < nrqueries; i++) {
+    uint32_t qlen = get32 (data + pos);
+    const char *q = data + pos + 4;
+    pos += 4 + qlen;
+    bool hit =
+      (qlen == strlen (BASE_ALLOCATION) &&
+       memcmp (q, BASE_ALLOCATION, qlen) == 0) ||
+      (!set && qlen == 5 && memcmp (q, "base:", 5) == 0);
+    if (hit && !matched)
+      matched = true;
+  }
+  if (matched) {
+    if (set)
+      conn->meta_base_allocation = true;
+    if (send_reply2 (conn, option, NBD_REP_META_CONTEXT, &id, 4,
+                     BASE_ALLOCATION, strlen (BASE_ALLOCATION)) == -1)
+      return -1;
+  }
+  return send_reply (conn, option, NBD_REP_ACK);
+}
+
+/* NBD_OPT_EXPORT_NAME: no error reply is possible, so a failure ends
+ * the connection.  Returns 1 to start transmission, -1 to close.
+ */
+static int
+opt_export_name (struct connection *conn, const char *data, uint32_t len,
+                 bool no_zeroes)
+{
+  char name[NBD_MAX_STRING + 1];
+  if (len > NBD_MAX_STRING) {
+    NBDKIT_HANDSHAKE_FAIL (conn->id, "export name too long");
+    return -1;
+  }
+  memcpy (name, data, len);
+  name[len] = '\0';
+  if (strlen (name) != len || open_export (conn, name) == -1) {
+    NBDKIT_HANDSHAKE_FAIL (conn->id, "export could not be opened");
+    return -1;
+  }
+  struct nbd_export_name_reply r = {
+    .exportsize = htobe64 (conn->exportsize),
+    .eflags = htobe16 (conn->eflags),
+  };
+  if (conn_send (conn, &r, no_zeroes ? 10 : sizeof r) == -1)
+    return -1;
+  return 1;
+}
+
+int
+hs_negotiate (struct connection *conn)
+{
+  struct {
+    uint64_t magic;
+    uint64_t version;
+    uint16_t gflags;
+  } __attribute__ ((packed)) greeting = {
+    htobe64 (NBD_MAGIC), htobe64 (NBD_NEW_VERSION),
+    htobe16 (NBD_FLAG_FIXED_NEWSTYLE | NBD_FLAG_NO_ZEROES),
+  };
+  uint32_t cflags;
+  char *data = NULL;
+  int ret = -1;
+
+  NBDKIT_HANDSHAKE_START (conn->id);
+  if (conn_send (conn, &greeting, sizeof greeting) == -1 ||
+      conn_recv (conn, &cflags, 4) == -1) {
+    NBDKIT_HANDSHAKE_FAIL (conn->id, "client went away");
+    return -1;
+  }
+  cflags = be32toh (cflags);
+  if (cflags & ~(uint32_t) (NBD_FLAG_C_FIXED_NEWSTYLE |
+                            NBD_FLAG_C_NO_ZEROES)) {
+    NBDKIT_PROTOCOL_VIOLATION (conn->id, "unknown client flags");
+    NBDKIT_HANDSHAKE_FAIL (conn->id, "unknown client flags");
+    nbdkit_debug ("client sent unknown flags 0x%" PRIx32, cflags);
+    return -1;
+  }
+  bool no_zeroes = cflags & NBD_FLAG_C_NO_ZEROES;
+
+  data = malloc (MAX_OPTION_LENGTH);
+  if (!data) {
+    nbdkit_error ("malloc: %m");
+    return -1;
+  }
+
+  for (unsigned n = 0; ; n++) {
+    struct nbd_new_option opt;
+    if (conn_recv (conn, &opt, sizeof opt) == -1) {
+      NBDKIT_HANDSHAKE_FAIL (conn->id, "client went away");
+      goto out;
+    }
+    if (be64toh (opt.version) != NBD_NEW_VERSION) {
+      NBDKIT_PROTOCOL_VIOLATION (conn->id, "bad option magic");
+      NBDKIT_HANDSHAKE_FAIL (conn->id, "bad option magic");
+      goto out;
+    }
+    uint32_t option = be32toh (opt.option);
+    uint32_t len = be32toh (opt.optlen);
+    NBDKIT_HANDSHAKE_OPTION (conn->id, (uint64_t) option,
+                             hs_option_name (option), (uint64_t) len);
+    if (len > MAX_OPTION_LENGTH) {
+      NBDKIT_PROTOCOL_VIOLATION (conn->id, "option too long");
+      NBDKIT_HANDSHAKE_FAIL (conn->id, "option too long");
+      goto out;
+    }
+    if (n >= MAX_OPTIONS) {
+      NBDKIT_HANDSHAKE_FAIL (conn->id, "too many options");
+      goto out;
+    }
+    if (conn_recv (conn, data, len) == -1) {
+      NBDKIT_HANDSHAKE_FAIL (conn->id, "client went away");
+      goto out;
+    }
+
+    int r;
+    switch (option) {
+    case NBD_OPT_EXPORT_NAME:
+      r = opt_export_name (conn, data, len, no_zeroes);
+      break;
+    case NBD_OPT_ABORT:
+      send_reply (conn, option, NBD_REP_ACK);
+      NBDKIT_HANDSHAKE_FAIL (conn->id, "client aborted");
+      conn_set_closing (conn, "abort");
+      goto out;
+    case NBD_OPT_LIST:
+      r = opt_list (conn, option, len);
+      break;
+    case NBD_OPT_STARTTLS:
+      r = send_error (conn, option, NBD_REP_ERR_POLICY,
+                      "TLS is not enabled on this server");
+      break;
+    case NBD_OPT_INFO:
+    case NBD_OPT_GO:
+      r = opt_info_go (conn, option, data, len);
+      break;
+    case NBD_OPT_STRUCTURED_REPLY:
+      if (len != 0)
+        r = send_error (conn, option, NBD_REP_ERR_INVALID,
+                        "option takes no payload");
+      else if (conn->cfg->no_sr)
+        r = send_error (conn, option, NBD_REP_ERR_UNSUP,
+                        "structured replies are disabled");
+      else if (conn->structured)
+        r = send_error (conn, option, NBD_REP_ERR_INVALID,
+                        "structured replies already negotiated");
+      else {
+        conn->structured = true;
+        r = send_reply (conn, option, NBD_REP_ACK);
+      }
+      break;
+    case NBD_OPT_EXTENDED_HEADERS:
+      if (len != 0)
+        r = send_error (conn, option, NBD_REP_ERR_INVALID,
+                        "option takes no payload");
+      else if (conn->cfg->no_sr)
+        r = send_error (conn, option, NBD_REP_ERR_UNSUP,
+                        "extended headers are disabled");
+      else if (conn->extended)
+        r = send_error (conn, option, NBD_REP_ERR_INVALID,
+                        "extended headers already negotiated");
+      else {
+        conn->extended = conn->structured = true;
+        r = send_reply (conn, option, NBD_REP_ACK);
+      }
+      break;
+    case NBD_OPT_LIST_META_CONTEXT:
+    case NBD_OPT_SET_META_CONTEXT:
+      r = opt_meta (conn, option, data, len);
+      break;
+    default:
+      r = send_error (conn, option, NBD_REP_ERR_UNSUP, "unknown option");
+    }
+    if (r == -1) {
+      NBDKIT_HANDSHAKE_FAIL (conn->id, "could not reply");
+      goto out;
+    }
+    if (r == 1)
+      break;
+  }
+
+  /* The DF flag depends on structured replies, which may have been
+   * negotiated after the export was described for INFO: recompute.
+   */
+  if (conn->structured)
+    conn->eflags |= NBD_FLAG_SEND_DF;
+  NBDKIT_HANDSHAKE_DONE (conn->id, conn->exportname,
+                         (int64_t) conn->structured,
+                         (int64_t) conn->extended);
+  nbdkit_debug ("handshake done: export \"%s\", size %" PRIu64
+                ", structured %d, extended %d", conn->exportname,
+                conn->exportsize, conn->structured, conn->extended);
+  ret = 0;
+
+ out:
+  free (data);
+  return ret;
+}

@@ -1,0 +1,302 @@
+/* nbdkit server: the types and functions shared between the server's
+ * files.  Nothing here is visible to plugins or filters, which see only
+ * include/.
+ *
+ * The main objects:
+ *   struct config      the command line, read-only once the server runs
+ *   struct layer       one loaded plugin or filter, chained by ->next
+ *   struct context     one layer opened for one connection; filters see
+ *                      the context below them as an nbdkit_next
+ *   struct connection  one client: its socket, negotiated state, workers
+ */
+#ifndef NBDKIT_INTERNAL_H
+#define NBDKIT_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#define NBDKIT_API_VERSION 2
+#include "nbdkit-plugin.h"
+#include "nbdkit-filter.h"
+
+#include "probes.h"
+#include "cleanup.h"
+
+/* Limits that protect the server from what clients send. */
+#define MAX_REQUEST_SIZE   (32 * 1024 * 1024) /* read/write payload */
+#define MAX_OPTION_LENGTH  (64 * 1024)        /* one handshake option */
+#define MAX_META_QUERIES   128
+#define DEFAULT_THREADS    16
+
+/* ---- config (main.c) ---- */
+
+struct layer;
+
+struct config {
+  const char *program;          /* argv[0], for messages */
+  bool foreground;              /* -f, or implied by --run, -s, ... */
+  bool verbose;                 /* -v */
+  bool readonly;                /* -r */
+  bool single;                  /* -s */
+  bool print_uri;               /* --print-uri */
+  bool exit_with_parent;        /* --exit-with-parent */
+  bool no_sr;                   /* --no-sr: refuse structured replies */
+  bool use_syslog;              /* daemonised: log to syslog */
+  const char *unixsocket;       /* -U, after `-' is resolved */
+  char *tmpdir;                 /* temp dir holding the `-U -' socket */
+  const char *port;             /* -p */
+  const char *ipaddr;           /* -i */
+  int family;                   /* -4, -6 or AF_UNSPEC */
+  unsigned threads;             /* -t */
+  const char *exportname;       /* -e */
+  const char *pidfile;          /* -P */
+  const char *run;              /* --run */
+  int listen_fds;               /* socket activation: count from fd 3 */
+  struct layer *top;            /* the outermost layer of the chain */
+  int thread_model;             /* weakest of every layer's */
+};
+
+/* ---- layers (backend.c, plugins.c, filters.c) ---- */
+
+struct context;
+
+/* What every layer can do.  The server calls these and nothing else;
+ * plugins.c and filters.c implement them.  Errors from data calls come
+ * back as -1 with *err set to an errno.
+ */
+struct layer_ops {
+  void (*unload) (struct layer *);
+  void (*usage) (struct layer *);
+  void (*dump_fields) (struct layer *);
+  int (*config) (struct layer *, const char *key, const char *value);
+  int (*config_complete) (struct layer *);
+  const char *(*magic_config_key) (struct layer *);
+  int (*thread_model) (struct layer *);
+  int (*get_ready) (struct layer *);
+  int (*after_fork) (struct layer *);
+  void (*cleanup) (struct layer *);
+  int (*preconnect) (struct layer *, int readonly);
+  int (*list_exports) (struct layer *, int readonly, int is_tls,
+                       struct nbdkit_exports *exports);
+  const char *(*default_export) (struct layer *, int readonly, int is_tls);
+
+  /* Per-connection: open fills in c->handle (and opens the layers
+   * below, for filters).  Returns -1 on failure.
+   */
+  int (*open) (struct context *c, int readonly, const char *exportname,
+               int is_tls);
+  int (*prepare) (struct context *c, int readonly);
+  int (*finalize) (struct context *c);
+  void (*close) (struct context *c);
+
+  int64_t (*get_size) (struct context *c);
+  const char *(*export_description) (struct context *c);
+  int (*block_size) (struct context *c, uint32_t *minimum,
+                     uint32_t *preferred, uint32_t *maximum);
+  int (*can_write) (struct context *c);
+  int (*can_flush) (struct context *c);
+  int (*is_rotational) (struct context *c);
+  int (*can_trim) (struct context *c);
+  int (*can_zero) (struct context *c);
+  int (*can_fast_zero) (struct context *c);
+  int (*can_extents) (struct context *c);
+  int (*can_fua) (struct context *c);
+  int (*can_multi_conn) (struct context *c);
+  int (*can_cache) (struct context *c);
+
+  int (*pread) (struct context *c, void *buf, uint32_t count,
+                uint64_t offset, uint32_t flags, int *err);
+  int (*pwrite) (struct context *c, const void *buf, uint32_t count,
+                 uint64_t offset, uint32_t flags, int *err);
+  int (*flush) (struct context *c, uint32_t flags, int *err);
+  int (*trim) (struct context *c, uint32_t count, uint64_t offset,
+               uint32_t flags, int *err);
+  int (*zero) (struct context *c, uint32_t count, uint64_t offset,
+               uint32_t flags, int *err);
+  int (*extents) (struct context *c, uint32_t count, uint64_t offset,
+                  uint32_t flags, struct nbdkit_extents *extents, int *err);
+  int (*cache) (struct context *c, uint32_t count, uint64_t offset,
+                uint32_t flags, int *err);
+};
+
+struct layer {
+  const struct layer_ops *ops;
+  struct layer *next;           /* the layer below; NULL for the plugin */
+  unsigned depth;               /* 0 = outermost */
+  const char *type;             /* "plugin" or "filter" */
+  char *name;                   /* short name, e.g. "memory" */
+  char *filename;               /* path of the .so */
+  void *dl;                     /* dlopen handle */
+  void *priv;                   /* struct plugin_priv or filter_priv */
+};
+
+/* A layer opened for one connection.  next_ops must come first: a
+ * filter is handed &context->next_ops of the layer below as its
+ * nbdkit_next, and the server turns it back with container_of.
+ */
+struct context {
+  struct nbdkit_next_ops next_ops;
+  struct layer *layer;
+  struct context *below;        /* NULL for the plugin's context */
+  struct connection *conn;
+  void *handle;                 /* from the plugin's or filter's open */
+  int fua_mode;                 /* plugins: can_fua, cached by prepare */
+};
+
+/* backend.c */
+extern const struct nbdkit_next_ops layer_next_ops;
+extern struct context *layer_open (struct connection *conn,
+                                   struct layer *layer, int readonly,
+                                   const char *exportname, int is_tls);
+extern int layer_prepare_all (struct context *c, int readonly);
+extern void layer_close_all (struct context *c);
+extern void layer_unload_all (struct layer *top);
+extern int layer_set_debug_flag (struct layer *top, const char *arg);
+extern int64_t layer_get_size (struct context *c);
+extern const char *layer_export_description (struct context *c);
+extern int layer_block_size (struct context *c, uint32_t *minimum,
+                             uint32_t *preferred, uint32_t *maximum);
+extern int layer_can_write (struct context *c);
+extern int layer_can_flush (struct context *c);
+extern int layer_is_rotational (struct context *c);
+extern int layer_can_trim (struct context *c);
+extern int layer_can_zero (struct context *c);
+extern int layer_can_fast_zero (struct context *c);
+extern int layer_can_extents (struct context *c);
+extern int layer_can_fua (struct context *c);
+extern int layer_can_multi_conn (struct context *c);
+extern int layer_can_cache (struct context *c);
+extern int layer_pread (struct context *c, void *buf, uint32_t count,
+                        uint64_t offset, uint32_t flags, int *err);
+extern int layer_pwrite (struct context *c, const void *buf, uint32_t count,
+                         uint64_t offset, uint32_t flags, int *err);
+extern int layer_flush (struct context *c, uint32_t flags, int *err);
+extern int layer_trim (struct context *c, uint32_t count, uint64_t offset,
+                       uint32_t flags, int *err);
+extern int layer_zero (struct context *c, uint32_t count, uint64_t offset,
+                       uint32_t flags, int *err);
+extern int layer_extents (struct context *c, uint32_t count, uint64_t offset,
+                          uint32_t flags, struct nbdkit_extents *extents,
+                          int *err);
+extern int layer_cache (struct context *c, uint32_t count, uint64_t offset,
+                        uint32_t flags, int *err);
+
+/* plugins.c, filters.c */
+extern struct layer *plugin_load (const char *name, bool by_path);
+extern struct layer *filter_load (const char *name, struct layer *next);
+extern char *layer_find_so (const char *type, const char *name,
+                            bool *by_path);
+
+/* ---- connections (connection.c, handshake.c, transmission.c) ---- */
+
+struct connection {
+  uint64_t id;                  /* never reused */
+  int sockin, sockout;
+  bool sockout_is_socket;       /* send with MSG_NOSIGNAL, else write */
+  const struct config *cfg;
+  const char *transport;        /* "unix", "tcp", "stdio", "activated" */
+  char peer[128];               /* printable peer address */
+  struct sockaddr_storage peer_addr;
+  socklen_t peer_addrlen;
+  uint64_t start_ns;
+
+  /* Negotiated in the handshake, fixed during transmission. */
+  bool structured;
+  bool extended;
+  bool meta_base_allocation;    /* base:allocation selected */
+  char *meta_export;            /* export named in SET_META_CONTEXT */
+  char *exportname;
+  struct context *top;
+  uint64_t exportsize;
+  uint16_t eflags;
+  uint32_t block_min, block_pref, block_max;
+  bool can_write, can_flush, can_trim, can_zero, can_fast_zero;
+  bool can_fua, can_cache, can_extents, can_multi_conn;
+
+  /* Transmission: workers take read_lock to decode one request, then
+   * run it, then take write_lock to send its reply.  status_lock guards
+   * closing and close_reason.
+   */
+  pthread_mutex_t read_lock;
+  pthread_mutex_t write_lock;
+  pthread_mutex_t status_lock;
+  bool closing;
+  const char *close_reason;
+
+  /* Statistics for connection_close. */
+  _Atomic uint64_t requests;
+  _Atomic uint64_t bytes_in;
+  _Atomic uint64_t bytes_out;
+
+  /* Strings from nbdkit_strdup_intern during this connection. */
+  pthread_mutex_t intern_lock;
+  char **interned;
+  size_t n_interned;
+};
+
+/* connection.c */
+extern void conn_handle (const struct config *cfg, int sockin, int sockout,
+                         const char *transport);
+extern int conn_recv (struct connection *conn, void *buf, size_t len);
+extern int conn_send (struct connection *conn, const void *buf, size_t len);
+extern int conn_sendv (struct connection *conn, const struct iovec *iov,
+                       int iovcnt);
+extern void conn_set_closing (struct connection *conn, const char *reason);
+extern bool conn_is_closing (struct connection *conn);
+extern struct connection *conn_current (void);
+extern void conn_set_current (struct connection *conn);
+extern uint64_t conn_count_active (void);
+extern void conn_shutdown_all (int timeout_s);
+
+/* handshake.c: returns 0 to go on to transmission, -1 to close. */
+extern int hs_negotiate (struct connection *conn);
+extern const char *hs_option_name (uint32_t option);
+
+/* transmission.c: serves requests until the connection ends. */
+extern void tx_serve (struct connection *conn);
+extern const char *tx_command_name (uint16_t cmd);
+
+/* ---- sockets.c ---- */
+struct listener {
+  int *fds;
+  size_t nfds;
+};
+extern int sock_bind_all (struct config *cfg, struct listener *l);
+extern void sock_accept_loop (const struct config *cfg, struct listener *l,
+                              int quit_fd);
+extern void sock_close_all (struct listener *l);
+
+/* ---- log.c ---- */
+extern void log_init (const struct config *cfg);
+extern void log_set_layer_name (const char *name);
+extern const char *log_last_error (void);
+extern void log_clear_last_error (void);
+extern void log_errorf (const char *fs, ...)
+  __attribute__ ((format (printf, 1, 2)));
+extern void log_debugf (const char *fs, ...)
+  __attribute__ ((format (printf, 1, 2)));
+
+/* ---- public.c ---- */
+extern int public_take_error (void);
+extern void public_reset_error (void);
+extern void public_free_interned (struct connection *conn);
+
+/* ---- extents.c, exports.c ---- */
+extern struct nbdkit_extents *extents_new (uint64_t start, uint64_t end);
+extern bool exports_has_default (const struct nbdkit_exports *exports);
+
+/* ---- main.c ---- */
+extern void server_request_shutdown (const char *reason);
+
+/* ---- helpers ---- */
+extern uint64_t now_ns (void);
+
+#define container_of(ptr, type, member) \
+  ((type *) ((char *) (ptr) - offsetof (type, member)))
+
+#endif /* NBDKIT_INTERNAL_H */

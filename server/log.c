@@ -1,0 +1,135 @@
+/* nbdkit server: messages.  nbdkit_error and nbdkit_debug (called by
+ * plugins, filters and the server) end up here, on stderr or, for a
+ * daemonised server, in syslog.  The last error text of each thread is
+ * kept so the handshake can pass it to the client.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+
+#include "internal.h"
+
+/* Set once by log_init before any thread starts; read-only after. */
+static const struct config *log_cfg;
+
+static __thread const char *layer_name;
+static __thread char last_error[256];
+
+void
+log_init (const struct config *cfg)
+{
+  log_cfg = cfg;
+  if (cfg->use_syslog)
+    openlog ("nbdkit", LOG_PID, LOG_DAEMON);
+}
+
+void
+log_set_layer_name (const char *name)
+{
+  layer_name = name;
+}
+
+const char *
+log_last_error (void)
+{
+  return last_error[0] ? last_error : NULL;
+}
+
+void
+log_clear_last_error (void)
+{
+  last_error[0] = '\0';
+}
+
+/* Format a message into a buffer, keeping errno for %m. */
+static void
+emit (int priority, const char *kind, const char *fs, va_list args)
+{
+  int saved_errno = errno;
+  char msg[1024];
+  struct connection *conn = conn_current ();
+
+  errno = saved_errno;
+  vsnprintf (msg, sizeof msg, fs, args);
+  /* Strip trailing newlines: every message is one line. */
+  size_t len = strlen (msg);
+  while (len > 0 && msg[len - 1] == '\n')
+    msg[--len] = '\0';
+
+  if (priority == LOG_ERR)
+    snprintf (last_error, sizeof last_error, "%s", msg);
+
+  char prefix[96] = "";
+  if (layer_name && conn)
+    snprintf (prefix, sizeof prefix, "%s[%" PRIu64 "]: ", layer_name,
+              conn->id);
+  else if (layer_name)
+    snprintf (prefix, sizeof prefix, "%s: ", layer_name);
+
+  if (log_cfg && log_cfg->use_syslog)
+    syslog (priority, "%s%s%s", prefix, kind, msg);
+  else {
+    flockfile (stderr);
+    fprintf (stderr, "nbdkit: %s%s%s\n", prefix, kind, msg);
+    funlockfile (stderr);
+  }
+  errno = saved_errno;
+}
+
+void
+nbdkit_verror (const char *fs, va_list args)
+{
+  emit (LOG_ERR, "error: ", fs, args);
+}
+
+void
+nbdkit_error (const char *fs, ...)
+{
+  va_list args;
+  va_start (args, fs);
+  nbdkit_verror (fs, args);
+  va_end (args);
+}
+
+void
+nbdkit_vdebug (const char *fs, va_list args)
+{
+  if (!log_cfg || !log_cfg->verbose)
+    return;
+  emit (LOG_DEBUG, "debug: ", fs, args);
+}
+
+void
+nbdkit_debug (const char *fs, ...)
+{
+  va_list args;
+  if (!log_cfg || !log_cfg->verbose)
+    return;
+  va_start (args, fs);
+  nbdkit_vdebug (fs, args);
+  va_end (args);
+}
+
+void
+log_errorf (const char *fs, ...)
+{
+  va_list args;
+  va_start (args, fs);
+  nbdkit_verror (fs, args);
+  va_end (args);
+}
+
+void
+log_debugf (const char *fs, ...)
+{
+  va_list args;
+  va_start (args, fs);
+  nbdkit_vdebug (fs, args);
+  va_end (args);
+}

@@ -1,0 +1,635 @@
+/* nbdkit server: the command line and the start-up order.
+ *
+ *   parse options -> load plugin and filters -> configure them ->
+ *   bind sockets -> daemonise (or run the --run command) -> accept
+ *   until told to stop -> wind connections down -> unload
+ *
+ * The configuration (struct config) is filled here and read-only once
+ * the first connection thread starts.  The quit pipe is the one piece
+ * of process-wide mutable state: signal handlers, the --run waiter and
+ * nbdkit_shutdown write to it to stop the accept loop.
+ */
+#include <config.h>
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* Written by signal handlers and nbdkit_shutdown, read by the accept
+ * loop.  Set up once before any thread starts.
+ */
+static int quit_pipe[2] = { -1, -1 };
+static const char *volatile stop_reason;
+
+void
+server_request_shutdown (const char *reason)
+{
+  if (!stop_reason)
+    stop_reason = reason;
+  if (quit_pipe[1] >= 0) {
+    char c = 0;
+    ssize_t r = write (quit_pipe[1], &c, 1);
+    (void) r;
+  }
+}
+
+static void
+on_signal (int sig)
+{
+  server_request_shutdown ("signal");
+}
+
+static void
+usage (FILE *fp, const char *program)
+{
+  fprintf (fp,
+"usage: %s [options] PLUGIN [key=value ...] [--run CMD]\n"
+"\n"
+"Serve PLUGIN's data over the NBD protocol.  PLUGIN is a short name\n"
+"(memory, file, null, ...) or the path of a plugin .so.\n"
+"\n"
+"  -D, --debug NAME.FLAG=N  set a plugin or filter debug flag\n"
+"  -e, --exportname NAME    export name used in $uri and --print-uri\n"
+"  -f, --foreground         do not fork into the background\n"
+"      --filter=FILTER      add a filter (the first is nearest the client)\n"
+"  -i, --ipaddr ADDR        listen on this address only\n"
+"  -p, --port PORT          TCP port (default 10809)\n"
+"  -P, --pidfile FILE       write the server's pid here\n"
+"  -r, --readonly           refuse writes\n"
+"  -s, --single             serve one connection on stdin/stdout\n"
+"  -t, --threads N          worker threads per connection (default %d)\n"
+"  -U, --unix SOCKET        listen on a Unix socket (- for a private one)\n"
+"  -v, --verbose            print debug messages\n"
+"  -4, -6                   IPv4 or IPv6 only\n"
+"      --run CMD            run CMD with $uri set, exit with its status\n"
+"      --exit-with-parent   exit when the parent process exits\n"
+"      --no-sr              do not offer structured replies\n"
+"      --log=stderr|syslog  where messages go\n"
+"      --print-uri          print the URI clients can use\n"
+"      --dump-config        print the build configuration\n"
+"      --dump-plugin        print what the plugin provides\n"
+"      --help, --version\n"
+"\n"
+"See nbdkit(1) and nbdkit-probes(1).\n",
+           program, DEFAULT_THREADS);
+}
+
+enum {
+  OPT_RUN = 256, OPT_FILTER, OPT_DUMP_CONFIG, OPT_DUMP_PLUGIN, OPT_HELP,
+  OPT_VERSION, OPT_PRINT_URI, OPT_EXIT_WITH_PARENT, OPT_NO_SR, OPT_LOG,
+};
+
+static const struct option long_options[] = {
+  { "debug", required_argument, NULL, 'D' },
+  { "exportname", required_argument, NULL, 'e' },
+  { "export-name", required_argument, NULL, 'e' },
+  { "foreground", no_argument, NULL, 'f' },
+  { "no-fork", no_argument, NULL, 'f' },
+  { "filter", required_argument, NULL, OPT_FILTER },
+  { "ipaddr", required_argument, NULL, 'i' },
+  { "port", required_argument, NULL, 'p' },
+  { "pidfile", required_argument, NULL, 'P' },
+  { "pid-file", required_argument, NULL, 'P' },
+  { "readonly", no_argument, NULL, 'r' },
+  { "read-only", no_argument, NULL, 'r' },
+  { "single", no_argument, NULL, 's' },
+  { "threads", required_argument, NULL, 't' },
+  { "unix", required_argument, NULL, 'U' },
+  { "verbose", no_argument, NULL, 'v' },
+  { "run", required_argument, NULL, OPT_RUN },
+  { "exit-with-parent", no_argument, NULL, OPT_EXIT_WITH_PARENT },
+  { "no-sr", no_argument, NULL, OPT_NO_SR },
+  { "no-structured-replies", no_argument, NULL, OPT_NO_SR },
+  { "log", required_argument, NULL, OPT_LOG },
+  { "print-uri", no_argument, NULL, OPT_PRINT_URI },
+  { "dump-config", no_argument, NULL, OPT_DUMP_CONFIG },
+  { "dump-plugin", no_argument, NULL, OPT_DUMP_PLUGIN },
+  { "help", no_argument, NULL, OPT_HELP },
+  { "version", no_argument, NULL, OPT_VERSION },
+  { NULL, 0, NULL, 0 },
+};
+
+static void
+dump_config (void)
+{
+  printf ("binary=%s/nbdkit\n", SBINDIR);
+  printf ("filterdir=%s\n", FILTERDIR);
+  printf ("libdir=%s\n", LIBDIR);
+  printf ("name=%s\n", PACKAGE_NAME);
+  printf ("plugindir=%s\n", PLUGINDIR);
+  printf ("probes=%s\n",
+#ifdef ENABLE_PROBES
+          "yes"
+#else
+          "no"
+#endif
+          );
+  printf ("sbindir=%s\n", SBINDIR);
+  printf ("tls=no\n");
+  printf ("version=%s\n", PACKAGE_VERSION);
+  printf ("version_major=%d\n", atoi (PACKAGE_VERSION));
+  printf ("version_minor=%d\n", atoi (strchr (PACKAGE_VERSION, '.') + 1));
+}
+
+/* A key=value parameter's key: a letter or _, then letters, digits,
+ * _, - and '.'.  Anything else is a bare value for the magic key.
+ */
+static bool
+is_key (const char *s, size_t len)
+{
+  if (len == 0 || !(isalpha ((unsigned char) s[0]) || s[0] == '_'))
+    return false;
+  for (size_t i = 1; i < len; i++)
+    if (!isalnum ((unsigned char) s[i]) && !strchr ("_-.", s[i]))
+      return false;
+  return true;
+}
+
+/* Percent-encode an export name for a URI path. */
+static void
+fput_uri_escaped (FILE *fp, const char *s)
+{
+  for (; *s; s++) {
+    unsigned char c = *s;
+    if (isalnum (c) || strchr ("-._~/", c))
+      fputc (c, fp);
+    else
+      fprintf (fp, "%%%02X", c);
+  }
+}
+
+/* The URI a client uses to reach us, in a malloc'd string. */
+static char *
+make_uri (const struct config *cfg)
+{
+  char *uri = NULL;
+  size_t len = 0;
+  FILE *fp = open_memstream (&uri, &len);
+  if (!fp)
+    return NULL;
+  const char *name = cfg->exportname ? cfg->exportname : "";
+  if (cfg->unixsocket) {
+    fprintf (fp, "nbd+unix:///");
+    fput_uri_escaped (fp, name);
+    fprintf (fp, "?socket=");
+    fput_uri_escaped (fp, cfg->unixsocket);
+  }
+  else {
+    const char *host = cfg->ipaddr ? cfg->ipaddr : "localhost";
+    fprintf (fp, strchr (host, ':') ? "nbd://[%s]" : "nbd://%s", host);
+    if (cfg->port && strcmp (cfg->port, "10809") != 0)
+      fprintf (fp, ":%s", cfg->port);
+    fprintf (fp, "/");
+    fput_uri_escaped (fp, name);
+  }
+  fclose (fp);
+  return uri;
+}
+
+/* --run: start CMD with the connection details in its environment. */
+static pid_t
+start_run (const struct config *cfg, const char *uri)
+{
+  pid_t pid = fork ();
+  if (pid == -1) {
+    nbdkit_error ("fork: %m");
+    return -1;
+  }
+  if (pid > 0)
+    return pid;
+
+  char nbd[PATH_MAX + 64];
+  const char *name = cfg->exportname ? cfg->exportname : "";
+  if (cfg->unixsocket)
+    snprintf (nbd, sizeof nbd, "nbd:unix:%s%s%s", cfg->unixsocket,
+              *name ? ":exportname=" : "", name);
+  else
+    snprintf (nbd, sizeof nbd, "nbd:%s:%s%s%s",
+              cfg->ipaddr ? cfg->ipaddr : "localhost",
+              cfg->port ? cfg->port : "10809",
+              *name ? ":exportname=" : "", name);
+  setenv ("uri", uri, 1);
+  setenv ("nbd", nbd, 1);
+  setenv ("exportname", name, 1);
+  setenv ("tls", "0", 1);
+  if (cfg->unixsocket) {
+    setenv ("unixsocket", cfg->unixsocket, 1);
+    setenv ("port", "", 1);
+  }
+  else {
+    setenv ("unixsocket", "", 1);
+    setenv ("port", cfg->port ? cfg->port : "10809", 1);
+  }
+  signal (SIGPIPE, SIG_DFL);
+  execl ("/bin/sh", "sh", "-c", cfg->run, (char *) NULL);
+  perror ("nbdkit: --run: /bin/sh");
+  _exit (127);
+}
+
+struct run_waiter {
+  pid_t pid;
+  int status;
+};
+
+static void *
+wait_for_run (void *arg)
+{
+  struct run_waiter *rw = arg;
+  while (waitpid (rw->pid, &rw->status, 0) == -1 && errno == EINTR)
+    ;
+  server_request_shutdown ("run-exited");
+  return NULL;
+}
+
+static int
+run_exit_status (int status)
+{
+  if (WIFEXITED (status))
+    return WEXITSTATUS (status);
+  if (WIFSIGNALED (status))
+    return 128 + WTERMSIG (status);
+  return 1;
+}
+
+static int
+write_pidfile (const char *path)
+{
+  char tmp[PATH_MAX];
+  if (snprintf (tmp, sizeof tmp, "%s.tmp", path) >= (int) sizeof tmp) {
+    nbdkit_error ("pidfile path too long");
+    return -1;
+  }
+  FILE *fp = fopen (tmp, "w");
+  if (!fp || fprintf (fp, "%d\n", (int) getpid ()) < 0 ||
+      fclose (fp) == EOF || rename (tmp, path) == -1) {
+    nbdkit_error ("%s: %m", path);
+    return -1;
+  }
+  return 0;
+}
+
+/* Fork into the background; the parent exits once the child is set. */
+static int
+daemonise (void)
+{
+  pid_t pid = fork ();
+  if (pid == -1) {
+    nbdkit_error ("fork: %m");
+    return -1;
+  }
+  if (pid > 0)
+    _exit (EXIT_SUCCESS);
+  setsid ();
+  pid = fork ();
+  if (pid == -1)
+    _exit (EXIT_FAILURE);
+  if (pid > 0)
+    _exit (EXIT_SUCCESS);
+  if (chdir ("/") == -1)
+    return -1;
+  int fd = open ("/dev/null", O_RDWR);
+  if (fd >= 0) {
+    dup2 (fd, STDIN_FILENO);
+    dup2 (fd, STDOUT_FILENO);
+    dup2 (fd, STDERR_FILENO);
+    if (fd > 2)
+      close (fd);
+  }
+  return 0;
+}
+
+static void
+fail (const char *program, const char *fs, const char *arg)
+{
+  fprintf (stderr, "%s: ", program);
+  fprintf (stderr, fs, arg);
+  fprintf (stderr, "\n");
+  exit (EXIT_FAILURE);
+}
+
+int
+main (int argc, char *argv[])
+{
+  struct config cfg = {
+    .program = "nbdkit",
+    .family = AF_UNSPEC,
+    .threads = DEFAULT_THREADS,
+  };
+  const char **filters = NULL;
+  size_t nfilters = 0;
+  const char **debug_flags = NULL;
+  size_t ndebug = 0;
+  bool dump_plugin = false, help = false, version = false;
+  bool unix_private = false;
+  const char *log_to = NULL;
+  int c;
+
+  signal (SIGPIPE, SIG_IGN);
+
+  while ((c = getopt_long (argc, argv, "46D:e:fi:p:P:rst:U:v", long_options,
+                           NULL)) != -1) {
+    switch (c) {
+    case '4': cfg.family = AF_INET; break;
+    case '6': cfg.family = AF_INET6; break;
+    case 'D':
+      debug_flags = realloc (debug_flags, (ndebug + 1) * sizeof *debug_flags);
+      if (!debug_flags) fail (cfg.program, "%s", "out of memory");
+      debug_flags[ndebug++] = optarg;
+      break;
+    case 'e':
+      if (strlen (optarg) > 4096)
+        fail (cfg.program, "%s", "-e: export name is too long");
+      cfg.exportname = optarg;
+      break;
+    case 'f': cfg.foreground = true; break;
+    case 'i': cfg.ipaddr = optarg; break;
+    case 'p': {
+      unsigned port;
+      char *end;
+      errno = 0;
+      port = strtoul (optarg, &end, 10);
+      if (errno || *end || end == optarg || port > 65535)
+        fail (cfg.program, "-p: \"%s\" is not a valid port number", optarg);
+      cfg.port = optarg;
+      break;
+    }
+    case 'P': cfg.pidfile = optarg; break;
+    case 'r': cfg.readonly = true; break;
+    case 's': cfg.single = true; break;
+    case 't': {
+      char *end;
+      errno = 0;
+      unsigned long n = strtoul (optarg, &end, 10);
+      if (errno || *end || end == optarg || n < 1 || n > 1024)
+        fail (cfg.program, "-t: \"%s\" is not a thread count from 1 to 1024",
+              optarg);
+      cfg.threads = n;
+      break;
+    }
+    case 'U':
+      if (strcmp (optarg, "-") == 0)
+        unix_private = true;
+      else
+        cfg.unixsocket = optarg;
+      break;
+    case 'v': cfg.verbose = true; break;
+    case OPT_RUN: cfg.run = optarg; break;
+    case OPT_FILTER:
+      filters = realloc (filters, (nfilters + 1) * sizeof *filters);
+      if (!filters) fail (cfg.program, "%s", "out of memory");
+      filters[nfilters++] = optarg;
+      break;
+    case OPT_EXIT_WITH_PARENT: cfg.exit_with_parent = true; break;
+    case OPT_NO_SR: cfg.no_sr = true; break;
+    case OPT_LOG:
+      if (strcmp (optarg, "stderr") && strcmp (optarg, "syslog"))
+        fail (cfg.program, "--log: \"%s\" must be stderr or syslog", optarg);
+      log_to = optarg;
+      break;
+    case OPT_PRINT_URI: cfg.print_uri = true; break;
+    case OPT_DUMP_CONFIG: dump_config (); exit (EXIT_SUCCESS);
+    case OPT_DUMP_PLUGIN: dump_plugin = true; break;
+    case OPT_HELP: help = true; break;
+    case OPT_VERSION: version = true; break;
+    default:
+      fprintf (stderr, "%s: bad option; try '%s --help'\n", cfg.program,
+               cfg.program);
+      exit (EXIT_FAILURE);
+    }
+  }
+
+  if (optind >= argc) {
+    if (help) {
+      usage (stdout, cfg.program);
+      exit (EXIT_SUCCESS);
+    }
+    if (version) {
+      printf ("%s %s\n", PACKAGE_NAME, PACKAGE_VERSION);
+      exit (EXIT_SUCCESS);
+    }
+    fail (cfg.program, "%s",
+          "no plugin given on the command line; try 'nbdkit --help'");
+  }
+
+  /* Socket activation, as systemd and systemd-socket-activate do it. */
+  const char *lpid = getenv ("LISTEN_PID"), *lfds = getenv ("LISTEN_FDS");
+  if (lpid && lfds && atol (lpid) == (long) getpid () && atoi (lfds) > 0) {
+    cfg.listen_fds = atoi (lfds);
+    unsetenv ("LISTEN_PID");
+    unsetenv ("LISTEN_FDS");
+    unsetenv ("LISTEN_FDNAMES");
+    if (cfg.unixsocket || unix_private || cfg.port || cfg.ipaddr)
+      fail (cfg.program, "%s",
+            "-U, -p and -i cannot be used with socket activation");
+  }
+  if (cfg.single && (cfg.unixsocket || unix_private || cfg.port ||
+                     cfg.run || cfg.listen_fds))
+    fail (cfg.program, "%s", "-s cannot be combined with -U, -p or --run");
+  if ((cfg.unixsocket || unix_private) && (cfg.port || cfg.ipaddr))
+    fail (cfg.program, "%s", "-U cannot be combined with -p or -i");
+
+  /* --run, -s and socket activation keep the server in the foreground. */
+  if (cfg.run || cfg.single || cfg.listen_fds || dump_plugin || help ||
+      version)
+    cfg.foreground = true;
+  cfg.use_syslog = log_to ? strcmp (log_to, "syslog") == 0
+                          : !cfg.foreground;
+  log_init (&cfg);
+
+  /* Load the plugin, then the filters from the innermost out. */
+  struct layer *plugin = plugin_load (argv[optind], false);
+  if (!plugin)
+    exit (EXIT_FAILURE);
+  cfg.top = plugin;
+  for (size_t i = nfilters; i-- > 0; ) {
+    struct layer *f = filter_load (filters[i], cfg.top);
+    if (!f)
+      exit (EXIT_FAILURE);
+    cfg.top = f;
+  }
+  unsigned depth = 0;
+  for (struct layer *l = cfg.top; l; l = l->next)
+    l->depth = depth++;
+
+  if (help) {
+    for (struct layer *l = cfg.top; l; l = l->next)
+      l->ops->usage (l);
+    exit (EXIT_SUCCESS);
+  }
+  if (version) {
+    printf ("%s %s\n", PACKAGE_NAME, PACKAGE_VERSION);
+    struct nbdkit_plugin *p = plugin->priv;
+    printf ("%s %s\n", plugin->name, p->version ? p->version : "");
+    exit (EXIT_SUCCESS);
+  }
+  if (dump_plugin) {
+    plugin->ops->dump_fields (plugin);
+    exit (EXIT_SUCCESS);
+  }
+
+  for (size_t i = 0; i < ndebug; i++)
+    if (layer_set_debug_flag (cfg.top, debug_flags[i]) == -1)
+      exit (EXIT_FAILURE);
+  free (debug_flags);
+
+  /* Parameters: key=value, or a bare value for the magic key. */
+  for (int i = optind + 1; i < argc; i++) {
+    const char *arg = argv[i];
+    const char *eq = strchr (arg, '=');
+    int r;
+    if (eq && is_key (arg, eq - arg)) {
+      char *key = strndup (arg, eq - arg);
+      if (!key) fail (cfg.program, "%s", "out of memory");
+      log_set_layer_name (cfg.top->name);
+      r = cfg.top->ops->config (cfg.top, key, eq + 1);
+      free (key);
+    }
+    else {
+      const char *magic = cfg.top->ops->magic_config_key (cfg.top);
+      if (!magic)
+        fail (cfg.program, "parameter \"%s\" must be key=value "
+              "(this plugin has no default key)", arg);
+      log_set_layer_name (cfg.top->name);
+      r = cfg.top->ops->config (cfg.top, magic, arg);
+    }
+    if (r == -1)
+      exit (EXIT_FAILURE);
+  }
+  log_set_layer_name (cfg.top->name);
+  if (cfg.top->ops->config_complete (cfg.top) == -1)
+    exit (EXIT_FAILURE);
+
+  /* The weakest thread model of any layer rules. */
+  cfg.thread_model = NBDKIT_THREAD_MODEL_PARALLEL;
+  for (struct layer *l = cfg.top; l; l = l->next) {
+    int m = l->ops->thread_model (l);
+    if (m == -1)
+      exit (EXIT_FAILURE);
+    if (m < cfg.thread_model)
+      cfg.thread_model = m;
+  }
+
+  /* get_ready from the plugin outwards. */
+  struct layer *stack[64];
+  size_t nstack = 0;
+  for (struct layer *l = cfg.top; l && nstack < 64; l = l->next)
+    stack[nstack++] = l;
+  while (nstack-- > 0) {
+    log_set_layer_name (stack[nstack]->name);
+    if (stack[nstack]->ops->get_ready (stack[nstack]) == -1)
+      exit (EXIT_FAILURE);
+  }
+  log_set_layer_name (NULL);
+
+  if (cfg.exit_with_parent)
+    prctl (PR_SET_PDEATHSIG, SIGTERM);
+
+  NBDKIT_SERVER_START (PACKAGE_VERSION, (uint64_t) getpid ());
+
+  if (pipe2 (quit_pipe, O_CLOEXEC) == -1) {
+    nbdkit_error ("pipe2: %m");
+    exit (EXIT_FAILURE);
+  }
+  struct sigaction sa = { .sa_handler = on_signal };
+  sigemptyset (&sa.sa_mask);
+  sigaction (SIGINT, &sa, NULL);
+  sigaction (SIGTERM, &sa, NULL);
+  sigaction (SIGQUIT, &sa, NULL);
+  sigaction (SIGHUP, &sa, NULL);
+
+  if (cfg.single) {
+    if (cfg.pidfile && write_pidfile (cfg.pidfile) == -1)
+      exit (EXIT_FAILURE);
+    NBDKIT_SERVER_READY ();
+    int in = dup (STDIN_FILENO), out = dup (STDOUT_FILENO);
+    /* Keep stray prints from plugins out of the protocol stream. */
+    int null = open ("/dev/null", O_RDWR);
+    if (null >= 0) {
+      dup2 (null, STDIN_FILENO);
+      dup2 (STDERR_FILENO, STDOUT_FILENO);
+      close (null);
+    }
+    conn_handle (&cfg, in, out, "stdio");
+    NBDKIT_SERVER_STOP ("single-done");
+    layer_unload_all (cfg.top);
+    exit (EXIT_SUCCESS);
+  }
+
+  if (unix_private) {
+    cfg.tmpdir = strdup ("/tmp/nbdkitXXXXXX");
+    char *path = NULL;
+    if (!cfg.tmpdir || !mkdtemp (cfg.tmpdir) ||
+        asprintf (&path, "%s/socket", cfg.tmpdir) == -1) {
+      nbdkit_error ("could not make a private socket directory: %m");
+      exit (EXIT_FAILURE);
+    }
+    cfg.unixsocket = path;
+  }
+
+  struct listener listener;
+  if (sock_bind_all (&cfg, &listener) == -1)
+    exit (EXIT_FAILURE);
+
+  char *uri = make_uri (&cfg);
+  if (cfg.print_uri && uri && !cfg.listen_fds) {
+    printf ("%s\n", uri);
+    fflush (stdout);
+  }
+
+  if (!cfg.foreground) {
+    if (daemonise () == -1)
+      exit (EXIT_FAILURE);
+    for (struct layer *l = cfg.top; l; l = l->next)
+      if (l->ops->after_fork (l) == -1)
+        exit (EXIT_FAILURE);
+  }
+  if (cfg.pidfile && write_pidfile (cfg.pidfile) == -1)
+    exit (EXIT_FAILURE);
+
+  struct run_waiter rw = { .pid = -1 };
+  pthread_t run_thread;
+  if (cfg.run) {
+    rw.pid = start_run (&cfg, uri ? uri : "");
+    if (rw.pid == -1 ||
+        pthread_create (&run_thread, NULL, wait_for_run, &rw) != 0)
+      exit (EXIT_FAILURE);
+  }
+
+  NBDKIT_SERVER_READY ();
+  sock_accept_loop (&cfg, &listener, quit_pipe[0]);
+  NBDKIT_SERVER_STOP (stop_reason ? stop_reason : "unknown");
+  nbdkit_debug ("stopping: %s", stop_reason ? stop_reason : "unknown");
+
+  sock_close_all (&listener);
+  conn_shutdown_all (5);
+  int status = EXIT_SUCCESS;
+  if (cfg.run) {
+    pthread_join (run_thread, NULL);
+    status = run_exit_status (rw.status);
+  }
+  if (cfg.unixsocket && !cfg.listen_fds)
+    unlink (cfg.unixsocket);
+  if (cfg.tmpdir)
+    rmdir (cfg.tmpdir);
+  if (cfg.pidfile)
+    unlink (cfg.pidfile);
+  /* Unload only when no connection thread can still be in a plugin. */
+  if (conn_count_active () == 0)
+    layer_unload_all (cfg.top);
+  free (uri);
+  free (filters);
+  exit (status);
+}

@@ -1,0 +1,768 @@
+/* nbdkit server: loading a plugin .so and adapting its callbacks to the
+ * layer interface.  The plugin's struct is read only up to its
+ * _struct_size (older plugins have fewer fields), API version 1 and 2
+ * callbacks are both accepted, and what a plugin leaves out gets the
+ * default the protocol expects (no trim, emulated FUA and zero, ...).
+ */
+#include <config.h>
+
+#include <ctype.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* The plugin's struct as the plugin filled it in, and the version 1
+ * view of the same memory (the data callbacks live at other offsets).
+ */
+struct plugin_priv {
+  struct nbdkit_plugin p;
+  /* Version 1 data callbacks, from the _pread_v1 ... _zero_v1 slots. */
+  int (*pread_v1) (void *, void *, uint32_t, uint64_t);
+  int (*pwrite_v1) (void *, const void *, uint32_t, uint64_t);
+  int (*flush_v1) (void *);
+  int (*trim_v1) (void *, uint32_t, uint64_t);
+  int (*zero_v1) (void *, uint32_t, uint64_t, int);
+};
+
+static struct nbdkit_plugin *
+P (struct layer *l)
+{
+  return &((struct plugin_priv *) l->priv)->p;
+}
+
+static struct plugin_priv *
+PP (struct context *c)
+{
+  return c->layer->priv;
+}
+
+/* Turn a failed plugin call into an errno. */
+static int
+plugin_errno (struct context *c, int saved_errno)
+{
+  int e = public_take_error ();
+  if (e == 0 && PP (c)->p.errno_is_preserved)
+    e = saved_errno;
+  return e ? e : EIO;
+}
+
+#define CALL_FAILED(c, err) \
+  do { int e_ = errno; *(err) = plugin_errno ((c), e_); } while (0)
+
+/* ---- finding the .so ---- */
+
+static bool
+valid_short_name (const char *name)
+{
+  if (!*name || strlen (name) > 64)
+    return false;
+  for (const char *p = name; *p; p++)
+    if (!isalnum ((unsigned char) *p) && *p != '-' && *p != '_')
+      return false;
+  return true;
+}
+
+/* Resolve a plugin or filter name to the path of its .so.  A name with
+ * a '/' or ending in .so is a path; a short name is looked up in the
+ * build tree ($NBDKIT_PLUGINDIR / $NBDKIT_FILTERDIR, set by ./nbdkit)
+ * or else the installed directory.
+ */
+char *
+layer_find_so (const char *type, const char *name, bool *by_path)
+{
+  size_t len = strlen (name);
+  char *path = NULL;
+
+  *by_path = strchr (name, '/') ||
+    (len > 3 && strcmp (name + len - 3, ".so") == 0);
+  if (*by_path) {
+    path = strdup (name);
+    if (!path)
+      nbdkit_error ("strdup: %m");
+    return path;
+  }
+  if (!valid_short_name (name)) {
+    nbdkit_error ("%s name \"%s\" is not valid", type, name);
+    return NULL;
+  }
+
+  bool is_plugin = strcmp (type, "plugin") == 0;
+  const char *dir = getenv (is_plugin ? "NBDKIT_PLUGINDIR"
+                                      : "NBDKIT_FILTERDIR");
+  if (dir && *dir) {
+    if (asprintf (&path, "%s/nbdkit-%s-%s.so", dir, name, type) == -1)
+      goto oom;
+    if (access (path, R_OK) == 0)
+      return path;
+    free (path);
+    if (asprintf (&path, "%s/%s/.libs/nbdkit-%s-%s.so", dir, name, name,
+                  type) == -1)
+      goto oom;
+    if (access (path, R_OK) == 0)
+      return path;
+    free (path);
+  }
+  if (asprintf (&path, "%s/nbdkit-%s-%s.so",
+                is_plugin ? PLUGINDIR : FILTERDIR, name, type) == -1)
+    goto oom;
+  if (access (path, R_OK) == 0)
+    return path;
+  nbdkit_error ("unknown %s \"%s\" (looked for %s)", type, name, path);
+  free (path);
+  return NULL;
+
+ oom:
+  nbdkit_error ("asprintf: %m");
+  return NULL;
+}
+
+/* ---- the layer operations ---- */
+
+static void
+plugin_unload (struct layer *l)
+{
+  if (P (l)->unload)
+    P (l)->unload ();
+  free (l->priv);
+}
+
+static void
+plugin_usage (struct layer *l)
+{
+  struct nbdkit_plugin *p = P (l);
+  printf ("%s", p->name);
+  if (p->longname)
+    printf (" (%s)", p->longname);
+  printf ("\n%s", l->filename);
+  if (p->description)
+    printf ("\n%s", p->description);
+  printf ("\n");
+  if (p->config_help)
+    printf ("%s\n", p->config_help);
+}
+
+static const char *
+thread_model_name (int m)
+{
+  switch (m) {
+  case NBDKIT_THREAD_MODEL_SERIALIZE_CONNECTIONS:
+    return "serialize_connections";
+  case NBDKIT_THREAD_MODEL_SERIALIZE_ALL_REQUESTS:
+    return "serialize_all_requests";
+  case NBDKIT_THREAD_MODEL_SERIALIZE_REQUESTS:
+    return "serialize_requests";
+  case NBDKIT_THREAD_MODEL_PARALLEL:
+    return "parallel";
+  default:
+    return "unknown";
+  }
+}
+
+static int plugin_thread_model (struct layer *l);
+static int plugin_can_fua (struct context *c);
+
+static void
+plugin_dump_fields (struct layer *l)
+{
+  struct nbdkit_plugin *p = P (l);
+  struct plugin_priv *pp = l->priv;
+  char *path = realpath (l->filename, NULL);
+
+  printf ("path=%s\n", path ? path : l->filename);
+  free (path);
+  printf ("name=%s\n", p->name);
+  if (p->version)
+    printf ("version=%s\n", p->version);
+  printf ("api_version=%d\n", p->_api_version);
+  printf ("struct_size=%" PRIu64 "\n", p->_struct_size);
+  printf ("max_thread_model=%s\n", thread_model_name (p->_thread_model));
+  printf ("thread_model=%s\n", thread_model_name (plugin_thread_model (l)));
+  printf ("errno_is_preserved=%d\n", !!p->errno_is_preserved);
+  if (p->magic_config_key)
+    printf ("magic_config_key=%s\n", p->magic_config_key);
+
+#define HAS(field) if (p->field) printf ("has_%s=1\n", #field)
+#define HAS_V(field)                                                    \
+  if (p->_api_version == 1 ? (pp->field##_v1 != NULL) : (p->field != NULL)) \
+    printf ("has_%s=1\n", #field)
+  HAS (longname); HAS (description); HAS (load); HAS (unload);
+  HAS (config); HAS (config_complete); HAS (config_help);
+  HAS (thread_model); HAS (get_ready); HAS (after_fork); HAS (cleanup);
+  HAS (preconnect); HAS (list_exports); HAS (default_export);
+  HAS (open); HAS (close); HAS (export_description); HAS (get_size);
+  HAS (block_size); HAS (can_write); HAS (can_flush);
+  HAS (is_rotational); HAS (can_trim); HAS (can_zero);
+  HAS (can_fast_zero); HAS (can_extents); HAS (can_fua);
+  HAS (can_multi_conn); HAS (can_cache);
+  HAS_V (pread); HAS_V (pwrite); HAS_V (flush); HAS_V (trim); HAS_V (zero);
+  HAS (extents); HAS (cache); HAS (dump_plugin);
+#undef HAS
+#undef HAS_V
+
+  if (p->dump_plugin) {
+    fflush (stdout);
+    p->dump_plugin ();
+  }
+}
+
+static int
+plugin_config (struct layer *l, const char *key, const char *value)
+{
+  struct nbdkit_plugin *p = P (l);
+  if (!p->config) {
+    nbdkit_error ("plugin %s does not take parameters, got %s=%s",
+                  l->name, key, value);
+    return -1;
+  }
+  return p->config (key, value);
+}
+
+static int
+plugin_config_complete (struct layer *l)
+{
+  return P (l)->config_complete ? P (l)->config_complete () : 0;
+}
+
+static const char *
+plugin_magic_config_key (struct layer *l)
+{
+  return P (l)->magic_config_key;
+}
+
+static int
+plugin_thread_model (struct layer *l)
+{
+  struct nbdkit_plugin *p = P (l);
+  int m = p->_thread_model;
+  if (p->thread_model) {
+    int r = p->thread_model ();
+    if (r == -1)
+      return -1;
+    if (r < m)
+      m = r;
+  }
+  return m;
+}
+
+static int
+plugin_get_ready (struct layer *l)
+{
+  return P (l)->get_ready ? P (l)->get_ready () : 0;
+}
+
+static int
+plugin_after_fork (struct layer *l)
+{
+  return P (l)->after_fork ? P (l)->after_fork () : 0;
+}
+
+static void
+plugin_cleanup (struct layer *l)
+{
+  if (P (l)->cleanup)
+    P (l)->cleanup ();
+}
+
+static int
+plugin_preconnect (struct layer *l, int readonly)
+{
+  return P (l)->preconnect ? P (l)->preconnect (readonly) : 0;
+}
+
+static const char *
+plugin_default_export (struct layer *l, int readonly, int is_tls)
+{
+  return P (l)->default_export ? P (l)->default_export (readonly, is_tls)
+                               : "";
+}
+
+static int
+plugin_list_exports (struct layer *l, int readonly, int is_tls,
+                     struct nbdkit_exports *exports)
+{
+  if (P (l)->list_exports)
+    return P (l)->list_exports (readonly, is_tls, exports);
+  return nbdkit_use_default_export (exports);
+}
+
+static int
+plugin_open (struct context *c, int readonly, const char *exportname,
+             int is_tls)
+{
+  c->handle = P (c->layer)->open (readonly);
+  return c->handle ? 0 : -1;
+}
+
+/* Runs once per connection after open: cache what the data path asks
+ * on every request.
+ */
+static int
+plugin_prepare (struct context *c, int readonly)
+{
+  c->fua_mode = plugin_can_fua (c);
+  return c->fua_mode == -1 ? -1 : 0;
+}
+
+static int
+plugin_finalize (struct context *c)
+{
+  return 0;
+}
+
+static void
+plugin_close (struct context *c)
+{
+  if (P (c->layer)->close)
+    P (c->layer)->close (c->handle);
+}
+
+static int64_t
+plugin_get_size (struct context *c)
+{
+  return P (c->layer)->get_size (c->handle);
+}
+
+static const char *
+plugin_export_description (struct context *c)
+{
+  struct nbdkit_plugin *p = P (c->layer);
+  return p->export_description ? p->export_description (c->handle) : NULL;
+}
+
+static int
+plugin_block_size (struct context *c, uint32_t *minimum, uint32_t *preferred,
+                   uint32_t *maximum)
+{
+  struct nbdkit_plugin *p = P (c->layer);
+  return p->block_size ? p->block_size (c->handle, minimum, preferred,
+                                        maximum) : 0;
+}
+
+static bool
+has_pwrite (struct context *c)
+{
+  return PP (c)->p._api_version == 1 ? PP (c)->pwrite_v1 != NULL
+                                     : PP (c)->p.pwrite != NULL;
+}
+
+static bool
+has_flush (struct context *c)
+{
+  return PP (c)->p._api_version == 1 ? PP (c)->flush_v1 != NULL
+                                     : PP (c)->p.flush != NULL;
+}
+
+static bool
+has_trim (struct context *c)
+{
+  return PP (c)->p._api_version == 1 ? PP (c)->trim_v1 != NULL
+                                     : PP (c)->p.trim != NULL;
+}
+
+static bool
+has_zero (struct context *c)
+{
+  return PP (c)->p._api_version == 1 ? PP (c)->zero_v1 != NULL
+                                     : PP (c)->p.zero != NULL;
+}
+
+static int
+plugin_can_write (struct context *c)
+{
+  struct nbdkit_plugin *p = P (c->layer);
+  return p->can_write ? p->can_write (c->handle) : has_pwrite (c);
+}
+
+static int
+plugin_can_flush (struct context *c)
+{
+  struct nbdkit_plugin *p = P (c->layer);
+  return p->can_flush ? p->can_flush (c->handle) : has_flush (c);
+}
+
+static int
+plugin_is_rotational (struct context *c)
+{
+  struct nbdkit_plugin *p = P (c->layer);
+  return p->is_rotational ? p->is_rotational (c->handle) : 0;
+}
+
+static int
+plugin_can_trim (struct context *c)
+{
+  struct nbdkit_plugin *p = P (c->layer);
+  return p->can_trim ? p->can_trim (c->handle) : has_trim (c);
+}
+
+/* Zero is always possible on a writable export: without a native zero
+ * callback the server writes zero buffers.
+ */
+static int
+plugin_can_zero (struct context *c)
+{
+  struct nbdkit_plugin *p = P (c->layer);
+  if (p->can_zero) {
+    int r = p->can_zero (c->handle);
+    if (r == -1)
+      return -1;
+    /* A plugin saying no to native zero still gets emulation. */
+    return r ? NBDKIT_ZERO_NATIVE : NBDKIT_ZERO_EMULATE;
+  }
+  return has_zero (c) ? NBDKIT_ZERO_NATIVE : NBDKIT_ZERO_EMULATE;
+}
+
+static int
+plugin_can_fast_zero (struct context *c)
+{
+  struct nbdkit_plugin *p = P (c->layer);
+  if (p->can_fast_zero)
+    return p->can_fast_zero (c->handle);
+  /* Emulated zeroing fails fast with ENOTSUP, so it is "fast". */
+  return !has_zero (c);
+}
+
+static int
+plugin_can_extents (struct context *c)
+{
+  struct nbdkit_plugin *p = P (c->layer);
+  return p->can_extents ? p->can_extents (c->handle) : p->extents != NULL;
+}
+
+static int
+plugin_can_fua (struct context *c)
+{
+  struct nbdkit_plugin *p = P (c->layer);
+  /* Version 1 plugins have no flags: FUA is always emulated. */
+  if (p->can_fua && p->_api_version >= 2)
+    return p->can_fua (c->handle);
+  return plugin_can_flush (c) == 1 ? NBDKIT_FUA_EMULATE : NBDKIT_FUA_NONE;
+}
+
+static int
+plugin_can_multi_conn (struct context *c)
+{
+  struct nbdkit_plugin *p = P (c->layer);
+  return p->can_multi_conn ? p->can_multi_conn (c->handle) : 0;
+}
+
+static int
+plugin_can_cache (struct context *c)
+{
+  struct nbdkit_plugin *p = P (c->layer);
+  if (p->can_cache)
+    return p->can_cache (c->handle);
+  return p->cache ? NBDKIT_CACHE_NATIVE : NBDKIT_CACHE_NONE;
+}
+
+static int
+plugin_pread (struct context *c, void *buf, uint32_t count, uint64_t offset,
+              uint32_t flags, int *err)
+{
+  struct plugin_priv *pp = PP (c);
+  int r = pp->p._api_version == 1
+    ? pp->pread_v1 (c->handle, buf, count, offset)
+    : pp->p.pread (c->handle, buf, count, offset, 0);
+  if (r == -1)
+    CALL_FAILED (c, err);
+  return r;
+}
+
+static int
+plugin_flush (struct context *c, uint32_t flags, int *err)
+{
+  struct plugin_priv *pp = PP (c);
+  int r;
+  if (pp->p._api_version == 1)
+    r = pp->flush_v1 ? pp->flush_v1 (c->handle) : (errno = EINVAL, -1);
+  else
+    r = pp->p.flush ? pp->p.flush (c->handle, 0) : (errno = EINVAL, -1);
+  if (r == -1)
+    CALL_FAILED (c, err);
+  return r;
+}
+
+/* After a write-type call: FUA by flushing when the plugin cannot. */
+static int
+finish_fua (struct context *c, uint32_t flags, int *err)
+{
+  if ((flags & NBDKIT_FLAG_FUA) && c->fua_mode == NBDKIT_FUA_EMULATE)
+    return plugin_flush (c, 0, err);
+  return 0;
+}
+
+static uint32_t
+native_fua (struct context *c, uint32_t flags)
+{
+  if ((flags & NBDKIT_FLAG_FUA) && c->fua_mode != NBDKIT_FUA_NATIVE)
+    flags &= ~NBDKIT_FLAG_FUA;
+  return flags;
+}
+
+static int
+plugin_pwrite (struct context *c, const void *buf, uint32_t count,
+               uint64_t offset, uint32_t flags, int *err)
+{
+  struct plugin_priv *pp = PP (c);
+  int r = pp->p._api_version == 1
+    ? pp->pwrite_v1 (c->handle, buf, count, offset)
+    : pp->p.pwrite (c->handle, buf, count, offset, native_fua (c, flags));
+  if (r == -1) {
+    CALL_FAILED (c, err);
+    return -1;
+  }
+  return finish_fua (c, flags, err);
+}
+
+static int
+plugin_trim (struct context *c, uint32_t count, uint64_t offset,
+             uint32_t flags, int *err)
+{
+  struct plugin_priv *pp = PP (c);
+  int r;
+  if (!has_trim (c))
+    return 0;                   /* trim is advisory */
+  r = pp->p._api_version == 1
+    ? pp->trim_v1 (c->handle, count, offset)
+    : pp->p.trim (c->handle, count, offset, native_fua (c, flags));
+  if (r == -1) {
+    CALL_FAILED (c, err);
+    return -1;
+  }
+  return finish_fua (c, flags, err);
+}
+
+/* Zero by writing zero buffers, for plugins without a native zero. */
+static int
+emulate_zero (struct context *c, uint32_t count, uint64_t offset,
+              uint32_t flags, int *err)
+{
+  static const char zeroes[64 * 1024];
+  while (count > 0) {
+    uint32_t n = count < sizeof zeroes ? count : sizeof zeroes;
+    if (plugin_pwrite (c, zeroes, n, offset, flags & ~NBDKIT_FLAG_FUA,
+                       err) == -1)
+      return -1;
+    offset += n;
+    count -= n;
+  }
+  return finish_fua (c, flags, err);
+}
+
+static int
+plugin_zero (struct context *c, uint32_t count, uint64_t offset,
+             uint32_t flags, int *err)
+{
+  struct plugin_priv *pp = PP (c);
+  bool fast = flags & NBDKIT_FLAG_FAST_ZERO;
+  int r = -1;
+
+  if (has_zero (c) && plugin_can_zero (c) == NBDKIT_ZERO_NATIVE) {
+    errno = 0;
+    if (pp->p._api_version == 1)
+      r = fast ? (errno = ENOTSUP, -1)
+        : pp->zero_v1 (c->handle, count, offset,
+                       !!(flags & NBDKIT_FLAG_MAY_TRIM));
+    else
+      r = pp->p.zero (c->handle, count, offset, native_fua (c, flags));
+    if (r == 0)
+      return finish_fua (c, flags, err);
+    CALL_FAILED (c, err);
+    /* A plugin may say "not like this": fall back unless fast. */
+    if ((*err != ENOTSUP && *err != EOPNOTSUPP) || fast) {
+      if (fast)
+        *err = ENOTSUP;
+      return -1;
+    }
+  }
+  else if (fast) {
+    *err = ENOTSUP;
+    return -1;
+  }
+  *err = 0;
+  return emulate_zero (c, count, offset, flags, err);
+}
+
+static int
+plugin_extents (struct context *c, uint32_t count, uint64_t offset,
+                uint32_t flags, struct nbdkit_extents *extents, int *err)
+{
+  struct nbdkit_plugin *p = P (c->layer);
+  if (!p->extents || plugin_can_extents (c) != 1)
+    /* Everything is data. */
+    return nbdkit_add_extent (extents, offset, count, 0) == -1 ?
+      (*err = errno ? errno : EIO, -1) : 0;
+  int r = p->extents (c->handle, count, offset, flags, extents);
+  if (r == -1)
+    CALL_FAILED (c, err);
+  return r;
+}
+
+static int
+plugin_cache (struct context *c, uint32_t count, uint64_t offset,
+              uint32_t flags, int *err)
+{
+  struct nbdkit_plugin *p = P (c->layer);
+  int mode = plugin_can_cache (c);
+  if (mode == NBDKIT_CACHE_NATIVE && p->cache) {
+    int r = p->cache (c->handle, count, offset, 0);
+    if (r == -1)
+      CALL_FAILED (c, err);
+    return r;
+  }
+  if (mode == NBDKIT_CACHE_EMULATE) {
+    /* Read and discard, so the plugin pulls the data in. */
+    char *buf = malloc (count < 1024 * 1024 ? count : 1024 * 1024);
+    if (!buf) {
+      *err = ENOMEM;
+      return -1;
+    }
+    while (count > 0) {
+      uint32_t n = count < 1024 * 1024 ? count : 1024 * 1024;
+      if (plugin_pread (c, buf, n, offset, 0, err) == -1) {
+        free (buf);
+        return -1;
+      }
+      count -= n;
+      offset += n;
+    }
+    free (buf);
+  }
+  return 0;
+}
+
+static const struct layer_ops plugin_ops = {
+  .unload = plugin_unload,
+  .usage = plugin_usage,
+  .dump_fields = plugin_dump_fields,
+  .config = plugin_config,
+  .config_complete = plugin_config_complete,
+  .magic_config_key = plugin_magic_config_key,
+  .thread_model = plugin_thread_model,
+  .get_ready = plugin_get_ready,
+  .after_fork = plugin_after_fork,
+  .cleanup = plugin_cleanup,
+  .preconnect = plugin_preconnect,
+  .list_exports = plugin_list_exports,
+  .default_export = plugin_default_export,
+  .open = plugin_open,
+  .prepare = plugin_prepare,
+  .finalize = plugin_finalize,
+  .close = plugin_close,
+  .get_size = plugin_get_size,
+  .export_description = plugin_export_description,
+  .block_size = plugin_block_size,
+  .can_write = plugin_can_write,
+  .can_flush = plugin_can_flush,
+  .is_rotational = plugin_is_rotational,
+  .can_trim = plugin_can_trim,
+  .can_zero = plugin_can_zero,
+  .can_fast_zero = plugin_can_fast_zero,
+  .can_extents = plugin_can_extents,
+  .can_fua = plugin_can_fua,
+  .can_multi_conn = plugin_can_multi_conn,
+  .can_cache = plugin_can_cache,
+  .pread = plugin_pread,
+  .pwrite = plugin_pwrite,
+  .flush = plugin_flush,
+  .trim = plugin_trim,
+  .zero = plugin_zero,
+  .extents = plugin_extents,
+  .cache = plugin_cache,
+};
+
+/* ---- loading ---- */
+
+struct layer *
+plugin_load (const char *name, bool by_path)
+{
+  struct layer *l = calloc (1, sizeof *l);
+  struct plugin_priv *pp = calloc (1, sizeof *pp);
+  if (!l || !pp) {
+    nbdkit_error ("calloc: %m");
+    goto err;
+  }
+  l->ops = &plugin_ops;
+  l->type = "plugin";
+  l->priv = pp;
+  l->filename = layer_find_so ("plugin", name, &by_path);
+  if (!l->filename)
+    goto err;
+
+  l->dl = dlopen (l->filename, RTLD_NOW | RTLD_GLOBAL);
+  if (!l->dl) {
+    nbdkit_error ("cannot open plugin \"%s\": %s", name, dlerror ());
+    goto err;
+  }
+  struct nbdkit_plugin *(*init) (void) = dlsym (l->dl, "plugin_init");
+  if (!init) {
+    nbdkit_error ("%s: not an nbdkit plugin (no plugin_init)", l->filename);
+    goto err;
+  }
+  struct nbdkit_plugin *src = init ();
+  if (!src) {
+    nbdkit_error ("%s: plugin_init returned NULL", l->filename);
+    goto err;
+  }
+  if (src->_api_version < 1 || src->_api_version > 2) {
+    nbdkit_error ("%s: plugin API version %d is not supported",
+                  l->filename, src->_api_version);
+    goto err;
+  }
+  if (src->_struct_size < offsetof (struct nbdkit_plugin, errno_is_preserved)) {
+    nbdkit_error ("%s: plugin struct is too small", l->filename);
+    goto err;
+  }
+  /* Copy what the plugin has; fields past its size stay NULL. */
+  size_t size = src->_struct_size < sizeof pp->p ? src->_struct_size
+                                                 : sizeof pp->p;
+  memcpy (&pp->p, src, size);
+  pp->pread_v1 = pp->p._pread_v1;
+  pp->pwrite_v1 = pp->p._pwrite_v1;
+  pp->flush_v1 = pp->p._flush_v1;
+  pp->trim_v1 = pp->p._trim_v1;
+  pp->zero_v1 = pp->p._zero_v1;
+  if (pp->p._api_version == 1) {
+    /* The version 2 slots hold version 1 padding: ignore them. */
+    pp->p.pread = NULL;
+    pp->p.pwrite = NULL;
+    pp->p.flush = NULL;
+    pp->p.trim = NULL;
+    pp->p.zero = NULL;
+  }
+
+  struct nbdkit_plugin *p = &pp->p;
+  if (!p->name || !valid_short_name (p->name)) {
+    nbdkit_error ("%s: plugin has a missing or invalid name", l->filename);
+    goto err;
+  }
+  if (!p->open || !p->get_size ||
+      (p->_api_version == 1 ? !pp->pread_v1 : !p->pread)) {
+    nbdkit_error ("%s: plugin %s must have open, get_size and pread",
+                  l->filename, p->name);
+    goto err;
+  }
+  l->name = strdup (p->name);
+  if (!l->name) {
+    nbdkit_error ("strdup: %m");
+    goto err;
+  }
+  log_set_layer_name (l->name);
+  if (p->load)
+    p->load ();
+  return l;
+
+ err:
+  if (l && l->dl)
+    dlclose (l->dl);
+  if (l)
+    free (l->filename);
+  free (l);
+  free (pp);
+  return NULL;
+}

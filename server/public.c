@@ -1,0 +1,513 @@
+/* nbdkit server: the helper functions exported to plugins and filters
+ * (everything named nbdkit_* that is not about messages, extents or
+ * export lists).  They read the calling thread's connection through
+ * conn_current().
+ */
+#include <config.h>
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/socket.h>
+
+#include "internal.h"
+
+/* The errno a plugin asked for with nbdkit_set_error, per thread. */
+static __thread int saved_error;
+
+void
+nbdkit_set_error (int err)
+{
+  saved_error = err;
+}
+
+int
+public_take_error (void)
+{
+  int e = saved_error;
+  saved_error = 0;
+  return e;
+}
+
+void
+public_reset_error (void)
+{
+  saved_error = 0;
+}
+
+/* ---- parsing ---- */
+
+int64_t
+nbdkit_parse_size (const char *str)
+{
+  const char *p = str;
+  char *end;
+  unsigned long long n;
+  int shift = 0;
+
+  while (isspace ((unsigned char) *p))
+    p++;
+  if (!isdigit ((unsigned char) *p)) {
+    nbdkit_error ("could not parse size string (%s)", str);
+    return -1;
+  }
+  errno = 0;
+  n = strtoull (p, &end, 10);
+  if (errno == ERANGE || n > INT64_MAX) {
+    nbdkit_error ("size %s is too large", str);
+    return -1;
+  }
+
+  /* Suffixes: b/B bytes, s/S 512-byte sectors, then powers of 1024
+   * spelt K, KB, KiB (any case for the letter).
+   */
+  switch (*end) {
+  case '\0': break;
+  case 'b': case 'B': end++; break;
+  case 's': case 'S': shift = 9; end++; break;
+  case 'k': case 'K': shift = 10; end++; break;
+  case 'm': case 'M': shift = 20; end++; break;
+  case 'g': case 'G': shift = 30; end++; break;
+  case 't': case 'T': shift = 40; end++; break;
+  case 'p': case 'P': shift = 50; end++; break;
+  case 'e': case 'E': shift = 60; end++; break;
+  default:
+    nbdkit_error ("could not parse size string (%s)", str);
+    return -1;
+  }
+  if (shift >= 10 && (strcmp (end, "B") == 0 || strcmp (end, "iB") == 0))
+    end += strlen (end);
+  if (*end != '\0') {
+    nbdkit_error ("could not parse size string (%s)", str);
+    return -1;
+  }
+  if (shift && n > ((uint64_t) INT64_MAX >> shift)) {
+    nbdkit_error ("size %s is too large", str);
+    return -1;
+  }
+  return (int64_t) (n << shift);
+}
+
+int
+nbdkit_parse_bool (const char *str)
+{
+  if (!strcmp (str, "1") || !strcasecmp (str, "true") ||
+      !strcasecmp (str, "t") || !strcasecmp (str, "yes") ||
+      !strcasecmp (str, "y") || !strcasecmp (str, "on"))
+    return 1;
+  if (!strcmp (str, "0") || !strcasecmp (str, "false") ||
+      !strcasecmp (str, "f") || !strcasecmp (str, "no") ||
+      !strcasecmp (str, "n") || !strcasecmp (str, "off"))
+    return 0;
+  nbdkit_error ("could not decipher boolean (%s)", str);
+  return -1;
+}
+
+/* Parse a signed integer in [min, max]. */
+static int
+parse_signed (const char *what, const char *str, intmax_t min, intmax_t max,
+              intmax_t *r)
+{
+  char *end;
+  errno = 0;
+  intmax_t v = strtoimax (str, &end, 0);
+  if (str[0] == '\0' || isspace ((unsigned char) str[0]) || *end != '\0') {
+    nbdkit_error ("%s: could not parse number: \"%s\"", what, str);
+    return -1;
+  }
+  if (errno == ERANGE || v < min || v > max) {
+    nbdkit_error ("%s: number out of range: \"%s\"", what, str);
+    return -1;
+  }
+  *r = v;
+  return 0;
+}
+
+/* Parse an unsigned integer in [0, max]; a leading '-' is refused
+ * rather than wrapped as strtoumax would.
+ */
+static int
+parse_unsigned (const char *what, const char *str, uintmax_t max,
+                uintmax_t *r)
+{
+  char *end;
+  const char *p = str;
+  while (isspace ((unsigned char) *p))
+    p++;
+  if (*p == '-' || *p == '\0' || p != str) {
+    nbdkit_error ("%s: could not parse number: \"%s\"", what, str);
+    return -1;
+  }
+  errno = 0;
+  uintmax_t v = strtoumax (str, &end, 0);
+  if (*end != '\0') {
+    nbdkit_error ("%s: could not parse number: \"%s\"", what, str);
+    return -1;
+  }
+  if (errno == ERANGE || v > max) {
+    nbdkit_error ("%s: number out of range: \"%s\"", what, str);
+    return -1;
+  }
+  *r = v;
+  return 0;
+}
+
+#define DEFINE_PARSE_SIGNED(name, type, min, max)                       \
+  int                                                                   \
+  name (const char *what, const char *str, type *rp)                    \
+  {                                                                     \
+    intmax_t v;                                                         \
+    if (parse_signed (what, str, (min), (max), &v) == -1)               \
+      return -1;                                                        \
+    if (rp)                                                             \
+      *rp = (type) v;                                                   \
+    return 0;                                                           \
+  }
+#define DEFINE_PARSE_UNSIGNED(name, type, max)                          \
+  int                                                                   \
+  name (const char *what, const char *str, type *rp)                    \
+  {                                                                     \
+    uintmax_t v;                                                        \
+    if (parse_unsigned (what, str, (max), &v) == -1)                    \
+      return -1;                                                        \
+    if (rp)                                                             \
+      *rp = (type) v;                                                   \
+    return 0;                                                           \
+  }
+
+DEFINE_PARSE_SIGNED (nbdkit_parse_int, int, INT_MIN, INT_MAX)
+DEFINE_PARSE_SIGNED (nbdkit_parse_int8_t, int8_t, INT8_MIN, INT8_MAX)
+DEFINE_PARSE_SIGNED (nbdkit_parse_int16_t, int16_t, INT16_MIN, INT16_MAX)
+DEFINE_PARSE_SIGNED (nbdkit_parse_int32_t, int32_t, INT32_MIN, INT32_MAX)
+DEFINE_PARSE_SIGNED (nbdkit_parse_int64_t, int64_t, INT64_MIN, INT64_MAX)
+DEFINE_PARSE_UNSIGNED (nbdkit_parse_unsigned, unsigned, UINT_MAX)
+DEFINE_PARSE_UNSIGNED (nbdkit_parse_uint8_t, uint8_t, UINT8_MAX)
+DEFINE_PARSE_UNSIGNED (nbdkit_parse_uint16_t, uint16_t, UINT16_MAX)
+DEFINE_PARSE_UNSIGNED (nbdkit_parse_uint32_t, uint32_t, UINT32_MAX)
+DEFINE_PARSE_UNSIGNED (nbdkit_parse_uint64_t, uint64_t, UINT64_MAX)
+
+/* ---- paths and passwords ---- */
+
+char *
+nbdkit_absolute_path (const char *path)
+{
+  char *ret;
+
+  if (path == NULL || *path == '\0') {
+    nbdkit_error ("cannot convert null or empty path to an absolute path");
+    return NULL;
+  }
+  if (*path == '/') {
+    ret = strdup (path);
+    if (!ret)
+      nbdkit_error ("strdup: %m");
+    return ret;
+  }
+  char *cwd = getcwd (NULL, 0);
+  if (!cwd) {
+    nbdkit_error ("getcwd: %m");
+    return NULL;
+  }
+  if (asprintf (&ret, "%s/%s", cwd, path) == -1) {
+    nbdkit_error ("asprintf: %m");
+    ret = NULL;
+  }
+  free (cwd);
+  return ret;
+}
+
+char *
+nbdkit_realpath (const char *path)
+{
+  if (path == NULL || *path == '\0') {
+    nbdkit_error ("cannot resolve a null or empty path");
+    return NULL;
+  }
+  char *ret = realpath (path, NULL);
+  if (!ret)
+    nbdkit_error ("realpath: %s: %m", path);
+  return ret;
+}
+
+int
+nbdkit_stdio_safe (void)
+{
+  const struct connection *conn = conn_current ();
+  /* With -s, stdin and stdout carry the protocol. */
+  (void) conn;
+  return 1;
+}
+
+/* Read a whole small file (used for password=+FILE and -FD). */
+static int
+read_password_fd (int fd, char **password)
+{
+  char buf[4096];
+  size_t len = 0;
+  ssize_t r;
+
+  while (len < sizeof buf - 1 &&
+         (r = read (fd, buf + len, sizeof buf - 1 - len)) != 0) {
+    if (r == -1) {
+      if (errno == EINTR)
+        continue;
+      nbdkit_error ("reading password: %m");
+      return -1;
+    }
+    len += r;
+  }
+  buf[len] = '\0';
+  if (len > 0 && buf[len - 1] == '\n')
+    buf[--len] = '\0';
+  *password = strdup (buf);
+  if (!*password) {
+    nbdkit_error ("strdup: %m");
+    return -1;
+  }
+  return 0;
+}
+
+int
+nbdkit_read_password (const char *value, char **password)
+{
+  *password = NULL;
+
+  if (strcmp (value, "-") == 0) {
+    /* Prompt on the terminal without echo. */
+    struct termios old, noecho;
+    bool tty = isatty (STDIN_FILENO) &&
+      tcgetattr (STDIN_FILENO, &old) == 0;
+    if (tty) {
+      noecho = old;
+      noecho.c_lflag &= ~ECHO;
+      tcsetattr (STDIN_FILENO, TCSAFLUSH, &noecho);
+      fprintf (stderr, "password: ");
+    }
+    char *line = NULL;
+    size_t n = 0;
+    ssize_t r = getline (&line, &n, stdin);
+    if (tty) {
+      tcsetattr (STDIN_FILENO, TCSAFLUSH, &old);
+      fprintf (stderr, "\n");
+    }
+    if (r == -1) {
+      nbdkit_error ("could not read password from stdin");
+      free (line);
+      return -1;
+    }
+    if (r > 0 && line[r - 1] == '\n')
+      line[r - 1] = '\0';
+    *password = line;
+    return 0;
+  }
+  if (value[0] == '-' && value[1] != '\0') {
+    int fd;
+    if (nbdkit_parse_int ("password file descriptor", &value[1], &fd) == -1)
+      return -1;
+    if (fd <= 2) {
+      nbdkit_error ("password=-FD: cannot use stdin, stdout or stderr");
+      return -1;
+    }
+    int r = read_password_fd (fd, password);
+    close (fd);
+    return r;
+  }
+  if (value[0] == '+') {
+    int fd = open (&value[1], O_RDONLY | O_CLOEXEC);
+    if (fd == -1) {
+      nbdkit_error ("open: %s: %m", &value[1]);
+      return -1;
+    }
+    int r = read_password_fd (fd, password);
+    close (fd);
+    return r;
+  }
+  *password = strdup (value);
+  if (!*password) {
+    nbdkit_error ("strdup: %m");
+    return -1;
+  }
+  return 0;
+}
+
+int
+nbdkit_nanosleep (unsigned sec, unsigned nsec)
+{
+  struct timespec ts = { .tv_sec = sec + nsec / 1000000000,
+                         .tv_nsec = nsec % 1000000000 };
+  while (nanosleep (&ts, &ts) == -1) {
+    if (errno != EINTR) {
+      nbdkit_error ("nanosleep: %m");
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* ---- the current connection ---- */
+
+const char *
+nbdkit_export_name (void)
+{
+  struct connection *conn = conn_current ();
+  if (!conn) {
+    nbdkit_error ("no connection in this thread");
+    return NULL;
+  }
+  return conn->exportname ? conn->exportname : "";
+}
+
+int
+nbdkit_is_tls (void)
+{
+  return 0;
+}
+
+int
+nbdkit_peer_name (struct sockaddr *addr, socklen_t *addrlen)
+{
+  struct connection *conn = conn_current ();
+  if (!conn) {
+    nbdkit_error ("no connection in this thread");
+    return -1;
+  }
+  if (conn->peer_addrlen == 0) {
+    nbdkit_error ("peer name is not available on this transport");
+    return -1;
+  }
+  socklen_t len = conn->peer_addrlen < *addrlen ? conn->peer_addrlen
+                                                : *addrlen;
+  memcpy (addr, &conn->peer_addr, len);
+  *addrlen = conn->peer_addrlen;
+  return 0;
+}
+
+static int
+peer_cred (struct ucred *cred)
+{
+  struct connection *conn = conn_current ();
+  socklen_t len = sizeof *cred;
+  if (!conn) {
+    nbdkit_error ("no connection in this thread");
+    return -1;
+  }
+  if (getsockopt (conn->sockin, SOL_SOCKET, SO_PEERCRED, cred, &len) == -1) {
+    nbdkit_error ("getsockopt: SO_PEERCRED: %m");
+    return -1;
+  }
+  return 0;
+}
+
+int64_t
+nbdkit_peer_pid (void)
+{
+  struct ucred c;
+  return peer_cred (&c) == -1 ? -1 : c.pid;
+}
+
+int64_t
+nbdkit_peer_uid (void)
+{
+  struct ucred c;
+  return peer_cred (&c) == -1 ? -1 : (int64_t) c.uid;
+}
+
+int64_t
+nbdkit_peer_gid (void)
+{
+  struct ucred c;
+  return peer_cred (&c) == -1 ? -1 : (int64_t) c.gid;
+}
+
+void
+nbdkit_shutdown (void)
+{
+  server_request_shutdown ("nbdkit_shutdown");
+}
+
+/* ---- interned strings ---- */
+
+/* Strings interned outside a connection live until exit: they are
+ * few (config time only) and plugins may keep pointers to them.
+ */
+static const char *
+intern (char *s)
+{
+  struct connection *conn = conn_current ();
+  if (!s) {
+    nbdkit_error ("strdup: %m");
+    return NULL;
+  }
+  if (!conn)
+    return s;                   /* deliberately kept for the process */
+  pthread_mutex_lock (&conn->intern_lock);
+  char **list = realloc (conn->interned,
+                         (conn->n_interned + 1) * sizeof *list);
+  if (!list) {
+    pthread_mutex_unlock (&conn->intern_lock);
+    nbdkit_error ("realloc: %m");
+    free (s);
+    return NULL;
+  }
+  conn->interned = list;
+  list[conn->n_interned++] = s;
+  pthread_mutex_unlock (&conn->intern_lock);
+  return s;
+}
+
+void
+public_free_interned (struct connection *conn)
+{
+  for (size_t i = 0; i < conn->n_interned; i++)
+    free (conn->interned[i]);
+  free (conn->interned);
+  conn->interned = NULL;
+  conn->n_interned = 0;
+}
+
+const char *
+nbdkit_strdup_intern (const char *str)
+{
+  return intern (strdup (str));
+}
+
+const char *
+nbdkit_strndup_intern (const char *str, size_t n)
+{
+  return intern (strndup (str, n));
+}
+
+const char *
+nbdkit_vprintf_intern (const char *fs, va_list args)
+{
+  char *s;
+  if (vasprintf (&s, fs, args) == -1)
+    s = NULL;
+  return intern (s);
+}
+
+const char *
+nbdkit_printf_intern (const char *fs, ...)
+{
+  va_list args;
+  va_start (args, fs);
+  const char *r = nbdkit_vprintf_intern (fs, args);
+  va_end (args);
+  return r;
+}
+
+uint64_t
+now_ns (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (uint64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
+}

@@ -1,0 +1,242 @@
+/* nbdkit server: listening and accepting.  sock_bind_all opens the
+ * listening sockets the configuration asks for (a Unix socket, TCP on
+ * every address of -i/-p, or the fds handed over by socket
+ * activation); sock_accept_loop accepts until the quit fd becomes
+ * readable, running each connection in its own detached thread.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+static int
+add_fd (struct listener *l, int fd)
+{
+  int *v = realloc (l->fds, (l->nfds + 1) * sizeof *v);
+  if (!v) {
+    nbdkit_error ("realloc: %m");
+    close (fd);
+    return -1;
+  }
+  l->fds = v;
+  l->fds[l->nfds++] = fd;
+  return 0;
+}
+
+static int
+bind_unix (const char *path, struct listener *l)
+{
+  struct sockaddr_un addr = { .sun_family = AF_UNIX };
+  if (strlen (path) >= sizeof addr.sun_path) {
+    nbdkit_error ("Unix socket path is too long: %s", path);
+    return -1;
+  }
+  strcpy (addr.sun_path, path);
+
+  int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd == -1) {
+    nbdkit_error ("socket: %m");
+    return -1;
+  }
+  unlink (path);
+  if (bind (fd, (struct sockaddr *) &addr, sizeof addr) == -1 ||
+      listen (fd, SOMAXCONN) == -1) {
+    nbdkit_error ("bind: %s: %m", path);
+    close (fd);
+    return -1;
+  }
+  if (NBDKIT_LISTEN_ENABLED ()) {
+    char desc[sizeof addr.sun_path + 8];
+    snprintf (desc, sizeof desc, "unix:%s", path);
+    NBDKIT_LISTEN ((int64_t) fd, desc);
+  }
+  return add_fd (l, fd);
+}
+
+static int
+bind_tcp (const struct config *cfg, struct listener *l)
+{
+  struct addrinfo hints = {
+    .ai_family = cfg->family,
+    .ai_socktype = SOCK_STREAM,
+    .ai_flags = AI_PASSIVE | AI_ADDRCONFIG,
+  };
+  struct addrinfo *ai;
+  const char *port = cfg->port ? cfg->port : "10809";
+  int e = getaddrinfo (cfg->ipaddr, port, &hints, &ai);
+  if (e != 0) {
+    nbdkit_error ("getaddrinfo: %s:%s: %s",
+                  cfg->ipaddr ? cfg->ipaddr : "<any>", port,
+                  gai_strerror (e));
+    return -1;
+  }
+  size_t before = l->nfds;
+  for (struct addrinfo *a = ai; a; a = a->ai_next) {
+    int fd = socket (a->ai_family, a->ai_socktype | SOCK_CLOEXEC,
+                     a->ai_protocol);
+    if (fd == -1)
+      continue;
+    int one = 1;
+    setsockopt (fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (a->ai_family == AF_INET6)
+      setsockopt (fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+    if (bind (fd, a->ai_addr, a->ai_addrlen) == -1) {
+      if (errno == EADDRINUSE) {
+        nbdkit_error ("bind: port %s is already in use", port);
+        close (fd);
+        freeaddrinfo (ai);
+        return -1;
+      }
+      close (fd);
+      continue;
+    }
+    if (listen (fd, SOMAXCONN) == -1) {
+      close (fd);
+      continue;
+    }
+    if (NBDKIT_LISTEN_ENABLED ()) {
+      char host[NI_MAXHOST], serv[NI_MAXSERV], desc[NI_MAXHOST + NI_MAXSERV + 8];
+      if (getnameinfo (a->ai_addr, a->ai_addrlen, host, sizeof host, serv,
+                       sizeof serv, NI_NUMERICHOST | NI_NUMERICSERV) == 0) {
+        snprintf (desc, sizeof desc, "tcp:%s:%s", host, serv);
+        NBDKIT_LISTEN ((int64_t) fd, desc);
+      }
+    }
+    if (add_fd (l, fd) == -1) {
+      freeaddrinfo (ai);
+      return -1;
+    }
+  }
+  freeaddrinfo (ai);
+  if (l->nfds == before) {
+    nbdkit_error ("could not listen on any address for port %s", port);
+    return -1;
+  }
+  return 0;
+}
+
+int
+sock_bind_all (struct config *cfg, struct listener *l)
+{
+  l->fds = NULL;
+  l->nfds = 0;
+  if (cfg->listen_fds > 0) {
+    for (int i = 0; i < cfg->listen_fds; i++) {
+      int fd = 3 + i;
+      fcntl (fd, F_SETFD, FD_CLOEXEC);
+      NBDKIT_LISTEN ((int64_t) fd, "activated");
+      if (add_fd (l, fd) == -1)
+        return -1;
+    }
+    return 0;
+  }
+  if (cfg->unixsocket)
+    return bind_unix (cfg->unixsocket, l);
+  return bind_tcp (cfg, l);
+}
+
+void
+sock_close_all (struct listener *l)
+{
+  for (size_t i = 0; i < l->nfds; i++)
+    close (l->fds[i]);
+  free (l->fds);
+  l->fds = NULL;
+  l->nfds = 0;
+}
+
+struct accepted {
+  const struct config *cfg;
+  int fd;
+  const char *transport;
+};
+
+static void *
+connection_thread (void *arg)
+{
+  struct accepted a = *(struct accepted *) arg;
+  free (arg);
+  conn_handle (a.cfg, a.fd, a.fd, a.transport);
+  return NULL;
+}
+
+static void
+accept_one (const struct config *cfg, int lfd)
+{
+  int fd = accept4 (lfd, NULL, NULL, SOCK_CLOEXEC);
+  if (fd == -1) {
+    if (errno != EINTR && errno != EAGAIN && errno != ECONNABORTED)
+      nbdkit_error ("accept: %m");
+    return;
+  }
+
+  struct sockaddr_storage ss;
+  socklen_t len = sizeof ss;
+  const char *transport = cfg->listen_fds > 0 ? "activated" : "unix";
+  if (getsockname (fd, (struct sockaddr *) &ss, &len) == 0 &&
+      (ss.ss_family == AF_INET || ss.ss_family == AF_INET6)) {
+    int one = 1;
+    setsockopt (fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    transport = "tcp";
+  }
+
+  struct accepted *a = malloc (sizeof *a);
+  if (!a) {
+    close (fd);
+    return;
+  }
+  *a = (struct accepted) { cfg, fd, transport };
+
+  pthread_attr_t attr;
+  pthread_t t;
+  pthread_attr_init (&attr);
+  pthread_attr_setdetachstate (&attr, PTHREAD_CREATE_DETACHED);
+  int e = pthread_create (&t, &attr, connection_thread, a);
+  pthread_attr_destroy (&attr);
+  if (e != 0) {
+    errno = e;
+    nbdkit_error ("pthread_create: %m");
+    close (fd);
+    free (a);
+  }
+}
+
+void
+sock_accept_loop (const struct config *cfg, struct listener *l, int quit_fd)
+{
+  struct pollfd *p = calloc (l->nfds + 1, sizeof *p);
+  if (!p) {
+    nbdkit_error ("calloc: %m");
+    return;
+  }
+  for (size_t i = 0; i < l->nfds; i++)
+    p[i] = (struct pollfd) { .fd = l->fds[i], .events = POLLIN };
+  p[l->nfds] = (struct pollfd) { .fd = quit_fd, .events = POLLIN };
+
+  for (;;) {
+    if (poll (p, l->nfds + 1, -1) == -1) {
+      if (errno == EINTR)
+        continue;
+      nbdkit_error ("poll: %m");
+      break;
+    }
+    if (p[l->nfds].revents)
+      break;
+    for (size_t i = 0; i < l->nfds; i++)
+      if (p[i].revents & POLLIN)
+        accept_one (cfg, l->fds[i]);
+  }
+  free (p);
+}

@@ -1,0 +1,597 @@
+/* nbdkit server: the transmission phase.  tx_serve starts the
+ * connection's workers.  Each worker takes the read lock, reads one
+ * request and its payload, checks every field against the export and
+ * the negotiated limits (the edge: layers below trust what they get),
+ * releases the lock, runs the request down the chain, and sends the
+ * reply under the write lock as one sendmsg.  A worker keeps its own
+ * buffer, so the data path allocates nothing per request.
+ */
+#include <config.h>
+
+#include <endian.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "protocol.h"
+
+/* SERIALIZE_ALL_REQUESTS: one request at a time, server-wide. */
+static pthread_mutex_t all_requests_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Block status replies carry at most this many descriptors. */
+#define MAX_DESCRIPTORS 65536
+
+/* Trim, zero and cache with 64-bit lengths go down in pieces. */
+#define MAX_EFFECT_CHUNK (UINT32_C (1) << 30)
+
+struct request {
+  uint16_t flags;
+  uint16_t type;
+  uint64_t cookie;
+  uint64_t offset;
+  uint64_t count;
+  int error;                    /* found by validation: reply, don't run */
+  uint64_t start_ns;            /* only when request_done is traced */
+};
+
+struct worker {
+  struct connection *conn;
+  char *buf;                    /* payload in, data out */
+  size_t cap;
+  struct nbd_block_descriptor_64 *desc;   /* block status scratch */
+};
+
+const char *
+tx_command_name (uint16_t cmd)
+{
+  switch (cmd) {
+  case NBD_CMD_READ: return "read";
+  case NBD_CMD_WRITE: return "write";
+  case NBD_CMD_DISC: return "disc";
+  case NBD_CMD_FLUSH: return "flush";
+  case NBD_CMD_TRIM: return "trim";
+  case NBD_CMD_CACHE: return "cache";
+  case NBD_CMD_WRITE_ZEROES: return "write_zeroes";
+  case NBD_CMD_BLOCK_STATUS: return "block_status";
+  default: return "unknown";
+  }
+}
+
+static int
+nbd_errno (int err)
+{
+  switch (err) {
+  case 0: return NBD_SUCCESS;
+  case EROFS:
+  case EPERM: return NBD_EPERM;
+  case EIO: return NBD_EIO;
+  case ENOMEM: return NBD_ENOMEM;
+  case EINVAL: return NBD_EINVAL;
+#ifdef EDQUOT
+  case EDQUOT:
+#endif
+  case EFBIG:
+  case ENOSPC: return NBD_ENOSPC;
+  case EOVERFLOW: return NBD_EOVERFLOW;
+#if EOPNOTSUPP != ENOTSUP
+  case EOPNOTSUPP:
+#endif
+  case ENOTSUP: return NBD_ENOTSUP;
+  case ESHUTDOWN: return NBD_ESHUTDOWN;
+  default: return NBD_EIO;
+  }
+}
+
+static bool
+grow (struct worker *w, size_t need)
+{
+  if (need <= w->cap)
+    return true;
+  char *b = realloc (w->buf, need);
+  if (!b)
+    return false;
+  w->buf = b;
+  w->cap = need;
+  return true;
+}
+
+/* Throw away LEN payload bytes we will not use, keeping the framing. */
+static int
+discard (struct connection *conn, struct worker *w, uint64_t len)
+{
+  while (len > 0) {
+    size_t n = len < w->cap ? len : w->cap;
+    if (n == 0) {
+      if (!grow (w, 65536))
+        return -1;
+      continue;
+    }
+    if (conn_recv (conn, w->buf, n) == -1)
+      return -1;
+    len -= n;
+  }
+  return 0;
+}
+
+/* Check a request that has been read, against the export and the
+ * negotiated state.  Returns the errno to reply with, or 0.
+ */
+static int
+validate (struct connection *conn, const struct request *req)
+{
+  uint16_t allowed;
+  switch (req->type) {
+  case NBD_CMD_READ: allowed = NBD_CMD_FLAG_DF; break;
+  case NBD_CMD_WRITE: allowed = NBD_CMD_FLAG_FUA; break;
+  case NBD_CMD_TRIM: allowed = NBD_CMD_FLAG_FUA; break;
+  case NBD_CMD_WRITE_ZEROES:
+    allowed = NBD_CMD_FLAG_FUA | NBD_CMD_FLAG_NO_HOLE |
+      NBD_CMD_FLAG_FAST_ZERO;
+    break;
+  case NBD_CMD_BLOCK_STATUS: allowed = NBD_CMD_FLAG_REQ_ONE; break;
+  case NBD_CMD_FLUSH:
+  case NBD_CMD_CACHE: allowed = 0; break;
+  default:
+    return EINVAL;              /* unknown command */
+  }
+  if (conn->extended && req->type == NBD_CMD_WRITE)
+    allowed |= NBD_CMD_FLAG_PAYLOAD_LEN;
+  if (req->flags & ~allowed)
+    return EINVAL;
+  if ((req->flags & NBD_CMD_FLAG_FUA) && !conn->can_fua)
+    return EINVAL;
+  if ((req->flags & NBD_CMD_FLAG_DF) && !conn->structured)
+    return EINVAL;
+  if ((req->flags & NBD_CMD_FLAG_FAST_ZERO) && !conn->can_fast_zero)
+    return EINVAL;
+
+  bool is_write = req->type == NBD_CMD_WRITE || req->type == NBD_CMD_TRIM ||
+    req->type == NBD_CMD_WRITE_ZEROES;
+  if (is_write && !conn->can_write)
+    return EPERM;
+  switch (req->type) {
+  case NBD_CMD_FLUSH:
+    return conn->can_flush ? 0 : EINVAL;
+  case NBD_CMD_TRIM:
+    if (!conn->can_trim) return EINVAL;
+    break;
+  case NBD_CMD_WRITE_ZEROES:
+    if (!conn->can_zero) return EINVAL;
+    break;
+  case NBD_CMD_CACHE:
+    if (!conn->can_cache) return EINVAL;
+    break;
+  case NBD_CMD_BLOCK_STATUS:
+    if (!conn->meta_base_allocation) return EINVAL;
+    break;
+  }
+
+  /* Range: never compute offset + count before knowing it fits. */
+  if (req->count == 0)
+    return EINVAL;
+  if (req->offset > conn->exportsize ||
+      req->count > conn->exportsize - req->offset)
+    return is_write ? ENOSPC : EINVAL;
+  if ((req->type == NBD_CMD_READ || req->type == NBD_CMD_WRITE) &&
+      req->count > conn->block_max)
+    return EOVERFLOW;
+  return 0;
+}
+
+/* Read one request.  Returns 0 with *req filled in (req->error set if
+ * it must not run), 1 for NBD_CMD_DISC, 2 when the reply to *req must
+ * be the last thing on this connection, -1 when the connection is over.
+ */
+static int
+recv_request (struct connection *conn, struct worker *w, struct request *req)
+{
+  union {
+    struct nbd_request compact;
+    struct nbd_extended_request ext;
+  } h;
+  size_t hlen = conn->extended ? sizeof h.ext : sizeof h.compact;
+
+  if (conn_recv (conn, &h, hlen) == -1) {
+    if (errno == 0)
+      conn_set_closing (conn, "eof");
+    else {
+      NBDKIT_PROTOCOL_VIOLATION (conn->id, "short request header");
+      conn_set_closing (conn, "read error");
+    }
+    return -1;
+  }
+  if (conn->extended) {
+    if (be32toh (h.ext.magic) != NBD_EXTENDED_REQUEST_MAGIC)
+      goto bad_magic;
+    req->flags = be16toh (h.ext.flags);
+    req->type = be16toh (h.ext.type);
+    req->cookie = be64toh (h.ext.cookie);
+    req->offset = be64toh (h.ext.offset);
+    req->count = be64toh (h.ext.count);
+  }
+  else {
+    if (be32toh (h.compact.magic) != NBD_REQUEST_MAGIC)
+      goto bad_magic;
+    req->flags = be16toh (h.compact.flags);
+    req->type = be16toh (h.compact.type);
+    req->cookie = be64toh (h.compact.cookie);
+    req->offset = be64toh (h.compact.offset);
+    req->count = be32toh (h.compact.count);
+  }
+  req->error = 0;
+  req->start_ns = NBDKIT_REQUEST_DONE_ENABLED () ? now_ns () : 0;
+  NBDKIT_REQUEST_START (conn->id, req->cookie, (uint64_t) req->type,
+                        tx_command_name (req->type), (uint64_t) req->flags,
+                        req->offset, req->count);
+
+  if (req->type == NBD_CMD_DISC) {
+    conn_set_closing (conn, "disconnect");
+    return 1;
+  }
+
+  /* Only a write, or an extended request that says so, has a payload. */
+  uint64_t payload = 0;
+  if (req->type == NBD_CMD_WRITE)
+    payload = req->count;
+  else if (conn->extended && (req->flags & NBD_CMD_FLAG_PAYLOAD_LEN))
+    payload = req->count;
+
+  if (payload > MAX_REQUEST_SIZE) {
+    /* Refused from the header alone: reading it could take forever. */
+    NBDKIT_PROTOCOL_VIOLATION (conn->id, "payload too large");
+    req->error = EOVERFLOW;
+    return 2;
+  }
+  if (req->type == NBD_CMD_WRITE) {
+    if (!grow (w, payload)) {
+      req->error = ENOMEM;
+      return discard (conn, w, payload) == -1 ? -1 : 0;
+    }
+    if (conn_recv (conn, w->buf, payload) == -1) {
+      NBDKIT_PROTOCOL_VIOLATION (conn->id, "write payload cut short");
+      conn_set_closing (conn, "read error");
+      return -1;
+    }
+  }
+  else if (payload > 0) {
+    if (discard (conn, w, payload) == -1) {
+      conn_set_closing (conn, "read error");
+      return -1;
+    }
+    req->error = EINVAL;        /* no command here takes a payload */
+    return 0;
+  }
+
+  req->error = validate (conn, req);
+  return 0;
+
+ bad_magic:
+  NBDKIT_PROTOCOL_VIOLATION (conn->id, "bad request magic");
+  conn_set_closing (conn, "bad request magic");
+  return -1;
+}
+
+/* ---- running a request ---- */
+
+static uint32_t
+layer_flags (uint16_t nbd_flags, uint16_t type)
+{
+  uint32_t f = 0;
+  if (nbd_flags & NBD_CMD_FLAG_FUA)
+    f |= NBDKIT_FLAG_FUA;
+  if (type == NBD_CMD_WRITE_ZEROES && !(nbd_flags & NBD_CMD_FLAG_NO_HOLE))
+    f |= NBDKIT_FLAG_MAY_TRIM;
+  if (nbd_flags & NBD_CMD_FLAG_FAST_ZERO)
+    f |= NBDKIT_FLAG_FAST_ZERO;
+  if (nbd_flags & NBD_CMD_FLAG_REQ_ONE)
+    f |= NBDKIT_FLAG_REQ_ONE;
+  return f;
+}
+
+/* For trim, zero and cache: split a 64-bit length into layer calls. */
+typedef int (*effect_fn) (struct context *, uint32_t, uint64_t, uint32_t,
+                          int *);
+
+static int
+in_chunks (struct context *c, effect_fn fn, uint64_t count, uint64_t offset,
+           uint32_t flags, int *err)
+{
+  while (count > 0) {
+    uint32_t n = count > MAX_EFFECT_CHUNK ? MAX_EFFECT_CHUNK : count;
+    /* FUA applies to the last piece, after which all are durable. */
+    uint32_t f = n == count ? flags : flags & ~NBDKIT_FLAG_FUA;
+    if (fn (c, n, offset, f, err) == -1)
+      return -1;
+    count -= n;
+    offset += n;
+  }
+  return 0;
+}
+
+/* Block status: fill w->desc, return the descriptor count or -1. */
+static int
+block_status (struct connection *conn, struct worker *w,
+              const struct request *req, uint32_t flags, int *err)
+{
+  uint64_t count = req->count;
+  if (count > MAX_EFFECT_CHUNK)
+    count = MAX_EFFECT_CHUNK;   /* the length is a hint */
+
+  struct nbdkit_extents *e = extents_new (req->offset, req->offset + count);
+  if (!e) {
+    *err = ENOMEM;
+    return -1;
+  }
+  if (layer_extents (conn->top, count, req->offset, flags, e, err) == -1) {
+    nbdkit_extents_free (e);
+    return -1;
+  }
+  size_t n = nbdkit_extents_count (e);
+  if (n == 0) {
+    nbdkit_error ("extents callback returned no extents");
+    nbdkit_extents_free (e);
+    *err = EIO;
+    return -1;
+  }
+  if (flags & NBDKIT_FLAG_REQ_ONE)
+    n = 1;
+  if (n > MAX_DESCRIPTORS)
+    n = MAX_DESCRIPTORS;
+  if (!w->desc) {
+    w->desc = malloc (MAX_DESCRIPTORS * sizeof *w->desc);
+    if (!w->desc) {
+      nbdkit_extents_free (e);
+      *err = ENOMEM;
+      return -1;
+    }
+  }
+  for (size_t i = 0; i < n; i++) {
+    struct nbdkit_extent x = nbdkit_get_extent (e, i);
+    w->desc[i].length = x.length;
+    w->desc[i].status_flags = x.type & (NBD_STATE_HOLE | NBD_STATE_ZERO);
+  }
+  nbdkit_extents_free (e);
+  return n;
+}
+
+/* Run one validated request.  Returns the errno for the reply; for
+ * block status, *ndesc is set.
+ */
+static int
+run (struct connection *conn, struct worker *w, const struct request *req,
+     int *ndesc)
+{
+  struct context *c = conn->top;
+  uint32_t f = layer_flags (req->flags, req->type);
+  int err = 0;
+
+  switch (req->type) {
+  case NBD_CMD_READ:
+    if (!grow (w, req->count))
+      return ENOMEM;
+    layer_pread (c, w->buf, req->count, req->offset, 0, &err);
+    break;
+  case NBD_CMD_WRITE:
+    layer_pwrite (c, w->buf, req->count, req->offset, f, &err);
+    break;
+  case NBD_CMD_FLUSH:
+    layer_flush (c, 0, &err);
+    break;
+  case NBD_CMD_TRIM:
+    in_chunks (c, layer_trim, req->count, req->offset, f, &err);
+    break;
+  case NBD_CMD_WRITE_ZEROES:
+    in_chunks (c, layer_zero, req->count, req->offset, f, &err);
+    break;
+  case NBD_CMD_CACHE:
+    in_chunks (c, layer_cache, req->count, req->offset, 0, &err);
+    break;
+  case NBD_CMD_BLOCK_STATUS:
+    *ndesc = block_status (conn, w, req, f, &err);
+    break;
+  }
+  return err;
+}
+
+/* ---- replies ---- */
+
+static int
+send_reply (struct connection *conn, struct worker *w,
+            const struct request *req, int err, int ndesc)
+{
+  struct iovec iov[4];
+  int n = 0;
+  uint32_t nerr = nbd_errno (err);
+  bool data = err == 0 && req->type == NBD_CMD_READ;
+  bool bs = err == 0 && req->type == NBD_CMD_BLOCK_STATUS;
+
+  struct nbd_simple_reply simple;
+  struct nbd_structured_reply sr;
+  struct nbd_extended_reply er;
+  uint64_t be_offset;
+  struct nbd_structured_error se;
+  uint32_t bs_head[2];
+
+  /* Simple reply: no structured replies, or a non-data reply. */
+  if (!conn->extended &&
+      (!conn->structured || (req->type != NBD_CMD_READ &&
+                             req->type != NBD_CMD_BLOCK_STATUS))) {
+    simple.magic = htobe32 (NBD_SIMPLE_REPLY_MAGIC);
+    simple.error = htobe32 (nerr);
+    simple.cookie = htobe64 (req->cookie);
+    iov[n++] = (struct iovec) { &simple, sizeof simple };
+    if (data)
+      iov[n++] = (struct iovec) { w->buf, req->count };
+  }
+  else {
+    uint16_t type;
+    uint64_t len;
+    if (err) {
+      type = NBD_REPLY_TYPE_ERROR;
+      se.error = htobe32 (nerr);
+      se.len = 0;
+      len = sizeof se;
+    }
+    else if (data) {
+      type = NBD_REPLY_TYPE_OFFSET_DATA;
+      be_offset = htobe64 (req->offset);
+      len = 8 + req->count;
+    }
+    else if (bs) {
+      type = conn->extended ? NBD_REPLY_TYPE_BLOCK_STATUS_EXT
+                            : NBD_REPLY_TYPE_BLOCK_STATUS;
+      len = conn->extended ? 8 + 16 * (uint64_t) ndesc
+                           : 4 + 8 * (uint64_t) ndesc;
+    }
+    else {
+      type = NBD_REPLY_TYPE_NONE;
+      len = 0;
+    }
+    if (conn->extended) {
+      er.magic = htobe32 (NBD_EXTENDED_REPLY_MAGIC);
+      er.flags = htobe16 (NBD_REPLY_FLAG_DONE);
+      er.type = htobe16 (type);
+      er.cookie = htobe64 (req->cookie);
+      er.offset = htobe64 (req->offset);
+      er.length = htobe64 (len);
+      iov[n++] = (struct iovec) { &er, sizeof er };
+    }
+    else {
+      sr.magic = htobe32 (NBD_STRUCTURED_REPLY_MAGIC);
+      sr.flags = htobe16 (NBD_REPLY_FLAG_DONE);
+      sr.type = htobe16 (type);
+      sr.cookie = htobe64 (req->cookie);
+      sr.length = htobe32 (len);
+      iov[n++] = (struct iovec) { &sr, sizeof sr };
+    }
+    if (err)
+      iov[n++] = (struct iovec) { &se, sizeof se };
+    else if (data) {
+      iov[n++] = (struct iovec) { &be_offset, 8 };
+      iov[n++] = (struct iovec) { w->buf, req->count };
+    }
+    else if (bs) {
+      /* Descriptors go out in place, converted to big-endian. */
+      bs_head[0] = htobe32 (1);         /* base:allocation's id */
+      bs_head[1] = htobe32 (ndesc);
+      if (conn->extended) {
+        for (int i = 0; i < ndesc; i++) {
+          w->desc[i].length = htobe64 (w->desc[i].length);
+          w->desc[i].status_flags = htobe64 (w->desc[i].status_flags);
+        }
+        iov[n++] = (struct iovec) { bs_head, 8 };
+        iov[n++] = (struct iovec) { w->desc, 16 * (size_t) ndesc };
+      }
+      else {
+        /* Pack to 32-bit descriptors inside the same scratch space. */
+        struct nbd_block_descriptor_32 *d32 = (void *) w->desc;
+        for (int i = 0; i < ndesc; i++) {
+          uint32_t l = w->desc[i].length, s = w->desc[i].status_flags;
+          d32[i].length = htobe32 (l);
+          d32[i].status_flags = htobe32 (s);
+        }
+        iov[n++] = (struct iovec) { bs_head, 4 };
+        iov[n++] = (struct iovec) { d32, 8 * (size_t) ndesc };
+      }
+    }
+  }
+
+  LOCK_FOR_SCOPE (&conn->write_lock);
+  return conn_sendv (conn, iov, n);
+}
+
+/* ---- workers ---- */
+
+static void *
+worker_loop (void *arg)
+{
+  struct worker *w = arg;
+  struct connection *conn = w->conn;
+  bool serialize_all = conn->cfg->thread_model <=
+    NBDKIT_THREAD_MODEL_SERIALIZE_ALL_REQUESTS;
+
+  conn_set_current (conn);
+  for (;;) {
+    struct request req;
+    int r;
+
+    pthread_mutex_lock (&conn->read_lock);
+    if (conn_is_closing (conn)) {
+      pthread_mutex_unlock (&conn->read_lock);
+      break;
+    }
+    r = recv_request (conn, w, &req);
+    pthread_mutex_unlock (&conn->read_lock);
+    if (r == -1 || r == 1)
+      break;
+
+    conn->requests++;
+    int err = req.error, ndesc = 0;
+    if (err == 0) {
+      if (serialize_all)
+        pthread_mutex_lock (&all_requests_lock);
+      err = run (conn, w, &req, &ndesc);
+      if (serialize_all)
+        pthread_mutex_unlock (&all_requests_lock);
+    }
+    if (req.start_ns) {
+      uint64_t bytes = err ? 0 : (req.type == NBD_CMD_READ ||
+                                  req.type == NBD_CMD_WRITE) ? req.count : 0;
+      NBDKIT_REQUEST_DONE (conn->id, req.cookie, (uint64_t) req.type,
+                           (int64_t) err, bytes, now_ns () - req.start_ns);
+    }
+    if (send_reply (conn, w, &req, err, ndesc) == -1) {
+      conn_set_closing (conn, "write error");
+      break;
+    }
+    if (r == 2) {
+      conn_set_closing (conn, "request too large");
+      break;
+    }
+  }
+  /* Wake a worker blocked in read so it sees we are closing. */
+  if (conn_is_closing (conn))
+    shutdown (conn->sockin, SHUT_RD);
+  free (w->buf);
+  free (w->desc);
+  return NULL;
+}
+
+void
+tx_serve (struct connection *conn)
+{
+  unsigned n = conn->cfg->threads;
+  if (conn->cfg->thread_model < NBDKIT_THREAD_MODEL_PARALLEL || n < 1)
+    n = 1;
+
+  struct worker *w = calloc (n, sizeof *w);
+  pthread_t *t = calloc (n, sizeof *t);
+  if (!w || !t) {
+    nbdkit_error ("calloc: %m");
+    free (w);
+    free (t);
+    conn_set_closing (conn, "out of memory");
+    return;
+  }
+  unsigned started = 1;
+  for (unsigned i = 0; i < n; i++)
+    w[i].conn = conn;
+  for (unsigned i = 1; i < n; i++) {
+    int e = pthread_create (&t[i], NULL, worker_loop, &w[i]);
+    if (e != 0) {
+      errno = e;
+      nbdkit_debug ("pthread_create: %m (continuing with %u workers)",
+                    started);
+      break;
+    }
+    started++;
+  }
+  worker_loop (&w[0]);
+  for (unsigned i = 1; i < started; i++)
+    pthread_join (t[i], NULL);
+  free (w);
+  free (t);
+}
