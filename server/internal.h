@@ -273,6 +273,7 @@ extern void sock_close_all (struct listener *l);
 
 /* ---- log.c ---- */
 extern void log_init (const struct config *cfg);
+extern void log_start_syslog (void);
 extern void log_set_layer_name (const char *name);
 extern const char *log_last_error (void);
 extern void log_clear_last_error (void);

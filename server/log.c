@@ -18,6 +18,9 @@
 /* Set once by log_init before any thread starts; read-only after. */
 static const struct config *log_cfg;
 
+/* Switched on once, when the server daemonises. */
+static bool to_syslog;
+
 static __thread const char *layer_name;
 static __thread char last_error[256];
 
@@ -25,8 +28,18 @@ void
 log_init (const struct config *cfg)
 {
   log_cfg = cfg;
-  if (cfg->use_syslog)
+}
+
+/* Until the server is in the background, messages go to stderr so the
+ * person starting it sees them; afterwards to syslog if so configured.
+ */
+void
+log_start_syslog (void)
+{
+  if (log_cfg && log_cfg->use_syslog) {
     openlog ("nbdkit", LOG_PID, LOG_DAEMON);
+    to_syslog = true;
+  }
 }
 
 void
@@ -72,7 +85,7 @@ emit (int priority, const char *kind, const char *fs, va_list args)
   else if (layer_name)
     snprintf (prefix, sizeof prefix, "%s: ", layer_name);
 
-  if (log_cfg && log_cfg->use_syslog)
+  if (to_syslog)
     syslog (priority, "%s%s%s", prefix, kind, msg);
   else {
     flockfile (stderr);

@@ -338,6 +338,7 @@ main (int argc, char *argv[])
   int c;
 
   signal (SIGPIPE, SIG_IGN);
+  opterr = 0;                   /* we print our own one-line errors */
 
   while ((c = getopt_long (argc, argv, "46D:e:fi:p:P:rst:U:v", long_options,
                            NULL)) != -1) {
@@ -405,8 +406,16 @@ main (int argc, char *argv[])
     case OPT_HELP: help = true; break;
     case OPT_VERSION: version = true; break;
     default:
-      fprintf (stderr, "%s: bad option; try '%s --help'\n", cfg.program,
-               cfg.program);
+      if (optopt && c == '?' && strchr ("DeiPptU", optopt))
+        fprintf (stderr, "%s: option '-%c' needs an argument\n",
+                 cfg.program, optopt);
+      else if (optopt)
+        fprintf (stderr, "%s: unknown option '-%c'; try '%s --help'\n",
+                 cfg.program, optopt, cfg.program);
+      else
+        fprintf (stderr, "%s: unknown or incomplete option '%s'; "
+                 "try '%s --help'\n", cfg.program, argv[optind - 1],
+                 cfg.program);
       exit (EXIT_FAILURE);
     }
   }
@@ -592,6 +601,7 @@ main (int argc, char *argv[])
   if (!cfg.foreground) {
     if (daemonise () == -1)
       exit (EXIT_FAILURE);
+    log_start_syslog ();
     for (struct layer *l = cfg.top; l; l = l->next)
       if (l->ops->after_fork (l) == -1)
         exit (EXIT_FAILURE);
