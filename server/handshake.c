@@ -473,6 +473,37 @@ opt_export_name (struct connection *conn, const char *data, uint32_t len,
   return 1;
 }
 
+/* Oldstyle (-o): no options, just the default export's details. */
+static int
+negotiate_oldstyle (struct connection *conn)
+{
+  struct {
+    uint64_t magic;
+    uint64_t version;
+    uint64_t size;
+    uint16_t gflags;
+    uint16_t eflags;
+    char zeroes[124];
+  } __attribute__ ((packed)) hello = { 0 };
+  const char *name = conn->cfg->exportname ? conn->cfg->exportname : "";
+
+  NBDKIT_HANDSHAKE_START (conn->id);
+  if (open_export (conn, name) == -1) {
+    NBDKIT_HANDSHAKE_FAIL (conn->id, "export could not be opened");
+    return -1;
+  }
+  hello.magic = htobe64 (NBD_MAGIC);
+  hello.version = htobe64 (NBD_OLD_VERSION);
+  hello.size = htobe64 (conn->exportsize);
+  hello.eflags = htobe16 (conn->eflags);
+  if (conn_send (conn, &hello, sizeof hello) == -1) {
+    NBDKIT_HANDSHAKE_FAIL (conn->id, "client went away");
+    return -1;
+  }
+  NBDKIT_HANDSHAKE_DONE (conn->id, conn->exportname, 0, 0);
+  return 0;
+}
+
 int
 hs_negotiate (struct connection *conn)
 {
@@ -487,6 +518,9 @@ hs_negotiate (struct connection *conn)
   uint32_t cflags;
   char *data = NULL;
   int ret = -1;
+
+  if (conn->cfg->oldstyle)
+    return negotiate_oldstyle (conn);
 
   NBDKIT_HANDSHAKE_START (conn->id);
   if (conn_send (conn, &greeting, sizeof greeting) == -1 ||

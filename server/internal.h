@@ -46,6 +46,7 @@ struct config {
   bool print_uri;               /* --print-uri */
   bool exit_with_parent;        /* --exit-with-parent */
   bool no_sr;                   /* --no-sr: refuse structured replies */
+  bool oldstyle;                /* -o: oldstyle negotiation */
   bool use_syslog;              /* daemonised: log to syslog */
   const char *unixsocket;       /* -U, after `-' is resolved */
   char *tmpdir;                 /* temp dir holding the `-U -' socket */

@@ -66,6 +66,7 @@ usage (FILE *fp, const char *program)
 "  -f, --foreground         do not fork into the background\n"
 "      --filter=FILTER      add a filter (the first is nearest the client)\n"
 "  -i, --ipaddr ADDR        listen on this address only\n"
+"  -o, --oldstyle           oldstyle negotiation (old clients only)\n"
 "  -p, --port PORT          TCP port (default 10809)\n"
 "  -P, --pidfile FILE       write the server's pid here\n"
 "  -r, --readonly           refuse writes\n"
@@ -101,6 +102,7 @@ static const struct option long_options[] = {
   { "filter", required_argument, NULL, OPT_FILTER },
   { "ipaddr", required_argument, NULL, 'i' },
   { "port", required_argument, NULL, 'p' },
+  { "oldstyle", no_argument, NULL, 'o' },
   { "pidfile", required_argument, NULL, 'P' },
   { "pid-file", required_argument, NULL, 'P' },
   { "readonly", no_argument, NULL, 'r' },
@@ -340,7 +342,7 @@ main (int argc, char *argv[])
   signal (SIGPIPE, SIG_IGN);
   opterr = 0;                   /* we print our own one-line errors */
 
-  while ((c = getopt_long (argc, argv, "46D:e:fi:p:P:rst:U:v", long_options,
+  while ((c = getopt_long (argc, argv, "46D:e:fi:op:P:rst:U:v", long_options,
                            NULL)) != -1) {
     switch (c) {
     case '4': cfg.family = AF_INET; break;
@@ -357,6 +359,7 @@ main (int argc, char *argv[])
       break;
     case 'f': cfg.foreground = true; break;
     case 'i': cfg.ipaddr = optarg; break;
+    case 'o': cfg.oldstyle = true; break;
     case 'p': {
       unsigned port;
       char *end;
