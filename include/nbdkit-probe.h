@@ -25,6 +25,9 @@
 #endif
 
 #if NBDKIT_HAVE_PROBES
+#ifndef SDT_USE_VARIADIC
+#define SDT_USE_VARIADIC 1   /* for STAP_PROBEV */
+#endif
 #include <sys/sdt.h>
 #define NBDKIT_PROBE(...) STAP_PROBEV (nbdkit, __VA_ARGS__)
 #else

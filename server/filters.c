@@ -116,11 +116,11 @@ filter_thread_model (struct layer *l)
 }
 
 static int
-filter_get_ready (struct layer *l)
+filter_get_ready (struct layer *l, int thread_model)
 {
   /* The chain's thread model is decided by then; filters are told it. */
   if (F (l)->get_ready)
-    return F (l)->get_ready (NBDKIT_THREAD_MODEL_PARALLEL);
+    return F (l)->get_ready (thread_model);
   return 0;
 }
 

@@ -500,7 +500,8 @@ negotiate_oldstyle (struct connection *conn)
     NBDKIT_HANDSHAKE_FAIL (conn->id, "client went away");
     return -1;
   }
-  NBDKIT_HANDSHAKE_DONE (conn->id, conn->exportname, 0, 0);
+  NBDKIT_HANDSHAKE_DONE (conn->id, conn->exportname, (int64_t) 0,
+                         (int64_t) 0);
   return 0;
 }
 

@@ -78,7 +78,7 @@ struct layer_ops {
   int (*config_complete) (struct layer *);
   const char *(*magic_config_key) (struct layer *);
   int (*thread_model) (struct layer *);
-  int (*get_ready) (struct layer *);
+  int (*get_ready) (struct layer *, int thread_model);
   int (*after_fork) (struct layer *);
   void (*cleanup) (struct layer *);
   int (*preconnect) (struct layer *, int readonly);
@@ -147,6 +147,8 @@ struct context {
   struct connection *conn;
   void *handle;                 /* from the plugin's or filter's open */
   int fua_mode;                 /* plugins: can_fua, cached by prepare */
+  int zero_mode;                /* plugins: can_zero, likewise */
+  int cache_mode;               /* plugins: can_cache, likewise */
 };
 
 /* backend.c */
@@ -294,6 +296,7 @@ extern bool exports_has_default (const struct nbdkit_exports *exports);
 
 /* ---- main.c ---- */
 extern void server_request_shutdown (const char *reason);
+extern const struct config *server_config (void);
 
 /* ---- helpers ---- */
 extern uint64_t now_ns (void);

@@ -34,6 +34,15 @@
 static int quit_pipe[2] = { -1, -1 };
 static const char *volatile stop_reason;
 
+/* The configuration, published read-only for nbdkit_stdio_safe. */
+static const struct config *the_config;
+
+const struct config *
+server_config (void)
+{
+  return the_config;
+}
+
 void
 server_request_shutdown (const char *reason)
 {
@@ -453,10 +462,25 @@ main (int argc, char *argv[])
   if ((cfg.unixsocket || unix_private) && (cfg.port || cfg.ipaddr))
     fail (cfg.program, "%s", "-U cannot be combined with -p or -i");
 
-  /* --run, -s and socket activation keep the server in the foreground. */
-  if (cfg.run || cfg.single || cfg.listen_fds || dump_plugin || help ||
-      version)
+  /* --run, -s, socket activation and --exit-with-parent keep the server
+   * in the foreground (a daemon has no parent to follow).
+   */
+  if (cfg.run || cfg.single || cfg.listen_fds || cfg.exit_with_parent ||
+      dump_plugin || help || version)
     cfg.foreground = true;
+
+  /* Relative paths must survive the chdir ("/") of daemonising. */
+  if (cfg.pidfile && cfg.pidfile[0] != '/') {
+    cfg.pidfile = nbdkit_absolute_path (cfg.pidfile);
+    if (!cfg.pidfile)
+      exit (EXIT_FAILURE);
+  }
+  if (cfg.unixsocket && cfg.unixsocket[0] != '/') {
+    cfg.unixsocket = nbdkit_absolute_path (cfg.unixsocket);
+    if (!cfg.unixsocket)
+      exit (EXIT_FAILURE);
+  }
+  the_config = &cfg;
   cfg.use_syslog = log_to ? strcmp (log_to, "syslog") == 0
                           : !cfg.foreground;
   log_init (&cfg);
@@ -541,7 +565,8 @@ main (int argc, char *argv[])
     stack[nstack++] = l;
   while (nstack-- > 0) {
     log_set_layer_name (stack[nstack]->name);
-    if (stack[nstack]->ops->get_ready (stack[nstack]) == -1)
+    if (stack[nstack]->ops->get_ready (stack[nstack],
+                                       cfg.thread_model) == -1)
       exit (EXIT_FAILURE);
   }
   log_set_layer_name (NULL);
@@ -549,20 +574,28 @@ main (int argc, char *argv[])
   if (cfg.exit_with_parent)
     prctl (PR_SET_PDEATHSIG, SIGTERM);
 
-  NBDKIT_SERVER_START (PACKAGE_VERSION, (uint64_t) getpid ());
-
   if (pipe2 (quit_pipe, O_CLOEXEC) == -1) {
     nbdkit_error ("pipe2: %m");
     exit (EXIT_FAILURE);
   }
-  struct sigaction sa = { .sa_handler = on_signal };
-  sigemptyset (&sa.sa_mask);
-  sigaction (SIGINT, &sa, NULL);
-  sigaction (SIGTERM, &sa, NULL);
-  sigaction (SIGQUIT, &sa, NULL);
-  sigaction (SIGHUP, &sa, NULL);
+  /* With -s there is no accept loop to stop: signals keep their
+   * default action and end the process.
+   */
+  if (!cfg.single) {
+    struct sigaction sa = { .sa_handler = on_signal };
+    sigemptyset (&sa.sa_mask);
+    sigaction (SIGINT, &sa, NULL);
+    sigaction (SIGTERM, &sa, NULL);
+    sigaction (SIGQUIT, &sa, NULL);
+    sigaction (SIGHUP, &sa, NULL);
+  }
 
   if (cfg.single) {
+    NBDKIT_SERVER_START (PACKAGE_VERSION, (uint64_t) getpid ());
+    log_start_syslog ();
+    for (struct layer *l = cfg.top; l; l = l->next)
+      if (l->ops->after_fork (l) == -1)
+        exit (EXIT_FAILURE);
     if (cfg.pidfile && write_pidfile (cfg.pidfile) == -1)
       exit (EXIT_FAILURE);
     NBDKIT_SERVER_READY ();
@@ -601,14 +634,14 @@ main (int argc, char *argv[])
     fflush (stdout);
   }
 
-  if (!cfg.foreground) {
-    if (daemonise () == -1)
+  if (!cfg.foreground && daemonise () == -1)
+    exit (EXIT_FAILURE);
+  /* From here on this is the process that serves. */
+  NBDKIT_SERVER_START (PACKAGE_VERSION, (uint64_t) getpid ());
+  log_start_syslog ();
+  for (struct layer *l = cfg.top; l; l = l->next)
+    if (l->ops->after_fork (l) == -1)
       exit (EXIT_FAILURE);
-    log_start_syslog ();
-    for (struct layer *l = cfg.top; l; l = l->next)
-      if (l->ops->after_fork (l) == -1)
-        exit (EXIT_FAILURE);
-  }
   if (cfg.pidfile && write_pidfile (cfg.pidfile) == -1)
     exit (EXIT_FAILURE);
 

@@ -166,6 +166,8 @@ thread_model_name (int m)
 
 static int plugin_thread_model (struct layer *l);
 static int plugin_can_fua (struct context *c);
+static int plugin_can_zero (struct context *c);
+static int plugin_can_cache (struct context *c);
 
 static void
 plugin_dump_fields (struct layer *l)
@@ -251,7 +253,7 @@ plugin_thread_model (struct layer *l)
 }
 
 static int
-plugin_get_ready (struct layer *l)
+plugin_get_ready (struct layer *l, int thread_model)
 {
   return P (l)->get_ready ? P (l)->get_ready () : 0;
 }
@@ -306,7 +308,10 @@ static int
 plugin_prepare (struct context *c, int readonly)
 {
   c->fua_mode = plugin_can_fua (c);
-  return c->fua_mode == -1 ? -1 : 0;
+  c->zero_mode = plugin_can_zero (c);
+  c->cache_mode = plugin_can_cache (c);
+  return c->fua_mode == -1 || c->zero_mode == -1 || c->cache_mode == -1
+    ? -1 : 0;
 }
 
 static int
@@ -424,7 +429,7 @@ plugin_can_fast_zero (struct context *c)
   if (p->can_fast_zero)
     return p->can_fast_zero (c->handle);
   /* Emulated zeroing fails fast with ENOTSUP, so it is "fast". */
-  return !has_zero (c);
+  return !has_zero (c) || plugin_can_zero (c) == NBDKIT_ZERO_EMULATE;
 }
 
 static int
@@ -562,7 +567,7 @@ plugin_zero (struct context *c, uint32_t count, uint64_t offset,
   bool fast = flags & NBDKIT_FLAG_FAST_ZERO;
   int r = -1;
 
-  if (has_zero (c) && plugin_can_zero (c) == NBDKIT_ZERO_NATIVE) {
+  if (has_zero (c) && c->zero_mode == NBDKIT_ZERO_NATIVE) {
     errno = 0;
     if (pp->p._api_version == 1)
       r = fast ? (errno = ENOTSUP, -1)
@@ -608,7 +613,7 @@ plugin_cache (struct context *c, uint32_t count, uint64_t offset,
               uint32_t flags, int *err)
 {
   struct nbdkit_plugin *p = P (c->layer);
-  int mode = plugin_can_cache (c);
+  int mode = c->cache_mode;
   if (mode == NBDKIT_CACHE_NATIVE && p->cache) {
     int r = p->cache (c->handle, count, offset, 0);
     if (r == -1)

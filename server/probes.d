@@ -27,7 +27,7 @@ provider nbdkit {
                           uint64_t bytes_in, uint64_t bytes_out,
                           uint64_t lifetime_ns);
 
-  /* Negotiation began (greeting sent): id. */
+  /* Negotiation begins, just before the greeting is sent: id. */
   probe handshake_start (uint64_t id);
   /* An option arrived: id, option code, option name, payload length. */
   probe handshake_option (uint64_t id, uint64_t option, const char *name,

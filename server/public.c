@@ -240,10 +240,9 @@ nbdkit_realpath (const char *path)
 int
 nbdkit_stdio_safe (void)
 {
-  const struct connection *conn = conn_current ();
   /* With -s, stdin and stdout carry the protocol. */
-  (void) conn;
-  return 1;
+  const struct config *cfg = server_config ();
+  return !(cfg && cfg->single);
 }
 
 /* Read a whole small file (used for password=+FILE and -FD). */

@@ -136,7 +136,8 @@ sock_bind_all (struct config *cfg, struct listener *l)
     for (int i = 0; i < cfg->listen_fds; i++) {
       int fd = 3 + i;
       fcntl (fd, F_SETFD, FD_CLOEXEC);
-      NBDKIT_LISTEN ((int64_t) fd, "activated");
+      if (NBDKIT_LISTEN_ENABLED ())
+        NBDKIT_LISTEN ((int64_t) fd, "activated");
       if (add_fd (l, fd) == -1)
         return -1;
     }

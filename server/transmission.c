@@ -125,11 +125,10 @@ validate (struct connection *conn, const struct request *req)
   uint16_t allowed;
   switch (req->type) {
   case NBD_CMD_READ: allowed = NBD_CMD_FLAG_DF; break;
-  case NBD_CMD_WRITE: allowed = NBD_CMD_FLAG_FUA; break;
-  case NBD_CMD_TRIM: allowed = NBD_CMD_FLAG_FUA; break;
+  case NBD_CMD_WRITE: allowed = 0; break;
+  case NBD_CMD_TRIM: allowed = 0; break;
   case NBD_CMD_WRITE_ZEROES:
-    allowed = NBD_CMD_FLAG_FUA | NBD_CMD_FLAG_NO_HOLE |
-      NBD_CMD_FLAG_FAST_ZERO;
+    allowed = NBD_CMD_FLAG_NO_HOLE | NBD_CMD_FLAG_FAST_ZERO;
     break;
   case NBD_CMD_BLOCK_STATUS: allowed = NBD_CMD_FLAG_REQ_ONE; break;
   case NBD_CMD_FLUSH:
@@ -137,6 +136,8 @@ validate (struct connection *conn, const struct request *req)
   default:
     return EINVAL;              /* unknown command */
   }
+  /* FUA is valid on every command once advertised (it may do nothing). */
+  allowed |= NBD_CMD_FLAG_FUA;
   if (conn->extended && req->type == NBD_CMD_WRITE)
     allowed |= NBD_CMD_FLAG_PAYLOAD_LEN;
   if (req->flags & ~allowed)
@@ -242,6 +243,10 @@ recv_request (struct connection *conn, struct worker *w, struct request *req)
   if (payload > MAX_REQUEST_SIZE) {
     /* Refused from the header alone: reading it could take forever. */
     NBDKIT_PROTOCOL_VIOLATION (conn->id, "payload too large");
+    /* Mark closing while we still hold the read lock, so no other
+     * worker reads the unread payload as a request header.
+     */
+    conn_set_closing (conn, "request too large");
     req->error = EOVERFLOW;
     return 2;
   }
@@ -280,7 +285,9 @@ static uint32_t
 layer_flags (uint16_t nbd_flags, uint16_t type)
 {
   uint32_t f = 0;
-  if (nbd_flags & NBD_CMD_FLAG_FUA)
+  bool writes = type == NBD_CMD_WRITE || type == NBD_CMD_TRIM ||
+    type == NBD_CMD_WRITE_ZEROES;
+  if ((nbd_flags & NBD_CMD_FLAG_FUA) && writes)
     f |= NBDKIT_FLAG_FUA;
   if (type == NBD_CMD_WRITE_ZEROES && !(nbd_flags & NBD_CMD_FLAG_NO_HOLE))
     f |= NBDKIT_FLAG_MAY_TRIM;
@@ -547,10 +554,8 @@ worker_loop (void *arg)
       conn_set_closing (conn, "write error");
       break;
     }
-    if (r == 2) {
-      conn_set_closing (conn, "request too large");
+    if (r == 2)
       break;
-    }
   }
   /* Wake a worker blocked in read so it sees we are closing. */
   if (conn_is_closing (conn))
