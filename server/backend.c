@@ -347,12 +347,15 @@ layer_set_debug_flag (struct layer *top, const char *arg)
     for (char *p = sym; *p; p++)
       if (*p == '.' || *p == '-')
         *p = '_';
+    /* A flag the plugin lacks is a warning, as the flag set differs
+     * between versions of a plugin.
+     */
     int *var = dlsym (l->dl, sym);
-    if (!var) {
-      nbdkit_error ("-D: %s %s has no debug flag %s", l->type, l->name, sym);
-      return -1;
-    }
-    *var = value;
+    if (!var)
+      fprintf (stderr, "nbdkit: warning: -D: %s %s has no debug flag %s\n",
+               l->type, l->name, sym);
+    else
+      *var = value;
     return 0;
   }
   nbdkit_error ("-D: no plugin or filter named \"%.*s\"", (int) namelen, arg);

@@ -91,7 +91,8 @@ usage (FILE *fp, const char *program)
 "      --print-uri          print the URI clients can use\n"
 "      --dump-config        print the build configuration\n"
 "      --dump-plugin        print what the plugin provides\n"
-"      --help, --version\n"
+"  -V, --version            print the version\n"
+"      --help\n"
 "\n"
 "See nbdkit(1) and nbdkit-probes(1).\n",
            program, DEFAULT_THREADS);
@@ -351,7 +352,7 @@ main (int argc, char *argv[])
   signal (SIGPIPE, SIG_IGN);
   opterr = 0;                   /* we print our own one-line errors */
 
-  while ((c = getopt_long (argc, argv, "46D:e:fi:op:P:rst:U:v", long_options,
+  while ((c = getopt_long (argc, argv, "46D:e:fi:op:P:rst:U:vV", long_options,
                            NULL)) != -1) {
     switch (c) {
     case '4': cfg.family = AF_INET; break;
@@ -399,6 +400,7 @@ main (int argc, char *argv[])
         cfg.unixsocket = optarg;
       break;
     case 'v': cfg.verbose = true; break;
+    case 'V': version = true; break;
     case OPT_RUN: cfg.run = optarg; break;
     case OPT_FILTER:
       filters = realloc (filters, (nfilters + 1) * sizeof *filters);

@@ -1,0 +1,786 @@
+/* The file plugin: serve a local file or block device.
+ *
+ * This file owns the plugin's two modes and all of their callbacks:
+ *
+ *   file=PATH  one regular file or block device is the only export;
+ *   dir=DIR    each regular file or block device directly inside DIR
+ *              is an export named after the file, chosen by the client.
+ *
+ * Each connection opens its own descriptor in open() and keeps it in a
+ * struct handle; requests use only pread/pwrite-style calls on it, so
+ * any number of them may run in parallel.  Data reaches stable storage
+ * through fdatasync, which covers the whole file whichever descriptor
+ * calls it, so multi-conn is safe.
+ *
+ * Every callback that returns -1 has reported the reason with
+ * nbdkit_error (or, for the expected "not fast" answer to a fast zero,
+ * nbdkit_debug) and leaves errno set to the cause.
+ */
+#include <config.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#ifdef __linux__
+#include <linux/fs.h>           /* BLKGETSIZE64, BLKDISCARD, BLKZEROOUT */
+#endif
+
+#define NBDKIT_API_VERSION 2
+#include <nbdkit-plugin.h>
+
+#include "cleanup.h"
+
+/* Exactly one of these is set by config (as an absolute path), and
+ * neither changes once the server starts serving.
+ */
+static char *filename;
+static char *directory;
+
+struct handle {
+  int fd;
+  bool readonly;
+  bool is_block;
+  char *path;                   /* for messages */
+  /* Cleared the first time the kernel says the operation is not
+   * supported on this file, so it is not tried again.  Accessed with
+   * relaxed atomics since requests run in parallel.
+   */
+  bool can_punch_hole;
+  bool can_zero_range;
+  bool can_zeroout;
+};
+
+/* Report a failed system call on H, keeping errno for the server. */
+static int
+fail (struct handle *h, const char *what)
+{
+  int err = errno;
+
+  nbdkit_error ("%s: %s: %m", h->path, what);
+  errno = err;
+  return -1;
+}
+
+static inline bool
+supported (bool *flag)
+{
+  return __atomic_load_n (flag, __ATOMIC_RELAXED);
+}
+
+static inline void
+unsupported (bool *flag)
+{
+  __atomic_store_n (flag, false, __ATOMIC_RELAXED);
+}
+
+static bool
+is_unsupported_errno (int err)
+{
+  return err == EOPNOTSUPP || err == ENOTSUP || err == ENOSYS || err == ENOTTY;
+}
+
+static void
+file_unload (void)
+{
+  free (filename);
+  free (directory);
+}
+
+static int
+file_config (const char *key, const char *value)
+{
+  bool is_dir = strcmp (key, "dir") == 0;
+  char *path;
+
+  if (!is_dir && strcmp (key, "file") != 0) {
+    nbdkit_error ("unknown parameter '%s'", key);
+    return -1;
+  }
+  if (filename != NULL || directory != NULL) {
+    nbdkit_error ("give exactly one file= or dir= parameter");
+    return -1;
+  }
+  path = nbdkit_realpath (value);
+  if (path == NULL)
+    return -1;
+  if (is_dir)
+    directory = path;
+  else
+    filename = path;
+  return 0;
+}
+
+static int
+file_config_complete (void)
+{
+  struct stat st;
+
+  if (filename == NULL && directory == NULL) {
+    nbdkit_error ("you must give file=FILENAME or dir=DIRECTORY");
+    return -1;
+  }
+  if (directory != NULL) {
+    if (stat (directory, &st) == -1) {
+      nbdkit_error ("%s: %m", directory);
+      return -1;
+    }
+    if (!S_ISDIR (st.st_mode)) {
+      nbdkit_error ("%s: dir= must name a directory", directory);
+      return -1;
+    }
+  }
+  else {
+    if (stat (filename, &st) == -1) {
+      nbdkit_error ("%s: %m", filename);
+      return -1;
+    }
+    if (!S_ISREG (st.st_mode) && !S_ISBLK (st.st_mode)) {
+      nbdkit_error ("%s: not a regular file or block device", filename);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+#define file_config_help \
+  "[file=]FILENAME           The file or block device to serve.\n" \
+  "dir=DIRECTORY             Serve the files in DIRECTORY by export name."
+
+static void
+file_dump_plugin (void)
+{
+#ifdef BLKZEROOUT
+  printf ("file_blkzeroout=yes\n");
+#endif
+  printf ("file_extents=seek_data\n");
+}
+
+/* Should NAME, an entry of the directory open as DFD, be an export? */
+static bool
+is_servable (int dfd, const struct dirent *ent)
+{
+  struct stat st;
+
+  if (ent->d_name[0] == '.')
+    return false;
+  switch (ent->d_type) {
+  case DT_REG:
+  case DT_BLK:
+    return true;
+  case DT_LNK:
+  case DT_UNKNOWN:
+    /* Follow symlinks: a link to a file is served like the file. */
+    if (fstatat (dfd, ent->d_name, &st, 0) == -1)
+      return false;
+    return S_ISREG (st.st_mode) || S_ISBLK (st.st_mode);
+  default:
+    return false;
+  }
+}
+
+static int
+compare_names (const void *a, const void *b)
+{
+  return strcmp (*(char *const *) a, *(char *const *) b);
+}
+
+/* Collect the export names of DIRECTORY, sorted, into *NAMES_RET. */
+static int
+read_directory (char ***names_ret, size_t *n_ret)
+{
+  DIR *dir;
+  struct dirent *ent;
+  char **names = NULL;
+  size_t n = 0, alloc = 0, i;
+  int r = -1;
+
+  dir = opendir (directory);
+  if (dir == NULL) {
+    nbdkit_error ("%s: %m", directory);
+    return -1;
+  }
+  for (;;) {
+    errno = 0;
+    ent = readdir (dir);
+    if (ent == NULL) {
+      if (errno != 0) {
+        nbdkit_error ("%s: reading directory: %m", directory);
+        goto out;
+      }
+      break;
+    }
+    if (!is_servable (dirfd (dir), ent))
+      continue;
+    if (n == alloc) {
+      size_t new_alloc = alloc ? alloc * 2 : 16;
+      char **new_names = realloc (names, new_alloc * sizeof *names);
+
+      if (new_names == NULL) {
+        nbdkit_error ("realloc: %m");
+        goto out;
+      }
+      names = new_names;
+      alloc = new_alloc;
+    }
+    names[n] = strdup (ent->d_name);
+    if (names[n] == NULL) {
+      nbdkit_error ("strdup: %m");
+      goto out;
+    }
+    n++;
+  }
+  qsort (names, n, sizeof *names, compare_names);
+  *names_ret = names;
+  *n_ret = n;
+  names = NULL;
+  n = 0;
+  r = 0;
+
+ out:
+  for (i = 0; i < n; ++i)
+    free (names[i]);
+  free (names);
+  closedir (dir);
+  return r;
+}
+
+static int
+file_list_exports (int readonly, int is_tls, struct nbdkit_exports *exports)
+{
+  char **names;
+  size_t n, i;
+  int r = 0;
+
+  if (directory == NULL)
+    return nbdkit_use_default_export (exports);
+
+  if (read_directory (&names, &n) == -1)
+    return -1;
+  for (i = 0; i < n; ++i) {
+    if (r == 0 && nbdkit_add_export (exports, names[i], NULL) == -1)
+      r = -1;
+    free (names[i]);
+  }
+  free (names);
+  return r;
+}
+
+/* In dir= mode, turn the client's export name into a path.  Names are
+ * plain file names in the directory: no paths, no "." or "..".
+ */
+static char *
+export_path (void)
+{
+  const char *name = nbdkit_export_name ();
+  char *path;
+
+  if (name == NULL || name[0] == '\0') {
+    nbdkit_error ("dir=%s: the default export \"\" is not served; "
+                  "ask for a file name from the export list",
+                  directory);
+    errno = ENOENT;
+    return NULL;
+  }
+  if (strchr (name, '/') != NULL
+      || strcmp (name, ".") == 0 || strcmp (name, "..") == 0) {
+    nbdkit_error ("export name '%s' is not a file name in %s",
+                  name, directory);
+    errno = ENOENT;
+    return NULL;
+  }
+  if (asprintf (&path, "%s/%s", directory, name) == -1) {
+    nbdkit_error ("asprintf: %m");
+    errno = ENOMEM;
+    return NULL;
+  }
+  return path;
+}
+
+static void *
+file_open (int readonly)
+{
+  struct handle *h;
+  struct stat st;
+  int err;
+
+  h = calloc (1, sizeof *h);
+  if (h == NULL) {
+    nbdkit_error ("calloc: %m");
+    return NULL;
+  }
+  h->fd = -1;
+  h->readonly = readonly;
+  h->can_punch_hole = h->can_zero_range = h->can_zeroout = true;
+
+  if (directory != NULL) {
+    h->path = export_path ();
+    if (h->path == NULL)
+      goto error;
+    /* Check the type before opening: opening a FIFO would block. */
+    if (stat (h->path, &st) == -1) {
+      err = errno;
+      nbdkit_error ("export '%s' not found in %s: %m",
+                    nbdkit_export_name (), directory);
+      errno = err;
+      goto error;
+    }
+    if (!S_ISREG (st.st_mode) && !S_ISBLK (st.st_mode)) {
+      nbdkit_error ("export '%s' is not a regular file or block device",
+                    nbdkit_export_name ());
+      errno = ENOENT;
+      goto error;
+    }
+  }
+  else {
+    h->path = strdup (filename);
+    if (h->path == NULL) {
+      nbdkit_error ("strdup: %m");
+      goto error;
+    }
+  }
+
+  h->fd = open (h->path, (readonly ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+  if (h->fd == -1) {
+    err = errno;
+    if (!readonly && (err == EACCES || err == EROFS || err == EPERM))
+      nbdkit_error ("%s: cannot open for writing: %m "
+                    "(use -r to serve it read-only)", h->path);
+    else
+      nbdkit_error ("%s: open: %m", h->path);
+    errno = err;
+    goto error;
+  }
+  if (fstat (h->fd, &st) == -1) {
+    fail (h, "fstat");
+    goto error;
+  }
+  if (!S_ISREG (st.st_mode) && !S_ISBLK (st.st_mode)) {
+    nbdkit_error ("%s: not a regular file or block device", h->path);
+    errno = EINVAL;
+    goto error;
+  }
+  h->is_block = S_ISBLK (st.st_mode);
+  nbdkit_debug ("file: opened %s (%s, %s)", h->path,
+                h->is_block ? "block device" : "regular file",
+                readonly ? "read-only" : "read-write");
+  return h;
+
+ error:
+  err = errno;
+  if (h->fd >= 0)
+    close (h->fd);
+  free (h->path);
+  free (h);
+  errno = err;
+  return NULL;
+}
+
+static void
+file_close (void *handle)
+{
+  struct handle *h = handle;
+
+  close (h->fd);
+  free (h->path);
+  free (h);
+}
+
+static int64_t
+file_get_size (void *handle)
+{
+  struct handle *h = handle;
+  struct stat st;
+
+  if (fstat (h->fd, &st) == -1)
+    return fail (h, "fstat");
+#ifdef BLKGETSIZE64
+  if (S_ISBLK (st.st_mode)) {
+    uint64_t size;
+
+    if (ioctl (h->fd, BLKGETSIZE64, &size) == -1)
+      return fail (h, "ioctl BLKGETSIZE64");
+    return size;
+  }
+#endif
+  return st.st_size;
+}
+
+static int
+file_can_write (void *handle)
+{
+  struct handle *h = handle;
+
+  return !h->readonly;
+}
+
+static int
+file_can_yes (void *handle)
+{
+  return 1;
+}
+
+static int
+file_can_fua (void *handle)
+{
+  return NBDKIT_FUA_NATIVE;
+}
+
+static int
+file_can_cache (void *handle)
+{
+  return NBDKIT_CACHE_NATIVE;
+}
+
+static int
+file_pread (void *handle, void *buf, uint32_t count, uint64_t offset,
+            uint32_t flags)
+{
+  struct handle *h = handle;
+  char *p = buf;
+
+  while (count > 0) {
+    ssize_t r = pread (h->fd, p, count, offset);
+
+    if (r == -1) {
+      if (errno == EINTR)
+        continue;
+      return fail (h, "pread");
+    }
+    if (r == 0) {
+      nbdkit_error ("%s: pread: unexpected end of file at offset %" PRIu64
+                    " (did the file shrink?)", h->path, offset);
+      errno = EIO;
+      return -1;
+    }
+    p += r;
+    count -= r;
+    offset += r;
+  }
+  return 0;
+}
+
+static int
+write_all (struct handle *h, const void *buf, uint32_t count,
+           uint64_t offset)
+{
+  const char *p = buf;
+
+  while (count > 0) {
+    ssize_t r = pwrite (h->fd, p, count, offset);
+
+    if (r == -1) {
+      if (errno == EINTR)
+        continue;
+      return fail (h, "pwrite");
+    }
+    if (r == 0) {
+      nbdkit_error ("%s: pwrite: no progress at offset %" PRIu64,
+                    h->path, offset);
+      errno = EIO;
+      return -1;
+    }
+    p += r;
+    count -= r;
+    offset += r;
+  }
+  return 0;
+}
+
+static int
+sync_data (struct handle *h)
+{
+  if (fdatasync (h->fd) == -1)
+    return fail (h, "fdatasync");
+  return 0;
+}
+
+static int
+file_pwrite (void *handle, const void *buf, uint32_t count, uint64_t offset,
+             uint32_t flags)
+{
+  struct handle *h = handle;
+
+  if (write_all (h, buf, count, offset) == -1)
+    return -1;
+  if (flags & NBDKIT_FLAG_FUA)
+    return sync_data (h);
+  return 0;
+}
+
+static int
+file_flush (void *handle, uint32_t flags)
+{
+  return sync_data (handle);
+}
+
+/* One fallocate call.  Returns 0 on success, 1 if this way of doing it
+ * is not available here (FLAG is cleared when that is permanent), or
+ * -1 on a real error, reported.
+ */
+static int
+try_fallocate (struct handle *h, bool *flag, int mode, uint32_t count,
+               uint64_t offset)
+{
+  if (!supported (flag))
+    return 1;
+  if (fallocate (h->fd, mode, offset, count) == 0)
+    return 0;
+  if (is_unsupported_errno (errno)) {
+    unsupported (flag);
+    return 1;
+  }
+  /* Block devices refuse ranges not aligned to their sector size. */
+  if (errno == EINVAL)
+    return 1;
+  return fail (h, "fallocate");
+}
+
+static int
+punch_hole (struct handle *h, uint32_t count, uint64_t offset)
+{
+  return try_fallocate (h, &h->can_punch_hole,
+                        FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                        count, offset);
+}
+
+static int
+file_trim (void *handle, uint32_t count, uint64_t offset, uint32_t flags)
+{
+  struct handle *h = handle;
+  int r = 1;
+
+#ifdef BLKDISCARD
+  if (h->is_block) {
+    uint64_t range[2] = { offset, count };
+
+    if (ioctl (h->fd, BLKDISCARD, range) == 0)
+      r = 0;
+    else if (!is_unsupported_errno (errno) && errno != EINVAL)
+      return fail (h, "ioctl BLKDISCARD");
+  }
+  else
+#endif
+    r = punch_hole (h, count, offset);
+
+  /* Trim is advisory: a request we cannot carry out is not an error. */
+  if (r == -1)
+    return -1;
+  if (r == 1)
+    nbdkit_debug ("%s: trim not supported here, ignored", h->path);
+  if (flags & NBDKIT_FLAG_FUA)
+    return sync_data (h);
+  return 0;
+}
+
+/* The ways of zeroing, cheapest first.  Returns 0 if one worked, 1 if
+ * none applies, -1 on error.
+ */
+static int
+zero_fast (struct handle *h, uint32_t count, uint64_t offset, uint32_t flags)
+{
+  int r;
+
+  /* A hole reads as zeroes.  (On block devices the kernel implements
+   * punch hole as a zero-out that never falls back to writing.)
+   */
+  if (flags & NBDKIT_FLAG_MAY_TRIM) {
+    r = punch_hole (h, count, offset);
+    if (r <= 0)
+      return r;
+  }
+
+  /* On block devices the remaining methods may make the kernel write
+   * the zeroes itself, which is not what a fast zero asks for.
+   */
+  if (h->is_block && (flags & NBDKIT_FLAG_FAST_ZERO))
+    return 1;
+
+  r = try_fallocate (h, &h->can_zero_range, FALLOC_FL_ZERO_RANGE,
+                     count, offset);
+  if (r <= 0)
+    return r;
+
+  if (!h->is_block) {
+    /* No ZERO_RANGE (tmpfs, for one): punch, then allocate the range
+     * again so that it stays allocated as the client asked.
+     */
+    r = punch_hole (h, count, offset);
+    if (r <= 0) {
+      if (r == 0 && fallocate (h->fd, 0, offset, count) == -1)
+        nbdkit_debug ("%s: re-allocating after punch: %m (ignored)",
+                      h->path);
+      return r;
+    }
+  }
+
+#ifdef BLKZEROOUT
+  if (h->is_block && supported (&h->can_zeroout)) {
+    uint64_t range[2] = { offset, count };
+
+    if (ioctl (h->fd, BLKZEROOUT, range) == 0)
+      return 0;
+    if (is_unsupported_errno (errno))
+      unsupported (&h->can_zeroout);
+    else if (errno != EINVAL)
+      return fail (h, "ioctl BLKZEROOUT");
+  }
+#endif
+  return 1;
+}
+
+static int
+file_zero (void *handle, uint32_t count, uint64_t offset, uint32_t flags)
+{
+  static const char zeroes[64 * 1024];
+  struct handle *h = handle;
+  int r;
+
+  r = zero_fast (h, count, offset, flags);
+  if (r == -1)
+    return -1;
+  if (r == 1) {
+    if (flags & NBDKIT_FLAG_FAST_ZERO) {
+      nbdkit_debug ("%s: no fast way to zero here", h->path);
+      nbdkit_set_error (ENOTSUP);
+      errno = ENOTSUP;
+      return -1;
+    }
+    while (count > 0) {
+      uint32_t n = count < sizeof zeroes ? count : sizeof zeroes;
+
+      if (write_all (h, zeroes, n, offset) == -1)
+        return -1;
+      count -= n;
+      offset += n;
+    }
+  }
+  if (flags & NBDKIT_FLAG_FUA)
+    return sync_data (h);
+  return 0;
+}
+
+static int
+file_extents (void *handle, uint32_t count, uint64_t offset, uint32_t flags,
+              struct nbdkit_extents *extents)
+{
+  struct handle *h = handle;
+  const bool one = flags & NBDKIT_FLAG_REQ_ONE;
+  const uint64_t end = offset + count;
+  uint64_t pos = offset;
+
+  /* Block devices have no holes that lseek could show. */
+  if (h->is_block)
+    return nbdkit_add_extent (extents, offset, count, 0);
+
+  /* lseek moves the descriptor's file position, which nothing else
+   * uses, so concurrent calls on one descriptor are harmless: each
+   * looks only at its own return value.
+   */
+  while (pos < end) {
+    off_t data = lseek (h->fd, pos, SEEK_DATA);
+    off_t hole;
+    uint64_t stop;
+
+    if (data == -1) {
+      if (errno == ENXIO)     /* no data after POS: the rest is a hole */
+        return nbdkit_add_extent (extents, pos, end - pos,
+                                  NBDKIT_EXTENT_HOLE | NBDKIT_EXTENT_ZERO);
+      if (errno == EINVAL || is_unsupported_errno (errno))
+        return nbdkit_add_extent (extents, pos, end - pos, 0);
+      return fail (h, "lseek SEEK_DATA");
+    }
+    if ((uint64_t) data > pos) {
+      stop = (uint64_t) data < end ? (uint64_t) data : end;
+      if (nbdkit_add_extent (extents, pos, stop - pos,
+                             NBDKIT_EXTENT_HOLE | NBDKIT_EXTENT_ZERO) == -1)
+        return -1;
+      pos = stop;
+      if (one)
+        break;
+      continue;
+    }
+
+    hole = lseek (h->fd, pos, SEEK_HOLE);
+    if (hole == -1) {
+      if (errno != ENXIO && errno != EINVAL && !is_unsupported_errno (errno))
+        return fail (h, "lseek SEEK_HOLE");
+      hole = end;               /* file changed under us: call it data */
+    }
+    /* A racing change could put the hole at or before POS; always make
+     * progress by calling at least the rest of the range data.
+     */
+    if ((uint64_t) hole <= pos)
+      hole = end;
+    stop = (uint64_t) hole < end ? (uint64_t) hole : end;
+    if (nbdkit_add_extent (extents, pos, stop - pos, 0) == -1)
+      return -1;
+    pos = stop;
+    if (one)
+      break;
+  }
+  return 0;
+}
+
+static int
+file_cache (void *handle, uint32_t count, uint64_t offset, uint32_t flags)
+{
+  struct handle *h = handle;
+  int err;
+
+  /* Only a hint: ask the kernel to start reading the range in. */
+  err = posix_fadvise (h->fd, offset, count, POSIX_FADV_WILLNEED);
+  if (err != 0) {
+    errno = err;
+    return fail (h, "posix_fadvise");
+  }
+  return 0;
+}
+
+#define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
+
+static struct nbdkit_plugin plugin = {
+  .name              = "file",
+  .version           = PACKAGE_VERSION,
+  .longname          = "nbdkit file plugin",
+  .description       = "Serve a local file, block device or directory",
+  .unload            = file_unload,
+  .config            = file_config,
+  .config_complete   = file_config_complete,
+  .config_help       = file_config_help,
+  .magic_config_key  = "file",
+  .dump_plugin       = file_dump_plugin,
+  .list_exports      = file_list_exports,
+  .open              = file_open,
+  .close             = file_close,
+  .get_size          = file_get_size,
+  .can_write         = file_can_write,
+  .can_flush         = file_can_yes,
+  .can_trim          = file_can_yes,
+  .can_zero          = file_can_yes,
+  .can_fast_zero     = file_can_yes,
+  .can_fua           = file_can_fua,
+  .can_multi_conn    = file_can_yes,
+  .can_extents       = file_can_yes,
+  .can_cache         = file_can_cache,
+  .pread             = file_pread,
+  .pwrite            = file_pwrite,
+  .flush             = file_flush,
+  .trim              = file_trim,
+  .zero              = file_zero,
+  .extents           = file_extents,
+  .cache             = file_cache,
+  .errno_is_preserved = 1,
+};
+
+NBDKIT_REGISTER_PLUGIN (plugin)

@@ -1,0 +1,211 @@
+/* The memory plugin: a RAM disk of any size up to 2^63 - 1 bytes.
+ *
+ * This file owns the plugin's parameters and its nbdkit callbacks; the
+ * bytes themselves live in the sparse store (sparse.c), which takes
+ * memory only for pages holding non-zero data.  There is one store for
+ * the whole server, shared by every connection, so all clients see the
+ * same disk and multi-conn is safe.  The store does its own locking and
+ * the plugin runs with the fully parallel thread model.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#define NBDKIT_API_VERSION 2
+#include <nbdkit-plugin.h>
+
+#include "sparse.h"
+
+/* Set by config, read-only once the server starts serving. */
+static int64_t size = -1;
+static struct sparse *store;
+
+static void
+memory_unload (void)
+{
+  sparse_destroy (store);
+}
+
+static int
+memory_config (const char *key, const char *value)
+{
+  if (strcmp (key, "size") == 0) {
+    int64_t r = nbdkit_parse_size (value);
+
+    if (r == -1)
+      return -1;
+    size = r;
+    return 0;
+  }
+  nbdkit_error ("unknown parameter '%s'", key);
+  return -1;
+}
+
+static int
+memory_config_complete (void)
+{
+  if (size == -1) {
+    nbdkit_error ("you must give the disk size, for example: "
+                  "nbdkit memory 1G");
+    return -1;
+  }
+  store = sparse_create (size);
+  if (store == NULL) {
+    nbdkit_error ("creating the store: %m");
+    return -1;
+  }
+  return 0;
+}
+
+#define memory_config_help \
+  "[size=]SIZE               (required) Size of the RAM disk (eg. 1G)."
+
+static void
+memory_dump_plugin (void)
+{
+  printf ("memory_page_size=%d\n", SPARSE_PAGE_SIZE);
+}
+
+static void *
+memory_open (int readonly)
+{
+  return NBDKIT_HANDLE_NOT_NEEDED;
+}
+
+static int64_t
+memory_get_size (void *handle)
+{
+  return size;
+}
+
+/* Every capability is native and cheap. */
+static int
+memory_can_yes (void *handle)
+{
+  return 1;
+}
+
+static int
+memory_can_fua (void *handle)
+{
+  /* Data is "on stable storage" as soon as it is in memory. */
+  return NBDKIT_FUA_NATIVE;
+}
+
+static int
+memory_can_cache (void *handle)
+{
+  return NBDKIT_CACHE_NATIVE;
+}
+
+static int
+memory_pread (void *handle, void *buf, uint32_t count, uint64_t offset,
+              uint32_t flags)
+{
+  sparse_read (store, buf, count, offset);
+  return 0;
+}
+
+static int
+memory_pwrite (void *handle, const void *buf, uint32_t count,
+               uint64_t offset, uint32_t flags)
+{
+  if (sparse_write (store, buf, count, offset) == -1) {
+    int err = errno;
+
+    nbdkit_error ("pwrite: out of memory storing %" PRIu32
+                  " bytes at offset %" PRIu64, count, offset);
+    errno = err;
+    return -1;
+  }
+  return 0;
+}
+
+static int
+memory_flush (void *handle, uint32_t flags)
+{
+  return 0;
+}
+
+/* Trim and zero are the same operation here: both free pages, and
+ * both leave the range reading as zeroes, which trim is allowed to do.
+ */
+static int
+memory_trim (void *handle, uint32_t count, uint64_t offset, uint32_t flags)
+{
+  sparse_zero (store, count, offset);
+  return 0;
+}
+
+static int
+memory_zero (void *handle, uint32_t count, uint64_t offset, uint32_t flags)
+{
+  sparse_zero (store, count, offset);
+  return 0;
+}
+
+static int
+memory_cache (void *handle, uint32_t count, uint64_t offset, uint32_t flags)
+{
+  return 0;
+}
+
+static int
+add_extent (void *opaque, uint64_t offset, uint64_t length, bool allocated)
+{
+  struct nbdkit_extents *extents = opaque;
+
+  return nbdkit_add_extent (extents, offset, length,
+                            allocated ? 0
+                            : NBDKIT_EXTENT_HOLE | NBDKIT_EXTENT_ZERO);
+}
+
+static int
+memory_extents (void *handle, uint32_t count, uint64_t offset,
+                uint32_t flags, struct nbdkit_extents *extents)
+{
+  return sparse_extents (store, count, offset,
+                         (flags & NBDKIT_FLAG_REQ_ONE) != 0,
+                         add_extent, extents);
+}
+
+#define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
+
+static struct nbdkit_plugin plugin = {
+  .name              = "memory",
+  .version           = PACKAGE_VERSION,
+  .longname          = "nbdkit memory plugin",
+  .description       = "A sparse RAM disk shared by all clients",
+  .unload            = memory_unload,
+  .config            = memory_config,
+  .config_complete   = memory_config_complete,
+  .config_help       = memory_config_help,
+  .magic_config_key  = "size",
+  .dump_plugin       = memory_dump_plugin,
+  .open              = memory_open,
+  .get_size          = memory_get_size,
+  .can_write         = memory_can_yes,
+  .can_flush         = memory_can_yes,
+  .can_trim          = memory_can_yes,
+  .can_zero          = memory_can_yes,
+  .can_fast_zero     = memory_can_yes,
+  .can_fua           = memory_can_fua,
+  .can_multi_conn    = memory_can_yes,
+  .can_extents       = memory_can_yes,
+  .can_cache         = memory_can_cache,
+  .pread             = memory_pread,
+  .pwrite            = memory_pwrite,
+  .flush             = memory_flush,
+  .trim              = memory_trim,
+  .zero              = memory_zero,
+  .cache             = memory_cache,
+  .extents           = memory_extents,
+  .errno_is_preserved = 1,
+};
+
+NBDKIT_REGISTER_PLUGIN (plugin)

@@ -1,0 +1,59 @@
+/* A sparse byte store for the memory plugin.
+ *
+ * The store holds a virtual disk of up to 2^63 bytes, keeping memory
+ * only for the 4 KiB pages that hold non-zero data.  Everything not
+ * stored reads as zeroes.  The store knows nothing of nbdkit: callers
+ * check that every range lies inside the size given to sparse_create,
+ * and errors are returned as -1 with errno set.
+ *
+ * All functions may be called from many threads at once.
+ */
+#ifndef NBDKIT_MEMORY_SPARSE_H
+#define NBDKIT_MEMORY_SPARSE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Granularity of allocation, and of the extents reported. */
+#define SPARSE_PAGE_SIZE 4096
+
+struct sparse;
+
+/* Create an empty store of SIZE bytes (at most INT64_MAX).  Returns
+ * NULL with errno set on failure.
+ */
+extern struct sparse *sparse_create (uint64_t size);
+extern void sparse_destroy (struct sparse *s);
+
+/* Copy COUNT bytes at OFFSET into BUF.  Never fails. */
+extern void sparse_read (struct sparse *s, void *buf, uint32_t count,
+                         uint64_t offset);
+
+/* Store COUNT bytes from BUF at OFFSET.  Zero bytes landing in a page
+ * that is not stored allocate nothing.  Returns -1 (errno ENOMEM) if a
+ * page could not be allocated; the pages before it have been written.
+ */
+extern int sparse_write (struct sparse *s, const void *buf, uint32_t count,
+                         uint64_t offset);
+
+/* Make COUNT bytes at OFFSET read as zeroes, releasing every page that
+ * ends up holding only zeroes.  Serves both trim and write-zeroes.
+ * Never fails.
+ */
+extern void sparse_zero (struct sparse *s, uint32_t count, uint64_t offset);
+
+/* Describe the allocation of COUNT bytes at OFFSET as a sequence of
+ * maximal runs, calling EMIT once per run in order.  ALLOCATED is false
+ * for runs with no stored page (they read as zeroes).  With ONE, stop
+ * after the first run.  If EMIT returns -1 the walk stops and -1 is
+ * returned; otherwise 0.
+ */
+typedef int (*sparse_emit_fn) (void *opaque, uint64_t offset,
+                               uint64_t length, bool allocated);
+extern int sparse_extents (struct sparse *s, uint32_t count, uint64_t offset,
+                           bool one, sparse_emit_fn emit, void *opaque);
+
+/* Number of pages currently stored (for debugging and tests). */
+extern uint64_t sparse_pages_stored (struct sparse *s);
+
+#endif /* NBDKIT_MEMORY_SPARSE_H */

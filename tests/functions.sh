@@ -1,0 +1,180 @@
+# tests/functions.sh: helpers sourced by every tests/test-*.sh.
+#
+# What a test gets from here:
+#   requires CMD [ARGS...]   run CMD; skip the test (exit 77) if it fails
+#   requires_cmd NAME...     skip unless every NAME is on $PATH
+#   requires_root            skip unless running as root
+#   cleanup_fn CMD [ARGS...] push a command run at exit (last pushed, first run)
+#   $tmpdir                  a private directory, removed at exit
+#   t CMD [ARGS...]          run CMD under a timeout ($TEST_CMD_TIMEOUT seconds)
+#   start_server ARGS...     run "$NBDKIT -f -U $sock -P $pidfile ARGS" in the
+#                            background, wait until it listens, kill it at exit;
+#                            sets $sock, $pidfile, $server_pid and $uri
+#   stop_server              stop the server started by start_server now
+#   expect_fail CMD [ARGS]   succeed only if CMD fails (status != 0)
+#   fail MESSAGE             print MESSAGE and exit 1
+#
+# The environment comes from tests/Makefile.am (AM_TESTS_ENVIRONMENT):
+# $NBDKIT is the build tree's ./nbdkit wrapper, $PATH puts the build tree
+# and then /usr/bin first (Debian's python3 has the libnbd bindings that
+# nbdsh needs), $abs_top_builddir and $srcdir point at the trees.  A test
+# run by hand from the build tree's tests/ directory gets sane defaults.
+
+set -e
+set -u
+
+: "${abs_top_builddir:=$(cd .. && pwd)}"
+: "${top_builddir:=$abs_top_builddir}"
+: "${srcdir:=$(cd "$(dirname "$0")" && pwd)}"
+: "${abs_top_srcdir:=$(cd "$srcdir/.." && pwd)}"
+: "${abs_builddir:=$abs_top_builddir/tests}"
+: "${NBDKIT:=$abs_top_builddir/nbdkit}"
+: "${TEST_CMD_TIMEOUT:=60}"
+PATH="$abs_top_builddir:/usr/bin:$PATH"
+export PATH NBDKIT abs_top_builddir top_builddir srcdir abs_top_srcdir abs_builddir
+
+# The server binary itself (not the wrapper), for readelf, perf, bpftrace.
+server_binary="$abs_top_builddir/server/nbdkit"
+
+# Debian's prebuilt plugins, for the plugin ABI tests.
+debian_plugindir=/usr/lib/x86_64-linux-gnu/nbdkit/plugins
+
+fail ()
+{
+  echo "$0: FAIL: $*" >&2
+  exit 1
+}
+
+# --- Cleanup stack --------------------------------------------------------
+
+_cleanup_cmds=()
+
+cleanup_fn ()
+{
+  local cmd
+  printf -v cmd '%q ' "$@"
+  _cleanup_cmds+=("$cmd")
+}
+
+_run_cleanups ()
+{
+  local status=$? i
+  set +e
+  for (( i = ${#_cleanup_cmds[@]} - 1; i >= 0; i-- )); do
+    eval "${_cleanup_cmds[$i]}"
+  done
+  _cleanup_cmds=()
+  exit $status
+}
+trap _run_cleanups EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
+
+# --- Requirements ---------------------------------------------------------
+
+requires ()
+{
+  if ! "$@" >/dev/null 2>&1; then
+    echo "$0: SKIP: requirement failed: $*"
+    exit 77
+  fi
+}
+
+requires_cmd ()
+{
+  local c
+  for c in "$@"; do
+    if ! command -v "$c" >/dev/null 2>&1; then
+      echo "$0: SKIP: $c not found"
+      exit 77
+    fi
+  done
+}
+
+requires_root ()
+{
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "$0: SKIP: needs root"
+    exit 77
+  fi
+}
+
+# The server under test must exist: a missing build is a failure, not a skip.
+if [ ! -x "$NBDKIT" ]; then
+  fail "NBDKIT=$NBDKIT is not executable (build the tree first)"
+fi
+
+# --- Temporary directory --------------------------------------------------
+
+tmpdir="$(mktemp -d "${TMPDIR:-/tmp}/nbdkit-test.XXXXXX")"
+cleanup_fn rm -rf "$tmpdir"
+
+# --- Timeouts -------------------------------------------------------------
+
+t ()
+{
+  timeout -k 5 "$TEST_CMD_TIMEOUT" "$@"
+}
+
+expect_fail ()
+{
+  if "$@"; then
+    echo "$0: expected failure, but it succeeded: $*" >&2
+    return 1
+  fi
+  return 0
+}
+
+# --- A background server on a private socket ------------------------------
+
+# Wait up to $1 (whole) seconds for test "$2" "$3" to be true.
+wait_for ()
+{
+  local limit=$(( $1 * 10 )) i
+  shift
+  for (( i = 0; i < limit; i++ )); do
+    if test "$@"; then return 0; fi
+    sleep 0.1
+  done
+  return 1
+}
+
+_kill_pid ()
+{
+  local pid="$1" i
+  kill "$pid" 2>/dev/null || return 0
+  for (( i = 0; i < 50; i++ )); do
+    kill -0 "$pid" 2>/dev/null || return 0
+    sleep 0.1
+  done
+  kill -9 "$pid" 2>/dev/null || :
+}
+
+server_pid=
+start_server ()
+{
+  sock="$tmpdir/sock"
+  pidfile="$tmpdir/server.pid"
+  rm -f "$sock" "$pidfile"
+  "$NBDKIT" -f -U "$sock" -P "$pidfile" "$@" &
+  server_pid=$!
+  cleanup_fn _kill_pid "$server_pid"
+  # The pid file is written once the socket listens.
+  if ! wait_for 20 -s "$pidfile"; then
+    fail "server did not write $pidfile within 20s: $NBDKIT $*"
+  fi
+  if ! wait_for 5 -S "$sock"; then
+    fail "server did not create socket $sock: $NBDKIT $*"
+  fi
+  uri="nbd+unix:///?socket=$sock"
+}
+
+stop_server ()
+{
+  if [ -n "$server_pid" ]; then
+    _kill_pid "$server_pid"
+    wait "$server_pid" 2>/dev/null || :
+    server_pid=
+  fi
+}

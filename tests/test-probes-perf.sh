@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# The probes fire under perf: buildid-cache the server, `perf list' shows
+# sdt_nbdkit:*, `perf probe' + `perf record' around a captive server that
+# nbdsh reads from, and `perf script' shows request_start with the read's
+# offset and count (args 6 and 7) and a request_done with the same cookie.
+source "$(dirname "$0")/functions.sh"
+requires_cmd perf nbdsh
+requires_root
+requires grep -q '^#define ENABLE_PROBES 1' "$abs_top_builddir/config.h"
+requires perf --version
+
+export PERF_PAGER=cat
+perf buildid-cache --add "$server_binary"
+cleanup_fn perf buildid-cache --remove "$server_binary"
+cleanup_fn perf probe -q -d 'sdt_nbdkit:*'
+
+perf list 'sdt_nbdkit:*' > "$tmpdir/list" 2>&1
+cat "$tmpdir/list"
+for p in connection_accept handshake_done request_start request_done \
+         connection_close; do
+  grep -q "sdt_nbdkit:$p" "$tmpdir/list" || fail "perf list has no sdt_nbdkit:$p"
+done
+
+perf probe -q -d 'sdt_nbdkit:*' 2>/dev/null || :
+for p in request_start request_done connection_accept connection_close; do
+  perf probe -x "$server_binary" "sdt_nbdkit:$p" ||
+    fail "perf probe sdt_nbdkit:$p failed"
+done
+
+t perf record -q -o "$tmpdir/perf.data" \
+  -e sdt_nbdkit:request_start -e sdt_nbdkit:request_done \
+  -e sdt_nbdkit:connection_accept -e sdt_nbdkit:connection_close -- \
+  "$NBDKIT" -U - memory 1M \
+    --run 'nbdsh -u "$uri" -c "h.pwrite(b\"p\" * 512, 12288); h.pread(4096, 12288)"'
+perf script -i "$tmpdir/perf.data" > "$tmpdir/script" 2>&1
+cat "$tmpdir/script"
+
+grep -q 'sdt_nbdkit:connection_accept' "$tmpdir/script" ||
+  fail "connection_accept did not fire"
+grep -q 'sdt_nbdkit:connection_close' "$tmpdir/script" ||
+  fail "connection_close did not fire"
+# request_start (id, cookie, command, name, flags, offset, count): the read
+# is command 0 at offset 12288 for 4096 bytes, the write command 1, 512.
+read_line="$(grep 'sdt_nbdkit:request_start' "$tmpdir/script" |
+             grep -E ' arg3=0 .*arg6=12288 arg7=4096( |$)' | head -1)"
+[ -n "$read_line" ] || fail "no request_start: read at offset 12288 count 4096"
+grep 'sdt_nbdkit:request_start' "$tmpdir/script" |
+  grep -Eq ' arg3=1 .*arg6=12288 arg7=512( |$)' ||
+  fail "no request_start with offset 12288 count 512 (the write)"
+cookie="$(echo "$read_line" | grep -Eo 'arg2=[0-9a-fx]+' || :)"
+if [ -n "$cookie" ]; then
+  grep 'sdt_nbdkit:request_done' "$tmpdir/script" | grep -q "$cookie " ||
+    fail "no request_done with the read's cookie ($cookie)"
+fi
+starts="$(grep -c 'sdt_nbdkit:request_start' "$tmpdir/script")"
+dones="$(grep -c 'sdt_nbdkit:request_done' "$tmpdir/script")"
+echo "request_start: $starts, request_done: $dones"
+[ "$starts" -eq "$dones" ] || fail "request_start and request_done differ"

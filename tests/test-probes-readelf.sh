@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The server binary carries a .note.stapsdt entry, provider nbdkit, for
+# every probe declared in server/probes.d, and none that is not declared.
+source "$(dirname "$0")/functions.sh"
+requires_cmd readelf
+requires grep -q '^#define ENABLE_PROBES 1' "$abs_top_builddir/config.h"
+
+probes_d="$abs_top_srcdir/server/probes.d"
+readelf -n "$server_binary" > "$tmpdir/notes"
+awk '/Provider:/ { p = $2 } /Name:/ { print p ":" $2 }' "$tmpdir/notes" |
+  sort -u > "$tmpdir/in-binary"
+sed -n 's/^[[:space:]]*probe[[:space:]]\{1,\}\([a-z_0-9]*\).*/nbdkit:\1/p' \
+  "$probes_d" | sort -u > "$tmpdir/declared"
+echo "in the binary:"; cat "$tmpdir/in-binary"
+
+for p in connection_accept handshake_option handshake_done request_start \
+         request_done connection_close; do
+  grep -qx "nbdkit:$p" "$tmpdir/in-binary" || fail "no stapsdt note for $p"
+done
+# Every declared probe is compiled in somewhere, and nothing else is.
+diff -u "$tmpdir/declared" "$tmpdir/in-binary" ||
+  fail "probes.d and the binary's .note.stapsdt differ"

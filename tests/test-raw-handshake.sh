@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Handshake corner cases with a raw client (tests/nbd-raw-client.c):
+# unknown client flags close the connection, STARTTLS and unknown options
+# are refused without ending negotiation, NBD_OPT_LIST/INFO/GO/ABORT and
+# EXPORT_NAME behave, INFO_BLOCK_SIZE is 1/4096/32M.
+source "$(dirname "$0")/functions.sh"
+client="${abs_builddir:-$PWD}/nbd-raw-client"
+[ -x "$client" ] || fail "$client not built (make check builds it)"
+
+t "$NBDKIT" -U - memory 1M --run "$client \"\$unixsocket\" handshake"
