@@ -15,18 +15,143 @@
 
 #include "internal.h"
 
+/* ---- tracing every call ---- */
+
+/* The cookie of the request this thread is running, 0 outside one. */
+static __thread uint64_t call_cookie;
+
+void
+layer_set_cookie (uint64_t cookie)
+{
+  call_cookie = cookie;
+}
+
+static inline uint64_t
+conn_id (const struct connection *conn)
+{
+  return conn ? conn->id : 0;
+}
+
+static inline void
+call_start (const struct connection *conn, const struct layer *l,
+            const char *cb, uint64_t offset, uint64_t count)
+{
+  if (NBDKIT_LAYER_CALL_START_ENABLED ())
+    NBDKIT_LAYER_CALL_START (conn_id (conn), call_cookie,
+                             (uint64_t) l->depth, l->name, cb, offset,
+                             count);
+}
+
+static inline void
+call_done (const struct connection *conn, const struct layer *l,
+           const char *cb, int64_t err)
+{
+  if (NBDKIT_LAYER_CALL_DONE_ENABLED ())
+    NBDKIT_LAYER_CALL_DONE (conn_id (conn), call_cookie,
+                            (uint64_t) l->depth, l->name, cb, err);
+}
+
+/* Control calls answer -1 for failure with no errno of their own. */
+static inline int64_t
+ctl_err (int64_t r)
+{
+  return r == -1 ? EIO : 0;
+}
+
+/* ---- configuration-time calls ---- */
+
+int
+layer_config (struct layer *l, const char *key, const char *value)
+{
+  call_start (NULL, l, "config", 0, 0);
+  log_set_layer_name (l->name);
+  int r = l->ops->config (l, key, value);
+  call_done (NULL, l, "config", ctl_err (r));
+  return r;
+}
+
+int
+layer_config_complete (struct layer *l)
+{
+  call_start (NULL, l, "config_complete", 0, 0);
+  log_set_layer_name (l->name);
+  int r = l->ops->config_complete (l);
+  call_done (NULL, l, "config_complete", ctl_err (r));
+  return r;
+}
+
+int
+layer_get_ready (struct layer *l, int thread_model)
+{
+  call_start (NULL, l, "get_ready", 0, 0);
+  log_set_layer_name (l->name);
+  int r = l->ops->get_ready (l, thread_model);
+  call_done (NULL, l, "get_ready", ctl_err (r));
+  return r;
+}
+
+int
+layer_after_fork (struct layer *l)
+{
+  call_start (NULL, l, "after_fork", 0, 0);
+  log_set_layer_name (l->name);
+  int r = l->ops->after_fork (l);
+  call_done (NULL, l, "after_fork", ctl_err (r));
+  return r;
+}
+
+int
+layer_preconnect (struct layer *l, int readonly)
+{
+  struct connection *conn = conn_current ();
+  call_start (conn, l, "preconnect", 0, 0);
+  log_set_layer_name (l->name);
+  int r = l->ops->preconnect (l, readonly);
+  call_done (conn, l, "preconnect", ctl_err (r));
+  return r;
+}
+
+int
+layer_list_exports (struct layer *l, int readonly, int is_tls,
+                    struct nbdkit_exports *exports)
+{
+  struct connection *conn = conn_current ();
+  call_start (conn, l, "list_exports", 0, 0);
+  log_set_layer_name (l->name);
+  int r = l->ops->list_exports (l, readonly, is_tls, exports);
+  call_done (conn, l, "list_exports", ctl_err (r));
+  return r;
+}
+
+const char *
+layer_default_export (struct layer *l, int readonly, int is_tls)
+{
+  struct connection *conn = conn_current ();
+  call_start (conn, l, "default_export", 0, 0);
+  log_set_layer_name (l->name);
+  const char *r = l->ops->default_export (l, readonly, is_tls);
+  call_done (conn, l, "default_export", r ? 0 : EIO);
+  return r;
+}
+
 /* ---- calls through the chain ---- */
 
 int64_t
 layer_get_size (struct context *c)
 {
-  return c->layer->ops->get_size (c);
+  call_start (c->conn, c->layer, "get_size", 0, 0);
+  int64_t r = c->layer->ops->get_size (c);
+  call_done (c->conn, c->layer, "get_size", ctl_err (r));
+  return r;
 }
 
 const char *
 layer_export_description (struct context *c)
 {
-  return c->layer->ops->export_description (c);
+  call_start (c->conn, c->layer, "export_description", 0, 0);
+  const char *r = c->layer->ops->export_description (c);
+  call_done (c->conn, c->layer, "export_description", 0);
+  return r;
 }
 
 int
@@ -34,14 +159,20 @@ layer_block_size (struct context *c, uint32_t *minimum, uint32_t *preferred,
                   uint32_t *maximum)
 {
   *minimum = *preferred = *maximum = 0;
-  return c->layer->ops->block_size (c, minimum, preferred, maximum);
+  call_start (c->conn, c->layer, "block_size", 0, 0);
+  int r = c->layer->ops->block_size (c, minimum, preferred, maximum);
+  call_done (c->conn, c->layer, "block_size", ctl_err (r));
+  return r;
 }
 
 #define DEFINE_CAN(fn)                                                  \
   int                                                                   \
   layer_##fn (struct context *c)                                        \
   {                                                                     \
-    return c->layer->ops->fn (c);                                       \
+    call_start (c->conn, c->layer, #fn, 0, 0);                          \
+    int r = c->layer->ops->fn (c);                                      \
+    call_done (c->conn, c->layer, #fn, ctl_err (r));                    \
+    return r;                                                           \
   }
 DEFINE_CAN (can_write)
 DEFINE_CAN (can_flush)
@@ -54,71 +185,70 @@ DEFINE_CAN (can_fua)
 DEFINE_CAN (can_multi_conn)
 DEFINE_CAN (can_cache)
 
-/* A data call failed: make sure the caller gets an errno. */
-static inline int
-failed (int r, int *err)
-{
-  if (r == -1 && *err == 0)
-    *err = EIO;
-  return r;
-}
+/* Run one data call, traced, making sure a failure carries an errno. */
+#define DATA_CALL(c, name, offset, count, call)                         \
+  do {                                                                  \
+    *err = 0;                                                           \
+    call_start ((c)->conn, (c)->layer, name, (offset), (count));        \
+    int r_ = (call);                                                    \
+    if (r_ == -1 && *err == 0)                                          \
+      *err = EIO;                                                       \
+    call_done ((c)->conn, (c)->layer, name, r_ == -1 ? *err : 0);       \
+    return r_;                                                          \
+  } while (0)
 
 int
 layer_pread (struct context *c, void *buf, uint32_t count, uint64_t offset,
              uint32_t flags, int *err)
 {
-  *err = 0;
-  return failed (c->layer->ops->pread (c, buf, count, offset, flags, err),
-                 err);
+  DATA_CALL (c, "pread", offset, count,
+             c->layer->ops->pread (c, buf, count, offset, flags, err));
 }
 
 int
 layer_pwrite (struct context *c, const void *buf, uint32_t count,
               uint64_t offset, uint32_t flags, int *err)
 {
-  *err = 0;
-  return failed (c->layer->ops->pwrite (c, buf, count, offset, flags, err),
-                 err);
+  DATA_CALL (c, "pwrite", offset, count,
+             c->layer->ops->pwrite (c, buf, count, offset, flags, err));
 }
 
 int
 layer_flush (struct context *c, uint32_t flags, int *err)
 {
-  *err = 0;
-  return failed (c->layer->ops->flush (c, flags, err), err);
+  DATA_CALL (c, "flush", 0, 0, c->layer->ops->flush (c, flags, err));
 }
 
 int
 layer_trim (struct context *c, uint32_t count, uint64_t offset,
             uint32_t flags, int *err)
 {
-  *err = 0;
-  return failed (c->layer->ops->trim (c, count, offset, flags, err), err);
+  DATA_CALL (c, "trim", offset, count,
+             c->layer->ops->trim (c, count, offset, flags, err));
 }
 
 int
 layer_zero (struct context *c, uint32_t count, uint64_t offset,
             uint32_t flags, int *err)
 {
-  *err = 0;
-  return failed (c->layer->ops->zero (c, count, offset, flags, err), err);
+  DATA_CALL (c, "zero", offset, count,
+             c->layer->ops->zero (c, count, offset, flags, err));
 }
 
 int
 layer_extents (struct context *c, uint32_t count, uint64_t offset,
                uint32_t flags, struct nbdkit_extents *extents, int *err)
 {
-  *err = 0;
-  return failed (c->layer->ops->extents (c, count, offset, flags, extents,
-                                         err), err);
+  DATA_CALL (c, "extents", offset, count,
+             c->layer->ops->extents (c, count, offset, flags, extents, err));
 }
 
 int
 layer_cache (struct context *c, uint32_t count, uint64_t offset,
              uint32_t flags, int *err)
 {
-  *err = 0;
-  return failed (c->layer->ops->cache (c, count, offset, flags, err), err);
+  DATA_CALL (c, "cache", offset, count,
+             c->layer->ops->cache (c, count, offset, flags, err));
 }
 
 /* ---- the same calls as a filter sees them (nbdkit_next) ---- */
@@ -265,7 +395,10 @@ layer_open (struct connection *conn, struct layer *layer, int readonly,
   c->layer = layer;
   c->conn = conn;
   log_set_layer_name (layer->name);
-  if (layer->ops->open (c, readonly, exportname, is_tls) == -1) {
+  call_start (conn, layer, "open", 0, 0);
+  int r = layer->ops->open (c, readonly, exportname, is_tls);
+  call_done (conn, layer, "open", ctl_err (r));
+  if (r == -1) {
     /* A filter's open may have opened the layers below already. */
     if (c->below)
       layer_close_all (c->below);
@@ -282,7 +415,10 @@ layer_prepare_all (struct context *c, int readonly)
   if (c->below && layer_prepare_all (c->below, readonly) == -1)
     return -1;
   log_set_layer_name (c->layer->name);
-  return c->layer->ops->prepare (c, readonly);
+  call_start (c->conn, c->layer, "prepare", 0, 0);
+  int r = c->layer->ops->prepare (c, readonly);
+  call_done (c->conn, c->layer, "prepare", ctl_err (r));
+  return r;
 }
 
 /* Finalize and close run top-down, mirroring open. */
@@ -292,8 +428,12 @@ layer_close_all (struct context *c)
   while (c) {
     struct context *below = c->below;
     log_set_layer_name (c->layer->name);
-    c->layer->ops->finalize (c);
+    call_start (c->conn, c->layer, "finalize", 0, 0);
+    int r = c->layer->ops->finalize (c);
+    call_done (c->conn, c->layer, "finalize", ctl_err (r));
+    call_start (c->conn, c->layer, "close", 0, 0);
     c->layer->ops->close (c);
+    call_done (c->conn, c->layer, "close", 0);
     free (c);
     c = below;
   }
@@ -305,8 +445,12 @@ layer_unload_all (struct layer *top)
   while (top) {
     struct layer *next = top->next;
     log_set_layer_name (top->name);
+    call_start (NULL, top, "cleanup", 0, 0);
     top->ops->cleanup (top);
+    call_done (NULL, top, "cleanup", 0);
+    call_start (NULL, top, "unload", 0, 0);
     top->ops->unload (top);
+    call_done (NULL, top, "unload", 0);
     if (top->dl)
       dlclose (top->dl);
     free (top->name);

@@ -282,7 +282,7 @@ conn_handle (const struct config *cfg, int sockin, int sockout,
 
   if (!registered)
     conn_set_closing (conn, "out of memory");
-  else if (cfg->top->ops->preconnect (cfg->top, cfg->readonly) == -1) {
+  else if (layer_preconnect (cfg->top, cfg->readonly) == -1) {
     NBDKIT_HANDSHAKE_FAIL (conn->id, "preconnect refused");
     conn_set_closing (conn, "preconnect refused");
   }

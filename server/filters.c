@@ -72,9 +72,7 @@ filter_dump_fields (struct layer *l)
 static int
 next_config (nbdkit_backend *b, const char *key, const char *value)
 {
-  struct layer *l = from_backend (b);
-  log_set_layer_name (l->name);
-  return l->ops->config (l, key, value);
+  return layer_config (from_backend (b), key, value);
 }
 
 static int
@@ -88,9 +86,7 @@ filter_config (struct layer *l, const char *key, const char *value)
 static int
 next_config_complete (nbdkit_backend *b)
 {
-  struct layer *l = from_backend (b);
-  log_set_layer_name (l->name);
-  return l->ops->config_complete (l);
+  return layer_config_complete (from_backend (b));
 }
 
 static int
@@ -140,8 +136,7 @@ filter_cleanup (struct layer *l)
 static int
 next_preconnect (nbdkit_backend *b, int readonly)
 {
-  struct layer *l = from_backend (b);
-  return l->ops->preconnect (l, readonly);
+  return layer_preconnect (from_backend (b), readonly);
 }
 
 static int
@@ -157,8 +152,7 @@ static int
 next_list_exports (nbdkit_backend *b, int readonly,
                    struct nbdkit_exports *exports)
 {
-  struct layer *l = from_backend (b);
-  return l->ops->list_exports (l, readonly, 0, exports);
+  return layer_list_exports (from_backend (b), readonly, 0, exports);
 }
 
 static int
@@ -168,14 +162,13 @@ filter_list_exports (struct layer *l, int readonly, int is_tls,
   if (F (l)->list_exports)
     return F (l)->list_exports (next_list_exports, as_backend (l->next),
                                 readonly, is_tls, exports);
-  return l->next->ops->list_exports (l->next, readonly, is_tls, exports);
+  return layer_list_exports (l->next, readonly, is_tls, exports);
 }
 
 static const char *
 next_default_export (nbdkit_backend *b, int readonly)
 {
-  struct layer *l = from_backend (b);
-  return l->ops->default_export (l, readonly, 0);
+  return layer_default_export (from_backend (b), readonly, 0);
 }
 
 static const char *
@@ -184,7 +177,7 @@ filter_default_export (struct layer *l, int readonly, int is_tls)
   if (F (l)->default_export)
     return F (l)->default_export (next_default_export, as_backend (l->next),
                                   readonly, is_tls);
-  return l->next->ops->default_export (l->next, readonly, is_tls);
+  return layer_default_export (l->next, readonly, is_tls);
 }
 
 /* ---- per connection ---- */
@@ -453,6 +446,12 @@ filter_load (const char *name, struct layer *next)
   log_set_layer_name (l->name);
   if (src->load)
     src->load ();
+  /* A filter's model is known only after config (-1) unless it has no
+   * thread_model callback, which means parallel.
+   */
+  NBDKIT_FILTER_LOAD (l->name, l->filename, (int64_t) src->_api_version,
+                      (int64_t) (src->thread_model ? -1
+                                 : NBDKIT_THREAD_MODEL_PARALLEL));
   return l;
 
  err:

@@ -185,7 +185,7 @@ open_export (struct connection *conn, const char *name)
   close_export (conn);
   log_clear_last_error ();
   if (name[0] == '\0') {
-    name = cfg->top->ops->default_export (cfg->top, cfg->readonly, 0);
+    name = layer_default_export (cfg->top, cfg->readonly, 0);
     if (!name) {
       if (!log_last_error ())
         nbdkit_error ("there is no default export");
@@ -251,15 +251,14 @@ opt_list (struct connection *conn, uint32_t option, uint32_t len)
   if (!exports)
     return send_error (conn, option, NBD_REP_ERR_PLATFORM, "out of memory");
   log_clear_last_error ();
-  if (cfg->top->ops->list_exports (cfg->top, cfg->readonly, 0,
+  if (layer_list_exports (cfg->top, cfg->readonly, 0,
                                    exports) == -1) {
     nbdkit_exports_free (exports);
     return send_error (conn, option, NBD_REP_ERR_PLATFORM,
                        log_last_error ());
   }
   if (exports_has_default (exports)) {
-    const char *def = cfg->top->ops->default_export (cfg->top,
-                                                     cfg->readonly, 0);
+    const char *def = layer_default_export (cfg->top, cfg->readonly, 0);
     if (def && nbdkit_add_export (exports, def, NULL) == -1) {
       nbdkit_exports_free (exports);
       return send_error (conn, option, NBD_REP_ERR_PLATFORM,
@@ -422,8 +421,11 @@ opt_meta (struct connection *conn, uint32_t option, const char *data,
 
   uint32_t id = htobe32 (set ? BASE_ALLOCATION_ID : 0);
   bool matched = false;
-  if (nrqueries == 0 && !set)
+  if (nrqueries == 0 && !set) {
     matched = true;             /* list everything */
+    NBDKIT_META_CONTEXT (conn->id, BASE_ALLOCATION, (uint64_t) 0,
+                         (int64_t) 1);
+  }
   pos = 8 + namelen;
   for (uint32_t i = 0; i < nrqueries; i++) {
     uint32_t qlen = get32 (data + pos);
@@ -433,6 +435,13 @@ opt_meta (struct connection *conn, uint32_t option, const char *data,
       (qlen == strlen (BASE_ALLOCATION) &&
        memcmp (q, BASE_ALLOCATION, qlen) == 0) ||
       (!set && qlen == 5 && memcmp (q, "base:", 5) == 0);
+    if (NBDKIT_META_CONTEXT_ENABLED ()) {
+      char *qname = strndup (q, qlen);
+      NBDKIT_META_CONTEXT (conn->id, qname ? qname : "",
+                           (uint64_t) (hit && set ? BASE_ALLOCATION_ID : 0),
+                           (int64_t) hit);
+      free (qname);
+    }
     if (hit && !matched)
       matched = true;
   }
@@ -561,11 +570,13 @@ hs_negotiate (struct connection *conn)
     NBDKIT_HANDSHAKE_OPTION (conn->id, (uint64_t) option,
                              hs_option_name (option), (uint64_t) len);
     if (len > MAX_OPTION_LENGTH) {
+      NBDKIT_LIMIT_HIT (conn->id, "option_length");
       NBDKIT_PROTOCOL_VIOLATION (conn->id, "option too long");
       NBDKIT_HANDSHAKE_FAIL (conn->id, "option too long");
       goto out;
     }
     if (n >= MAX_OPTIONS) {
+      NBDKIT_LIMIT_HIT (conn->id, "options");
       NBDKIT_HANDSHAKE_FAIL (conn->id, "too many options");
       goto out;
     }

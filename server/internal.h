@@ -32,6 +32,7 @@
 #define MAX_OPTION_LENGTH  (64 * 1024)        /* one handshake option */
 #define MAX_META_QUERIES   128
 #define DEFAULT_THREADS    16
+#define DEFAULT_MAX_CONNECTIONS 1024
 
 /* ---- config (main.c) ---- */
 
@@ -54,6 +55,7 @@ struct config {
   const char *ipaddr;           /* -i */
   int family;                   /* -4, -6 or AF_UNSPEC */
   unsigned threads;             /* -t */
+  unsigned max_connections;     /* --max-connections */
   const char *exportname;       /* -e */
   const char *pidfile;          /* -P */
   const char *run;              /* --run */
@@ -160,6 +162,16 @@ extern int layer_prepare_all (struct context *c, int readonly);
 extern void layer_close_all (struct context *c);
 extern void layer_unload_all (struct layer *top);
 extern int layer_set_debug_flag (struct layer *top, const char *arg);
+extern void layer_set_cookie (uint64_t cookie);
+extern int layer_config (struct layer *l, const char *key, const char *value);
+extern int layer_config_complete (struct layer *l);
+extern int layer_get_ready (struct layer *l, int thread_model);
+extern int layer_after_fork (struct layer *l);
+extern int layer_preconnect (struct layer *l, int readonly);
+extern int layer_list_exports (struct layer *l, int readonly, int is_tls,
+                               struct nbdkit_exports *exports);
+extern const char *layer_default_export (struct layer *l, int readonly,
+                                         int is_tls);
 extern int64_t layer_get_size (struct context *c);
 extern const char *layer_export_description (struct context *c);
 extern int layer_block_size (struct context *c, uint32_t *minimum,

@@ -60,12 +60,24 @@ log_clear_last_error (void)
   last_error[0] = '\0';
 }
 
+/* Without -v and without a tracer on the log probe, debug messages
+ * cost one test.
+ */
+static inline bool
+debug_wanted (void)
+{
+  return (log_cfg && log_cfg->verbose) || NBDKIT_LOG_ENABLED ();
+}
+
 /* Format a message into a buffer, keeping errno for %m. */
 static void
 emit (int priority, const char *kind, const char *fs, va_list args)
 {
   int saved_errno = errno;
   char msg[1024];
+
+  if (priority == LOG_DEBUG && !debug_wanted ())
+    return;
   struct connection *conn = conn_current ();
 
   errno = saved_errno;
@@ -77,6 +89,12 @@ emit (int priority, const char *kind, const char *fs, va_list args)
 
   if (priority == LOG_ERR)
     snprintf (last_error, sizeof last_error, "%s", msg);
+
+  NBDKIT_LOG (priority == LOG_ERR ? "error" : "debug",
+              layer_name ? layer_name : "nbdkit", msg);
+  /* Debug messages are formatted for the probe even without -v. */
+  if (priority == LOG_DEBUG && !(log_cfg && log_cfg->verbose))
+    return;
 
   char prefix[96] = "";
   if (layer_name && conn)
@@ -113,7 +131,7 @@ nbdkit_error (const char *fs, ...)
 void
 nbdkit_vdebug (const char *fs, va_list args)
 {
-  if (!log_cfg || !log_cfg->verbose)
+  if (!debug_wanted ())
     return;
   emit (LOG_DEBUG, "debug: ", fs, args);
 }
@@ -122,7 +140,7 @@ void
 nbdkit_debug (const char *fs, ...)
 {
   va_list args;
-  if (!log_cfg || !log_cfg->verbose)
+  if (!debug_wanted ())
     return;
   va_start (args, fs);
   nbdkit_vdebug (fs, args);
@@ -142,6 +160,8 @@ void
 log_debugf (const char *fs, ...)
 {
   va_list args;
+  if (!debug_wanted ())
+    return;
   va_start (args, fs);
   nbdkit_vdebug (fs, args);
   va_end (args);

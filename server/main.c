@@ -88,6 +88,7 @@ usage (FILE *fp, const char *program)
 "      --exit-with-parent   exit when the parent process exits\n"
 "      --no-sr              do not offer structured replies\n"
 "      --log=stderr|syslog  where messages go\n"
+"      --max-connections N  refuse clients beyond N at once (default %d)\n"
 "      --print-uri          print the URI clients can use\n"
 "      --dump-config        print the build configuration\n"
 "      --dump-plugin        print what the plugin provides\n"
@@ -95,12 +96,13 @@ usage (FILE *fp, const char *program)
 "      --help\n"
 "\n"
 "See nbdkit(1) and nbdkit-probes(1).\n",
-           program, DEFAULT_THREADS);
+           program, DEFAULT_THREADS, DEFAULT_MAX_CONNECTIONS);
 }
 
 enum {
   OPT_RUN = 256, OPT_FILTER, OPT_DUMP_CONFIG, OPT_DUMP_PLUGIN, OPT_HELP,
   OPT_VERSION, OPT_PRINT_URI, OPT_EXIT_WITH_PARENT, OPT_NO_SR, OPT_LOG,
+  OPT_MAX_CONNECTIONS,
 };
 
 static const struct option long_options[] = {
@@ -126,6 +128,7 @@ static const struct option long_options[] = {
   { "no-sr", no_argument, NULL, OPT_NO_SR },
   { "no-structured-replies", no_argument, NULL, OPT_NO_SR },
   { "log", required_argument, NULL, OPT_LOG },
+  { "max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS },
   { "print-uri", no_argument, NULL, OPT_PRINT_URI },
   { "dump-config", no_argument, NULL, OPT_DUMP_CONFIG },
   { "dump-plugin", no_argument, NULL, OPT_DUMP_PLUGIN },
@@ -339,6 +342,7 @@ main (int argc, char *argv[])
     .program = "nbdkit",
     .family = AF_UNSPEC,
     .threads = DEFAULT_THREADS,
+    .max_connections = DEFAULT_MAX_CONNECTIONS,
   };
   const char **filters = NULL;
   size_t nfilters = 0;
@@ -409,6 +413,16 @@ main (int argc, char *argv[])
       break;
     case OPT_EXIT_WITH_PARENT: cfg.exit_with_parent = true; break;
     case OPT_NO_SR: cfg.no_sr = true; break;
+    case OPT_MAX_CONNECTIONS: {
+      char *end;
+      errno = 0;
+      unsigned long n = strtoul (optarg, &end, 10);
+      if (errno || *end || end == optarg || n < 1 || n > 1000000)
+        fail (cfg.program, "--max-connections: \"%s\" is not a count from "
+              "1 to 1000000", optarg);
+      cfg.max_connections = n;
+      break;
+    }
     case OPT_LOG:
       if (strcmp (optarg, "stderr") && strcmp (optarg, "syslog"))
         fail (cfg.program, "--log: \"%s\" must be stderr or syslog", optarg);
@@ -532,7 +546,7 @@ main (int argc, char *argv[])
       char *key = strndup (arg, eq - arg);
       if (!key) fail (cfg.program, "%s", "out of memory");
       log_set_layer_name (cfg.top->name);
-      r = cfg.top->ops->config (cfg.top, key, eq + 1);
+      r = layer_config (cfg.top, key, eq + 1);
       free (key);
     }
     else {
@@ -541,13 +555,13 @@ main (int argc, char *argv[])
         fail (cfg.program, "parameter \"%s\" must be key=value "
               "(this plugin has no default key)", arg);
       log_set_layer_name (cfg.top->name);
-      r = cfg.top->ops->config (cfg.top, magic, arg);
+      r = layer_config (cfg.top, magic, arg);
     }
     if (r == -1)
       exit (EXIT_FAILURE);
   }
   log_set_layer_name (cfg.top->name);
-  if (cfg.top->ops->config_complete (cfg.top) == -1)
+  if (layer_config_complete (cfg.top) == -1)
     exit (EXIT_FAILURE);
 
   /* The weakest thread model of any layer rules. */
@@ -567,8 +581,7 @@ main (int argc, char *argv[])
     stack[nstack++] = l;
   while (nstack-- > 0) {
     log_set_layer_name (stack[nstack]->name);
-    if (stack[nstack]->ops->get_ready (stack[nstack],
-                                       cfg.thread_model) == -1)
+    if (layer_get_ready (stack[nstack], cfg.thread_model) == -1)
       exit (EXIT_FAILURE);
   }
   log_set_layer_name (NULL);
@@ -596,7 +609,7 @@ main (int argc, char *argv[])
     NBDKIT_SERVER_START (PACKAGE_VERSION, (uint64_t) getpid ());
     log_start_syslog ();
     for (struct layer *l = cfg.top; l; l = l->next)
-      if (l->ops->after_fork (l) == -1)
+      if (layer_after_fork (l) == -1)
         exit (EXIT_FAILURE);
     if (cfg.pidfile && write_pidfile (cfg.pidfile) == -1)
       exit (EXIT_FAILURE);
@@ -642,7 +655,7 @@ main (int argc, char *argv[])
   NBDKIT_SERVER_START (PACKAGE_VERSION, (uint64_t) getpid ());
   log_start_syslog ();
   for (struct layer *l = cfg.top; l; l = l->next)
-    if (l->ops->after_fork (l) == -1)
+    if (layer_after_fork (l) == -1)
       exit (EXIT_FAILURE);
   if (cfg.pidfile && write_pidfile (cfg.pidfile) == -1)
     exit (EXIT_FAILURE);

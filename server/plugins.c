@@ -760,6 +760,9 @@ plugin_load (const char *name, bool by_path)
   log_set_layer_name (l->name);
   if (p->load)
     p->load ();
+  /* The declared model: thread_model() may only be asked after config. */
+  NBDKIT_PLUGIN_LOAD (l->name, l->filename, (int64_t) p->_api_version,
+                      (int64_t) p->_thread_model);
   return l;
 
  err:

@@ -2,39 +2,71 @@
  *
  * The build turns this file into probes.h with `dtrace -h' (macros
  * NBDKIT_<NAME>(...) and NBDKIT_<NAME>_ENABLED()) and, when probes are
- * disabled, into empty macros with probes-disabled.sh.  Every
- * per-connection probe carries the connection id first; every
- * per-request probe carries the id and the request's cookie next.
- * Integers are passed as 64-bit values; strings as C strings.
- * docs/nbdkit-probes.pod holds the table a test keeps equal to this.
+ * disabled, into empty macros with probes-disabled.sh.  Rules:
+ *  - every per-connection probe carries the connection id first (0 when
+ *    there is no connection, e.g. configuration-time layer calls);
+ *  - every per-request probe carries the request's cookie second;
+ *  - integers are passed as 64-bit values, strings as C strings (the
+ *    Linux `dtrace -h' ignores the declared types, so call sites cast);
+ *  - arguments that cost anything are computed only under _ENABLED().
+ * docs/nbdkit-probes.pod holds the table; a test keeps the two and the
+ * binary's .note.stapsdt equal.  bpftrace 0.17 reads only arg0..arg5:
+ * the arguments an operator needs most come first.
  */
 provider nbdkit {
-  /* Server started: version string, pid. */
+  /* ---- server ---- */
+
+  /* The serving process starts (after any fork): version, pid. */
   probe server_start (const char *version, uint64_t pid);
-  /* A listening socket is ready: fd, address ("unix:PATH", "tcp:ADDR:PORT"). */
+  /* A listening socket is ready: fd, address ("unix:PATH",
+   * "tcp:ADDR:PORT" or "activated"). */
   probe listen (int64_t fd, const char *address);
-  /* Server is ready to accept connections. */
+  /* The server accepts connections from now on. */
   probe server_ready ();
-  /* Server is shutting down: reason ("signal", "run-exited", "single-done"). */
+  /* The server stops accepting: reason ("signal", "run-exited",
+   * "nbdkit_shutdown", "single-done"). */
   probe server_stop (const char *reason);
 
-  /* A connection was accepted: id, fd, peer address, transport. */
+  /* ---- plugins and filters ---- */
+
+  /* A plugin was loaded: name, path, API version, thread model. */
+  probe plugin_load (const char *name, const char *path,
+                     int64_t api_version, int64_t thread_model);
+  /* A filter was loaded: name, path, API version, thread model. */
+  probe filter_load (const char *name, const char *path,
+                     int64_t api_version, int64_t thread_model);
+
+  /* ---- connections ---- */
+
+  /* A connection was accepted: id, fd, peer address, transport
+   * ("unix", "tcp", "stdio", "activated"). */
   probe connection_accept (uint64_t id, int64_t fd, const char *peer,
                            const char *transport);
-  /* A connection ended: id, reason, requests, bytes in, bytes out,
-   * lifetime in ns. */
-  probe connection_close (uint64_t id, const char *reason, uint64_t requests,
-                          uint64_t bytes_in, uint64_t bytes_out,
-                          uint64_t lifetime_ns);
+  /* A connection was refused before it got an id: fd, peer address,
+   * reason ("limit", "shutdown"). */
+  probe connection_reject (int64_t fd, const char *peer,
+                           const char *reason);
+  /* A connection ended: id, reason, requests served, bytes in, bytes
+   * out, lifetime in ns. */
+  probe connection_close (uint64_t id, const char *reason,
+                          uint64_t requests, uint64_t bytes_in,
+                          uint64_t bytes_out, uint64_t lifetime_ns);
+
+  /* ---- handshake ---- */
 
   /* Negotiation begins, just before the greeting is sent: id. */
   probe handshake_start (uint64_t id);
   /* An option arrived: id, option code, option name, payload length. */
   probe handshake_option (uint64_t id, uint64_t option, const char *name,
                           uint64_t length);
-  /* An option was answered: id, option code, reply type, is error. */
+  /* An option reply was sent: id, option code, reply type, 1 if the
+   * reply is an error. */
   probe handshake_option_reply (uint64_t id, uint64_t option,
                                 uint64_t reply, int64_t error);
+  /* A meta context query was answered: id, context name, context id
+   * (0 when only listed), 1 if accepted. */
+  probe meta_context (uint64_t id, const char *name, uint64_t context_id,
+                      int64_t accepted);
   /* An export was opened: id, export name, size, transmission flags. */
   probe export_select (uint64_t id, const char *export, uint64_t size,
                        uint64_t eflags);
@@ -45,17 +77,50 @@ provider nbdkit {
   /* Negotiation failed or was abandoned: id, reason. */
   probe handshake_fail (uint64_t id, const char *reason);
 
+  /* ---- requests ---- */
+
   /* A request was decoded: id, cookie, command code, command name,
    * flags, offset, count. */
   probe request_start (uint64_t id, uint64_t cookie, uint64_t command,
                        const char *name, uint64_t flags, uint64_t offset,
                        uint64_t count);
-  /* A request finished: id, cookie, command, errno, bytes, duration ns. */
+  /* A valid request goes down the chain: id, cookie, ns since its
+   * header was read (payload and queueing). */
+  probe request_dispatch (uint64_t id, uint64_t cookie,
+                          uint64_t queue_ns);
+  /* A request finished: id, cookie, command, errno (0 for success),
+   * payload bytes moved, ns since its header was read. */
   probe request_done (uint64_t id, uint64_t cookie, uint64_t command,
                       int64_t error, uint64_t bytes, uint64_t duration_ns);
+  /* A reply went out: id, cookie, kind ("simple", "structured",
+   * "extended"), bytes on the wire, chunks. */
+  probe reply_send (uint64_t id, uint64_t cookie, const char *kind,
+                    uint64_t bytes, uint64_t chunks);
 
+  /* ---- layers ---- */
+
+  /* A plugin or filter callback is called: id, cookie (0 outside a
+   * request), depth (0 = outermost), layer name, callback name, offset,
+   * count (0 and 0 for calls without a range). */
+  probe layer_call_start (uint64_t id, uint64_t cookie, uint64_t depth,
+                          const char *layer, const char *callback,
+                          uint64_t offset, uint64_t count);
+  /* The same callback returned: id, cookie, depth, layer name, callback
+   * name, errno (0 for success). */
+  probe layer_call_done (uint64_t id, uint64_t cookie, uint64_t depth,
+                         const char *layer, const char *callback,
+                         int64_t error);
+
+  /* ---- diagnostics ---- */
+
+  /* nbdkit_error or nbdkit_debug was called, printed or not: level
+   * ("error", "debug"), origin (layer name or "nbdkit"), message. */
+  probe log (const char *level, const char *origin, const char *message);
   /* A client broke the protocol: id, what. */
   probe protocol_violation (uint64_t id, const char *what);
+  /* A server limit was reached: id (0 if none), kind ("connections",
+   * "option_length", "options", "payload", "descriptors"). */
+  probe limit_hit (uint64_t id, const char *kind);
 };
 
 #pragma D attributes Evolving/Evolving/Common provider nbdkit provider

@@ -173,13 +173,42 @@ connection_thread (void *arg)
   return NULL;
 }
 
+/* Close a connection we will not serve, saying why to tracers. */
 static void
-accept_one (const struct config *cfg, int lfd)
+reject (int fd, const char *reason)
+{
+  if (NBDKIT_CONNECTION_REJECT_ENABLED ()) {
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    char host[NI_MAXHOST] = "unix", serv[NI_MAXSERV] = "", peer[300];
+    if (getpeername (fd, (struct sockaddr *) &ss, &len) == 0 &&
+        ss.ss_family != AF_UNIX)
+      getnameinfo ((struct sockaddr *) &ss, len, host, sizeof host, serv,
+                   sizeof serv, NI_NUMERICHOST | NI_NUMERICSERV);
+    snprintf (peer, sizeof peer, "%s%s%s", host, *serv ? ":" : "", serv);
+    NBDKIT_CONNECTION_REJECT ((int64_t) fd, peer, reason);
+  }
+  close (fd);
+}
+
+static void
+accept_one (const struct config *cfg, int lfd, bool stopping)
 {
   int fd = accept4 (lfd, NULL, NULL, SOCK_CLOEXEC);
   if (fd == -1) {
     if (errno != EINTR && errno != EAGAIN && errno != ECONNABORTED)
       nbdkit_error ("accept: %m");
+    return;
+  }
+  if (stopping) {
+    reject (fd, "shutdown");
+    return;
+  }
+  if (conn_count_active () >= cfg->max_connections) {
+    NBDKIT_LIMIT_HIT ((uint64_t) 0, "connections");
+    nbdkit_debug ("refusing a connection: %u connections already",
+                  cfg->max_connections);
+    reject (fd, "limit");
     return;
   }
 
@@ -233,11 +262,15 @@ sock_accept_loop (const struct config *cfg, struct listener *l, int quit_fd)
       nbdkit_error ("poll: %m");
       break;
     }
-    if (p[l->nfds].revents)
-      break;
+    /* Connections already waiting when we are told to stop are
+     * accepted only to be turned away.
+     */
+    bool stopping = p[l->nfds].revents != 0;
     for (size_t i = 0; i < l->nfds; i++)
       if (p[i].revents & POLLIN)
-        accept_one (cfg, l->fds[i]);
+        accept_one (cfg, l->fds[i], stopping);
+    if (stopping)
+      break;
   }
   free (p);
 }

@@ -223,7 +223,8 @@ recv_request (struct connection *conn, struct worker *w, struct request *req)
     req->count = be32toh (h.compact.count);
   }
   req->error = 0;
-  req->start_ns = NBDKIT_REQUEST_DONE_ENABLED () ? now_ns () : 0;
+  req->start_ns = NBDKIT_REQUEST_DONE_ENABLED () ||
+    NBDKIT_REQUEST_DISPATCH_ENABLED () ? now_ns () : 0;
   NBDKIT_REQUEST_START (conn->id, req->cookie, (uint64_t) req->type,
                         tx_command_name (req->type), (uint64_t) req->flags,
                         req->offset, req->count);
@@ -243,6 +244,7 @@ recv_request (struct connection *conn, struct worker *w, struct request *req)
   if (payload > MAX_REQUEST_SIZE) {
     /* Refused from the header alone: reading it could take forever. */
     NBDKIT_PROTOCOL_VIOLATION (conn->id, "payload too large");
+    NBDKIT_LIMIT_HIT (conn->id, "payload");
     /* Mark closing while we still hold the read lock, so no other
      * worker reads the unread payload as a request header.
      */
@@ -345,8 +347,10 @@ block_status (struct connection *conn, struct worker *w,
   }
   if (flags & NBDKIT_FLAG_REQ_ONE)
     n = 1;
-  if (n > MAX_DESCRIPTORS)
+  if (n > MAX_DESCRIPTORS) {
+    NBDKIT_LIMIT_HIT (conn->id, "descriptors");
     n = MAX_DESCRIPTORS;
+  }
   if (!w->desc) {
     w->desc = malloc (MAX_DESCRIPTORS * sizeof *w->desc);
     if (!w->desc) {
@@ -506,8 +510,21 @@ send_reply (struct connection *conn, struct worker *w,
     }
   }
 
-  LOCK_FOR_SCOPE (&conn->write_lock);
-  return conn_sendv (conn, iov, n);
+  {
+    LOCK_FOR_SCOPE (&conn->write_lock);
+    if (conn_sendv (conn, iov, n) == -1)
+      return -1;
+  }
+  if (NBDKIT_REPLY_SEND_ENABLED ()) {
+    uint64_t bytes = 0;
+    for (int i = 0; i < n; i++)
+      bytes += iov[i].iov_len;
+    NBDKIT_REPLY_SEND (conn->id, req->cookie,
+                       conn->extended ? "extended"
+                       : iov[0].iov_base == &simple ? "simple"
+                       : "structured", bytes, (uint64_t) 1);
+  }
+  return 0;
 }
 
 /* ---- workers ---- */
@@ -540,11 +557,16 @@ worker_loop (void *arg)
     if (err == 0) {
       if (serialize_all)
         pthread_mutex_lock (&all_requests_lock);
+      if (NBDKIT_REQUEST_DISPATCH_ENABLED ())
+        NBDKIT_REQUEST_DISPATCH (conn->id, req.cookie,
+                                 req.start_ns ? now_ns () - req.start_ns : 0);
+      layer_set_cookie (req.cookie);
       err = run (conn, w, &req, &ndesc);
+      layer_set_cookie (0);
       if (serialize_all)
         pthread_mutex_unlock (&all_requests_lock);
     }
-    if (req.start_ns) {
+    if (req.start_ns && NBDKIT_REQUEST_DONE_ENABLED ()) {
       uint64_t bytes = err ? 0 : (req.type == NBD_CMD_READ ||
                                   req.type == NBD_CMD_WRITE) ? req.count : 0;
       NBDKIT_REQUEST_DONE (conn->id, req.cookie, (uint64_t) req.type,
