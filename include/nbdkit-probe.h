@@ -8,6 +8,19 @@
  *   NBDKIT_PROBE (myplugin_cache_hit, offset, count);
  *
  * Arguments should be integers or C strings, at most 12 of them.
+ *
+ * A probe whose arguments are costly to compute can be guarded by a
+ * semaphore that the kernel raises while a tracer is attached.  Define
+ * NBDKIT_PROBE_SEMAPHORES before including this header, then define one
+ * semaphore per probe used in that file (all of them: the probe notes
+ * refer to them) at file scope, and test it:
+ *
+ *   #define NBDKIT_PROBE_SEMAPHORES
+ *   #include <nbdkit-probe.h>
+ *   NBDKIT_PROBE_SEMAPHORE (myplugin_lookup);
+ *   ...
+ *   if (NBDKIT_PROBE_ENABLED (myplugin_lookup))
+ *     NBDKIT_PROBE (myplugin_lookup, expensive_description (x));
  */
 #ifndef NBDKIT_PROBE_H
 #define NBDKIT_PROBE_H
@@ -28,10 +41,21 @@
 #ifndef SDT_USE_VARIADIC
 #define SDT_USE_VARIADIC 1   /* for STAP_PROBEV */
 #endif
+#if defined (NBDKIT_PROBE_SEMAPHORES) && !defined (_SDT_HAS_SEMAPHORES)
+#define _SDT_HAS_SEMAPHORES 1
+#endif
 #include <sys/sdt.h>
 #define NBDKIT_PROBE(...) STAP_PROBEV (nbdkit, __VA_ARGS__)
+#define NBDKIT_PROBE_SEMAPHORE(name)                                    \
+  __extension__ unsigned short nbdkit_##name##_semaphore                \
+  __attribute__ ((unused, section (".probes")))
+#define NBDKIT_PROBE_ENABLED(name) \
+  __builtin_expect (nbdkit_##name##_semaphore, 0)
 #else
 #define NBDKIT_PROBE(...) do { } while (0)
+#define NBDKIT_PROBE_SEMAPHORE(name) \
+  extern int nbdkit_probe_unused_##name
+#define NBDKIT_PROBE_ENABLED(name) (0)
 #endif
 
 #endif /* NBDKIT_PROBE_H */
