@@ -39,8 +39,6 @@
 #define NBDKIT_API_VERSION 2
 #include <nbdkit-plugin.h>
 
-#include "cleanup.h"
-
 /* Exactly one of these is set by config (as an absolute path), and
  * neither changes once the server starts serving.
  */
@@ -240,7 +238,8 @@ read_directory (char ***names_ret, size_t *n_ret)
     }
     n++;
   }
-  qsort (names, n, sizeof *names, compare_names);
+  if (n > 0)
+    qsort (names, n, sizeof *names, compare_names);
   *names_ret = names;
   *n_ret = n;
   names = NULL;
