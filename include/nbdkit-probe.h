@@ -46,13 +46,28 @@
 #endif
 #include <sys/sdt.h>
 #define NBDKIT_PROBE(...) STAP_PROBEV (nbdkit, __VA_ARGS__)
+/* Hidden, so two plugins' semaphores of the same name never mix. */
 #define NBDKIT_PROBE_SEMAPHORE(name)                                    \
   __extension__ unsigned short nbdkit_##name##_semaphore                \
-  __attribute__ ((unused, section (".probes")))
-#define NBDKIT_PROBE_ENABLED(name) \
-  __builtin_expect (nbdkit_##name##_semaphore, 0)
+  __attribute__ ((unused, section (".probes"), visibility ("hidden")))
+#if defined (NBDKIT_PROBE_SEMAPHORES)
+/* The kernel changes the semaphore behind the compiler's back. */
+#define NBDKIT_PROBE_ENABLED(name)                                      \
+  __builtin_expect (*(volatile unsigned short *)                        \
+                    &nbdkit_##name##_semaphore != 0, 0)
 #else
-#define NBDKIT_PROBE(...) do { } while (0)
+#define NBDKIT_PROBE_ENABLED(name) (1)
+#endif
+#else /* !NBDKIT_HAVE_PROBES */
+/* The arguments are still "used" (never evaluated), so a variable
+ * computed only for a probe does not warn when probes are off.
+ */
+static inline void
+nbdkit_probe_unused_ (int unused __attribute__ ((unused)), ...)
+{
+}
+#define NBDKIT_PROBE(name, ...) \
+  do { if (0) nbdkit_probe_unused_ (0, ##__VA_ARGS__); } while (0)
 #define NBDKIT_PROBE_SEMAPHORE(name) \
   extern int nbdkit_probe_unused_##name
 #define NBDKIT_PROBE_ENABLED(name) (0)

@@ -13,6 +13,7 @@
 #   stop_server              stop the server started by start_server now
 #   expect_fail CMD [ARGS]   succeed only if CMD fails (status != 0)
 #   fail MESSAGE             print MESSAGE and exit 1
+#   tracing_lock             serialise tests that use perf or bpftrace
 #
 # The environment comes from tests/Makefile.am (AM_TESTS_ENVIRONMENT):
 # $NBDKIT is the build tree's ./nbdkit wrapper, $PATH puts the build tree
@@ -98,6 +99,15 @@ requires_root ()
     echo "$0: SKIP: needs root"
     exit 77
   fi
+}
+
+# Tests that attach perf or bpftrace hold this lock for their whole run:
+# perf probe definitions are system-wide, and one test's clean-up
+# (perf probe -d) would delete another's probes under make -j.
+tracing_lock ()
+{
+  exec 9>"${TMPDIR:-/tmp}/nbdkit-tests-tracing.lock"
+  flock -w 600 9 || fail "could not take the tracing lock"
 }
 
 # The server under test must exist: a missing build is a failure, not a skip.

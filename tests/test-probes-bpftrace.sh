@@ -8,6 +8,7 @@ source "$(dirname "$0")/functions.sh"
 requires_cmd bpftrace nbdsh
 requires_root
 requires grep -q '^#define ENABLE_PROBES 1' "$abs_top_builddir/config.h"
+tracing_lock
 
 b="$server_binary"
 cat > "$tmpdir/trace.bt" <<BT

@@ -8,6 +8,7 @@ requires_cmd perf nbdsh
 requires_root
 requires grep -q '^#define ENABLE_PROBES 1' "$abs_top_builddir/config.h"
 requires perf --version
+tracing_lock
 
 export PERF_PAGER=cat
 perf buildid-cache --add "$server_binary"
