@@ -37,7 +37,7 @@ call_start (const struct connection *conn, const struct layer *l,
             const char *cb, uint64_t offset, uint64_t count)
 {
   if (NBDKIT_LAYER_CALL_START_ENABLED ())
-    NBDKIT_LAYER_CALL_START (conn_id (conn), call_cookie,
+    NBDKIT_LAYER_CALL_START (conn_id (conn), probe_u64 (call_cookie),
                              (uint64_t) l->depth, l->name, cb, offset,
                              count);
 }
@@ -47,7 +47,7 @@ call_done (const struct connection *conn, const struct layer *l,
            const char *cb, int64_t err)
 {
   if (NBDKIT_LAYER_CALL_DONE_ENABLED ())
-    NBDKIT_LAYER_CALL_DONE (conn_id (conn), call_cookie,
+    NBDKIT_LAYER_CALL_DONE (conn_id (conn), probe_u64 (call_cookie),
                             (uint64_t) l->depth, l->name, cb, err);
 }
 
@@ -186,14 +186,16 @@ DEFINE_CAN (can_multi_conn)
 DEFINE_CAN (can_cache)
 
 /* Run one data call, traced, making sure a failure carries an errno. */
-#define DATA_CALL(c, name, offset, count, call)                         \
+#define DATA_CALL(c, cb, offset, count, call)                         \
   do {                                                                  \
     *err = 0;                                                           \
-    call_start ((c)->conn, (c)->layer, name, (offset), (count));        \
+    call_start ((c)->conn, (c)->layer, cb, (offset), (count));          \
+    const char *outer_ = log_swap_layer_name ((c)->layer->name);        \
     int r_ = (call);                                                    \
+    log_swap_layer_name (outer_);                                       \
     if (r_ == -1 && *err == 0)                                          \
       *err = EIO;                                                       \
-    call_done ((c)->conn, (c)->layer, name, r_ == -1 ? *err : 0);       \
+    call_done ((c)->conn, (c)->layer, cb, r_ == -1 ? *err : 0);         \
     return r_;                                                          \
   } while (0)
 

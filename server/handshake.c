@@ -423,8 +423,8 @@ opt_meta (struct connection *conn, uint32_t option, const char *data,
   bool matched = false;
   if (nrqueries == 0 && !set) {
     matched = true;             /* list everything */
-    NBDKIT_META_CONTEXT (conn->id, BASE_ALLOCATION, (uint64_t) 0,
-                         (int64_t) 1);
+    NBDKIT_META_CONTEXT (conn->id, BASE_ALLOCATION, probe_u64 (0),
+                         (int64_t) probe_u64 (1));
   }
   pos = 8 + namelen;
   for (uint32_t i = 0; i < nrqueries; i++) {
@@ -460,17 +460,17 @@ opt_meta (struct connection *conn, uint32_t option, const char *data,
  */
 static int
 opt_export_name (struct connection *conn, const char *data, uint32_t len,
-                 bool no_zeroes)
+                 bool no_zeroes, const char **why)
 {
   char name[NBD_MAX_STRING + 1];
   if (len > NBD_MAX_STRING) {
-    NBDKIT_HANDSHAKE_FAIL (conn->id, "export name too long");
+    *why = "export name too long";
     return -1;
   }
   memcpy (name, data, len);
   name[len] = '\0';
   if (strlen (name) != len || open_export (conn, name) == -1) {
-    NBDKIT_HANDSHAKE_FAIL (conn->id, "export could not be opened");
+    *why = "export could not be opened";
     return -1;
   }
   struct nbd_export_name_reply r = {
@@ -509,8 +509,8 @@ negotiate_oldstyle (struct connection *conn)
     NBDKIT_HANDSHAKE_FAIL (conn->id, "client went away");
     return -1;
   }
-  NBDKIT_HANDSHAKE_DONE (conn->id, conn->exportname, (int64_t) 0,
-                         (int64_t) 0);
+  NBDKIT_HANDSHAKE_DONE (conn->id, conn->exportname,
+                         (int64_t) probe_u64 (0), (int64_t) probe_u64 (0));
   return 0;
 }
 
@@ -551,6 +551,7 @@ hs_negotiate (struct connection *conn)
   data = malloc (MAX_OPTION_LENGTH);
   if (!data) {
     nbdkit_error ("malloc: %m");
+    NBDKIT_HANDSHAKE_FAIL (conn->id, "out of memory");
     return -1;
   }
 
@@ -586,9 +587,10 @@ hs_negotiate (struct connection *conn)
     }
 
     int r;
+    const char *why = "could not reply";
     switch (option) {
     case NBD_OPT_EXPORT_NAME:
-      r = opt_export_name (conn, data, len, no_zeroes);
+      r = opt_export_name (conn, data, len, no_zeroes, &why);
       break;
     case NBD_OPT_ABORT:
       send_reply (conn, option, NBD_REP_ACK);
@@ -644,7 +646,7 @@ hs_negotiate (struct connection *conn)
       r = send_error (conn, option, NBD_REP_ERR_UNSUP, "unknown option");
     }
     if (r == -1) {
-      NBDKIT_HANDSHAKE_FAIL (conn->id, "could not reply");
+      NBDKIT_HANDSHAKE_FAIL (conn->id, why);
       goto out;
     }
     if (r == 1)

@@ -290,6 +290,7 @@ extern void sock_close_all (struct listener *l);
 extern void log_init (const struct config *cfg);
 extern void log_start_syslog (void);
 extern void log_set_layer_name (const char *name);
+extern const char *log_swap_layer_name (const char *name);
 extern const char *log_last_error (void);
 extern void log_clear_last_error (void);
 extern void log_errorf (const char *fs, ...)
@@ -311,6 +312,19 @@ extern void server_request_shutdown (const char *reason);
 extern const struct config *server_config (void);
 
 /* ---- helpers ---- */
+
+/* A probe argument forced into a register.  <sys/sdt.h> records where
+ * each argument lives at each site: a literal becomes an immediate and
+ * a thread-local a %fs-relative operand, which perf and bpftrace cannot
+ * read or refuse when the sites of one probe disagree.  Literals and
+ * thread-locals go through this.
+ */
+static inline uint64_t
+probe_u64 (uint64_t v)
+{
+  __asm__ ("" : "+r" (v));
+  return v;
+}
 extern uint64_t now_ns (void);
 
 #define container_of(ptr, type, member) \

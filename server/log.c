@@ -48,6 +48,17 @@ log_set_layer_name (const char *name)
   layer_name = name;
 }
 
+/* Name the layer about to be called, returning the caller's, so
+ * messages from a data call carry the right origin.
+ */
+const char *
+log_swap_layer_name (const char *name)
+{
+  const char *old = layer_name;
+  layer_name = name;
+  return old;
+}
+
 const char *
 log_last_error (void)
 {

@@ -89,11 +89,14 @@ provider nbdkit {
   probe request_dispatch (uint64_t id, uint64_t cookie,
                           uint64_t queue_ns);
   /* A request finished: id, cookie, command, errno (0 for success),
-   * payload bytes moved, ns since its header was read. */
+   * payload bytes moved (reads and writes), ns since its header was
+   * read.  Fires for NBD_CMD_DISC too, which has no reply.  Requests
+   * already in flight when a tracer attaches have no start time and
+   * do not fire it. */
   probe request_done (uint64_t id, uint64_t cookie, uint64_t command,
                       int64_t error, uint64_t bytes, uint64_t duration_ns);
-  /* A reply went out: id, cookie, kind ("simple", "structured",
-   * "extended"), bytes on the wire, chunks. */
+  /* A reply went out, in wire order: id, cookie, kind ("simple",
+   * "structured", "extended"), bytes on the wire, chunks. */
   probe reply_send (uint64_t id, uint64_t cookie, const char *kind,
                     uint64_t bytes, uint64_t chunks);
 

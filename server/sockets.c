@@ -185,7 +185,10 @@ reject (int fd, const char *reason)
         ss.ss_family != AF_UNIX)
       getnameinfo ((struct sockaddr *) &ss, len, host, sizeof host, serv,
                    sizeof serv, NI_NUMERICHOST | NI_NUMERICSERV);
-    snprintf (peer, sizeof peer, "%s%s%s", host, *serv ? ":" : "", serv);
+    if (ss.ss_family == AF_INET6)
+      snprintf (peer, sizeof peer, "[%s]:%s", host, serv);
+    else
+      snprintf (peer, sizeof peer, "%s%s%s", host, *serv ? ":" : "", serv);
     NBDKIT_CONNECTION_REJECT ((int64_t) fd, peer, reason);
   }
   close (fd);
@@ -205,7 +208,7 @@ accept_one (const struct config *cfg, int lfd, bool stopping)
     return;
   }
   if (conn_count_active () >= cfg->max_connections) {
-    NBDKIT_LIMIT_HIT ((uint64_t) 0, "connections");
+    NBDKIT_LIMIT_HIT (probe_u64 (0), "connections");
     nbdkit_debug ("refusing a connection: %u connections already",
                   cfg->max_connections);
     reject (fd, "limit");

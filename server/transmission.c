@@ -230,7 +230,12 @@ recv_request (struct connection *conn, struct worker *w, struct request *req)
                         req->offset, req->count);
 
   if (req->type == NBD_CMD_DISC) {
+    /* No reply, but the request is complete: pair its start. */
     conn_set_closing (conn, "disconnect");
+    if (req->start_ns && NBDKIT_REQUEST_DONE_ENABLED ())
+      NBDKIT_REQUEST_DONE (conn->id, req->cookie, probe_u64 (req->type),
+                           (int64_t) probe_u64 (0), probe_u64 (0),
+                           now_ns () - req->start_ns);
     return 1;
   }
 
@@ -510,11 +515,12 @@ send_reply (struct connection *conn, struct worker *w,
     }
   }
 
-  {
-    LOCK_FOR_SCOPE (&conn->write_lock);
-    if (conn_sendv (conn, iov, n) == -1)
-      return -1;
-  }
+  /* The probe fires under the write lock, so tracers see replies in
+   * the order they went on the wire.
+   */
+  LOCK_FOR_SCOPE (&conn->write_lock);
+  if (conn_sendv (conn, iov, n) == -1)
+    return -1;
   if (NBDKIT_REPLY_SEND_ENABLED ()) {
     uint64_t bytes = 0;
     for (int i = 0; i < n; i++)
@@ -522,7 +528,7 @@ send_reply (struct connection *conn, struct worker *w,
     NBDKIT_REPLY_SEND (conn->id, req->cookie,
                        conn->extended ? "extended"
                        : iov[0].iov_base == &simple ? "simple"
-                       : "structured", bytes, (uint64_t) 1);
+                       : "structured", bytes, probe_u64 (1));
   }
   return 0;
 }

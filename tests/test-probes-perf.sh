@@ -22,11 +22,19 @@ for p in connection_accept handshake_done request_start request_done \
   grep -q "sdt_nbdkit:$p" "$tmpdir/list" || fail "perf list has no sdt_nbdkit:$p"
 done
 
+# The scenario users type: every probe at once.  perf refuses a probe
+# whose sites record their arguments differently, so this also proves
+# that every site of every probe agrees.
 perf probe -q -d 'sdt_nbdkit:*' 2>/dev/null || :
-for p in request_start request_done connection_accept connection_close; do
-  perf probe -x "$server_binary" "sdt_nbdkit:$p" ||
-    fail "perf probe sdt_nbdkit:$p failed"
-done
+perf probe -x "$server_binary" 'sdt_nbdkit:*' > "$tmpdir/probe-all" 2>&1 ||
+  { cat "$tmpdir/probe-all"; fail "perf probe 'sdt_nbdkit:*' failed"; }
+perf probe -l 2>/dev/null | awk '/sdt_nbdkit:/ { print $1 }' | sort -u \
+  > "$tmpdir/events"
+declared=$(grep -c '^[[:space:]]*probe[[:space:]]' \
+             "$abs_top_srcdir/server/probes.d")
+created=$(wc -l < "$tmpdir/events")
+[ "$created" -eq "$declared" ] ||
+  fail "perf probe created $created events for $declared declared probes"
 
 t perf record -q -o "$tmpdir/perf.data" \
   -e sdt_nbdkit:request_start -e sdt_nbdkit:request_done \

@@ -20,3 +20,11 @@ done
 # Every declared probe is compiled in somewhere, and nothing else is.
 diff -u "$tmpdir/declared" "$tmpdir/in-binary" ||
   fail "probes.d and the binary's .note.stapsdt differ"
+
+# Every argument at every site must be readable by every tracer: no
+# thread-local (%fs-relative) operands, and no literal immediates, which
+# perf drops at one site and not another and then refuses the probe.
+if grep -A2 'Provider: nbdkit' "$tmpdir/notes" | grep 'Arguments:' |
+     grep -E '%fs|\$'; then
+  fail "some probe arguments are not in registers or memory (see above)"
+fi
