@@ -24,6 +24,11 @@
 set -e
 set -u
 
+# Tests never read the terminal.  Under make -j, GNU make hands stdin to
+# one job and a dead pipe to the others, and tools that check for a
+# pipe on stdin (perf script reads pipe-mode data from it) then fail.
+exec </dev/null
+
 : "${abs_top_builddir:=$(cd .. && pwd)}"
 : "${top_builddir:=$abs_top_builddir}"
 : "${srcdir:=$(cd "$(dirname "$0")" && pwd)}"
@@ -101,13 +106,18 @@ requires_root ()
   fi
 }
 
-# Tests that attach perf or bpftrace hold this lock for their whole run:
-# perf probe definitions are system-wide, and one test's clean-up
-# (perf probe -d) would delete another's probes under make -j.
+# Every test holds a shared lock for its whole run; a test that attaches
+# perf or bpftrace upgrades it to exclusive with tracing_lock.  Tracers
+# attached by binary path see every server started from that binary,
+# and perf probe definitions are system-wide, so while a tracing test
+# runs no other test may run.  flock drops the shared lock before taking
+# the exclusive one, so two tracing tests cannot deadlock.
+exec 9>>"${TMPDIR:-/tmp}/nbdkit-tests.lock"
+flock -s -w 300 9 || fail "could not take the test lock"
+
 tracing_lock ()
 {
-  exec 9>"${TMPDIR:-/tmp}/nbdkit-tests-tracing.lock"
-  flock -w 600 9 || fail "could not take the tracing lock"
+  flock -x -w 300 9 || fail "could not take the tracing lock"
 }
 
 # The server under test must exist: a missing build is a failure, not a skip.
@@ -118,7 +128,7 @@ fi
 # --- Temporary directory --------------------------------------------------
 
 tmpdir="$(mktemp -d "${TMPDIR:-/tmp}/nbdkit-test.XXXXXX")"
-cleanup_fn rm -rf "$tmpdir"
+[ -n "${KEEP_TMPDIR:-}" ] || cleanup_fn rm -rf "$tmpdir"
 
 # --- Timeouts -------------------------------------------------------------
 

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# tools/nbdkit-latency.bt (through tools/nbdkit-trace -p PID): a client
+# sends exactly 10 reads, 5 writes and 1 read past the end (refused at
+# the edge, never dispatched).  On ^C the histograms must hold exactly:
+# requests read 11, write 5; errors read 1; queue and layer read 10
+# (the refused read never reaches a layer), send and total read 11;
+# queue, layer, send, total write 5.
+# EXPECT_READS overrides the expected dispatched read count.
+source "$(dirname "$0")/functions.sh"
+requires_cmd bpftrace nbdsh
+requires_root
+requires grep -q '^#define ENABLE_PROBES 1' "$abs_top_builddir/config.h"
+tracing_lock
+expect_reads="${EXPECT_READS:-10}"
+
+start_server memory 64M
+out="$tmpdir/out"
+timeout -k 5 120 "$abs_top_srcdir/tools/nbdkit-trace" -p "$server_pid" \
+  latency > "$out" 2> "$tmpdir/err" &
+tool=$!
+cleanup_fn _kill_pid "$tool"
+for (( i = 0; i < 300; i++ )); do
+  grep -q '^Tracing' "$out" && break
+  kill -0 "$tool" 2>/dev/null || break
+  sleep 0.1
+done
+grep -q '^Tracing' "$out" || { cat "$out" "$tmpdir/err"; fail "no start"; }
+
+t nbdsh -u "$uri" -c '
+for i in range(10):
+    h.pread(4096, i * 4096)
+for i in range(5):
+    h.pwrite(b"w" * 65536, 1048576 + i * 65536)
+h.set_strict_mode(0)
+try:
+    h.pread(512, 64 * 1024 * 1024)
+except nbd.Error as e:
+    assert e.errno == "EINVAL", e.errno
+'
+sleep 0.5
+kill -INT "$tool"
+wait "$tool" || :
+cat "$out"
+
+# Sum a histogram's bucket counts: hist MAP KEY
+hist ()
+{
+  awk -v want="@$1[$2]:" '
+    $1 == want { on = 1; next }
+    on && /^\[/ { sub(/^\[[^])]*[])] */, ""); n += $1; next }
+    on && !/^\[/ { on = 0 }
+    END { print n + 0 }' "$out"
+}
+# A count: count MAP KEY
+count ()
+{
+  awk -v want="@$1[$2]:" '$1 == want { n = $2 } END { print n + 0 }' "$out"
+}
+check ()
+{
+  [ "$2" -eq "$3" ] || fail "$1: expected $3, saw $2"
+}
+check "requests read" "$(count requests read)" 11
+check "requests write" "$(count requests write)" 5
+check "errors read" "$(count errors read)" 1
+check "errors write" "$(count errors write)" 0
+check "queue read" "$(hist queue_ns read)" "$expect_reads"
+check "layer read" "$(hist layer_ns read)" "$expect_reads"
+check "send read" "$(hist send_ns read)" 11
+check "total read" "$(hist total_ns read)" 11
+for m in queue_ns layer_ns send_ns total_ns; do
+  check "$m write" "$(hist $m write)" 5
+done

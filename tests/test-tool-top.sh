@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# tools/nbdkit-top -p PID --batch: a client sends exactly 10 reads of
+# 4096 bytes, 5 writes of 65536 bytes and 1 read past the end (EINVAL).
+# Summed over the intervals it printed, the per-connection rows must
+# show 11 reads with 1 error and 5 writes, the per-export rows (export
+# "") the same, and the totals at exit: read 11 requests 40960 bytes
+# 1 error, write 5 requests 327680 bytes 0 errors.  Latency columns
+# must be numbers for both commands.
+# EXPECT_READS overrides the expected read count.
+source "$(dirname "$0")/functions.sh"
+requires_cmd bpftrace nbdsh python3
+requires_root
+requires grep -q '^#define ENABLE_PROBES 1' "$abs_top_builddir/config.h"
+tracing_lock
+expect_reads="${EXPECT_READS:-11}"
+
+start_server memory 64M
+out="$tmpdir/out"
+timeout -k 5 120 python3 "$abs_top_srcdir/tools/nbdkit-top" \
+  -p "$server_pid" --batch --delay 0.5 --iterations 200 \
+  > "$out" 2> "$tmpdir/err" &
+tool=$!
+cleanup_fn _kill_pid "$tool"
+for (( i = 0; i < 300; i++ )); do
+  grep -q '^nbdkit-top: attached' "$out" && break
+  kill -0 "$tool" 2>/dev/null || break
+  sleep 0.1
+done
+grep -q '^nbdkit-top: attached' "$out" ||
+  { cat "$out" "$tmpdir/err"; fail "nbdkit-top did not attach"; }
+
+t nbdsh -u "$uri" -c '
+for i in range(10):
+    h.pread(4096, i * 4096)
+for i in range(5):
+    h.pwrite(b"w" * 65536, 1048576 + i * 65536)
+h.set_strict_mode(0)
+try:
+    h.pread(512, 64 * 1024 * 1024)
+except nbd.Error as e:
+    assert e.errno == "EINVAL", e.errno
+'
+# Wait until an interval has shown the closed connection, then stop.
+for (( i = 0; i < 100; i++ )); do
+  grep -q '^closed connection' "$out" && break
+  sleep 0.1
+done
+kill -TERM "$tool"
+wait "$tool" || fail "nbdkit-top exited with status $?"
+cat "$out"
+
+# Rows: KIND EXPORT CONN COMMAND REQS REQ/s MiB/s ERR P50us P99us
+sum ()
+{
+  awk -v kind="$1" -v cmd="$2" -v col="$3" '
+    $1 == kind && $4 == cmd { n += $col } END { print n + 0 }' "$out"
+}
+check () { [ "$2" -eq "$3" ] || fail "$1: expected $3, saw $2"; }
+check "conn read requests" "$(sum conn read 5)" "$expect_reads"
+check "conn read errors" "$(sum conn read 8)" 1
+check "conn write requests" "$(sum conn write 5)" 5
+check "conn write errors" "$(sum conn write 8)" 0
+check "export read requests" "$(sum export read 5)" "$expect_reads"
+check "export write requests" "$(sum export write 5)" 5
+awk '$1 == "export" && $2 != "\"\"" { exit 1 }' "$out" ||
+  fail "an export row is not for export \"\""
+awk '($1 == "conn" || $1 == "export") && ($9 !~ /^[0-9]+$/ ||
+      $10 !~ /^[0-9]+$/ || $10 < $9) { exit 1 }' "$out" ||
+  fail "latency columns are not numbers with p50 <= p99"
+# Totals: CONN COMMAND REQS BYTES ERR
+awk '$2 == "read" && $3 == '"$expect_reads"' && $4 == 40960 && $5 == 1 { ok = 1 }
+     END { exit !ok }' "$out" || fail "totals for read"
+awk '$2 == "write" && $3 == 5 && $4 == 327680 && $5 == 0 { ok = 1 }
+     END { exit !ok }' "$out" || fail "totals for write"

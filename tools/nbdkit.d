@@ -1,0 +1,119 @@
+#!/usr/sbin/dtrace -qs
+/*
+ * nbdkit.d: request latency, sizes and errors by command, and the life
+ * of connections, for nbdkit on systems with DTrace (illumos, FreeBSD,
+ * macOS).  Uses the USDT probes of provider "nbdkit" (server/probes.d).
+ *
+ *   dtrace -qs nbdkit.d                   every nbdkit process
+ *   dtrace -qs nbdkit.d -p PID            one server (use nbdkit$target)
+ *
+ * Every 10 seconds and at ^C it prints, per command: requests, errors,
+ * payload bytes, and latency distributions (us) for the request's whole
+ * life (header read to reply sent) and for its time in the layers
+ * (dispatch to done).  It prints a line when a connection closes and
+ * when a handshake fails.  Requests are keyed by (pid, connection id,
+ * cookie), so replies sent by another thread still match.
+ */
+
+#pragma D option quiet
+#pragma D option dynvarsize=16m
+
+dtrace:::BEGIN
+{
+	printf("Tracing nbdkit... Hit Ctrl-C to end.\n");
+}
+
+nbdkit*:::request_start
+/arg2 != 2/
+{
+	/* id, cookie, command, name, flags, offset, count */
+	start[pid, arg0, arg1] = timestamp;
+	cmd[pid, arg0, arg1] = copyinstr(arg3);
+	@size[copyinstr(arg3)] = quantize(arg6);
+}
+
+nbdkit*:::request_dispatch
+/start[pid, arg0, arg1]/
+{
+	/* id, cookie, queue_ns */
+	dispatch[pid, arg0, arg1] = timestamp;
+	@queue_us[cmd[pid, arg0, arg1]] = quantize(arg2 / 1000);
+}
+
+nbdkit*:::request_done
+/start[pid, arg0, arg1]/
+{
+	/* id, cookie, command, error, bytes, duration_ns */
+	this->c = cmd[pid, arg0, arg1];
+	@requests[this->c] = count();
+	@bytes[this->c] = sum(arg4);
+	@errors[this->c] = sum(arg3 != 0);
+}
+
+nbdkit*:::request_done
+/dispatch[pid, arg0, arg1]/
+{
+	@layer_us[cmd[pid, arg0, arg1]] =
+	    quantize((timestamp - dispatch[pid, arg0, arg1]) / 1000);
+	dispatch[pid, arg0, arg1] = 0;
+}
+
+nbdkit*:::reply_send
+/start[pid, arg0, arg1]/
+{
+	/* id, cookie, kind, bytes, chunks */
+	@total_us[cmd[pid, arg0, arg1], copyinstr(arg2)] =
+	    quantize((timestamp - start[pid, arg0, arg1]) / 1000);
+	start[pid, arg0, arg1] = 0;
+	cmd[pid, arg0, arg1] = "";
+}
+
+nbdkit*:::connection_accept
+{
+	/* id, fd, peer, transport */
+	@accepted[copyinstr(arg3)] = count();
+}
+
+nbdkit*:::handshake_done
+{
+	/* id, export, structured, extended */
+	export[pid, arg0] = copyinstr(arg1);
+	known[pid, arg0] = 1;
+}
+
+nbdkit*:::handshake_fail
+{
+	/* id, reason */
+	printf("%Y pid %d conn %d handshake failed: %s\n", walltimestamp, pid,
+	    arg0, copyinstr(arg1));
+}
+
+nbdkit*:::connection_close
+{
+	/* id, reason, requests, bytes_in, bytes_out, lifetime_ns */
+	printf("%Y pid %d conn %d export \"%s\" closed (%s): %d requests, "
+	    "%d bytes in, %d bytes out, %d ms\n", walltimestamp, pid, arg0,
+	    known[pid, arg0] ? export[pid, arg0] : "?", copyinstr(arg1),
+	    arg2, arg3, arg4, arg5 / 1000000);
+	/* Assigning zero (or "") frees a dynamic variable. */
+	export[pid, arg0] = "";
+	known[pid, arg0] = 0;
+}
+
+profile:::tick-10s,
+dtrace:::END
+{
+	printf("\n%Y\n", walltimestamp);
+	printa("  %-14s requests %@d\n", @requests);
+	printa("  %-14s errors %@d\n", @errors);
+	printa("  %-14s payload bytes %@d\n", @bytes);
+	printa("  connections accepted (%s) %@d\n", @accepted);
+	printf("\nqueue (us), by command:\n");
+	printa(@queue_us);
+	printf("layer (us), by command:\n");
+	printa(@layer_us);
+	printf("total (us), by command and reply kind:\n");
+	printa(@total_us);
+	printf("request size (bytes), by command:\n");
+	printa(@size);
+}
