@@ -105,8 +105,9 @@ layer_preconnect (struct layer *l, int readonly)
 {
   struct connection *conn = conn_current ();
   call_start (conn, l, "preconnect", 0, 0);
-  log_set_layer_name (l->name);
+  const char *outer = log_swap_layer_name (l->name);
   int r = l->ops->preconnect (l, readonly);
+  log_swap_layer_name (outer);
   call_done (conn, l, "preconnect", ctl_err (r));
   return r;
 }
@@ -117,8 +118,9 @@ layer_list_exports (struct layer *l, int readonly, int is_tls,
 {
   struct connection *conn = conn_current ();
   call_start (conn, l, "list_exports", 0, 0);
-  log_set_layer_name (l->name);
+  const char *outer = log_swap_layer_name (l->name);
   int r = l->ops->list_exports (l, readonly, is_tls, exports);
+  log_swap_layer_name (outer);
   call_done (conn, l, "list_exports", ctl_err (r));
   return r;
 }
@@ -128,8 +130,9 @@ layer_default_export (struct layer *l, int readonly, int is_tls)
 {
   struct connection *conn = conn_current ();
   call_start (conn, l, "default_export", 0, 0);
-  log_set_layer_name (l->name);
+  const char *outer = log_swap_layer_name (l->name);
   const char *r = l->ops->default_export (l, readonly, is_tls);
+  log_swap_layer_name (outer);
   call_done (conn, l, "default_export", r ? 0 : EIO);
   return r;
 }
@@ -396,10 +399,11 @@ layer_open (struct connection *conn, struct layer *layer, int readonly,
   c->next_ops = layer_next_ops;
   c->layer = layer;
   c->conn = conn;
-  log_set_layer_name (layer->name);
+  const char *outer = log_swap_layer_name (layer->name);
   call_start (conn, layer, "open", 0, 0);
   int r = layer->ops->open (c, readonly, exportname, is_tls);
   call_done (conn, layer, "open", ctl_err (r));
+  log_swap_layer_name (outer);
   if (r == -1) {
     /* A filter's open may have opened the layers below already. */
     if (c->below)
@@ -416,10 +420,11 @@ layer_prepare_all (struct context *c, int readonly)
 {
   if (c->below && layer_prepare_all (c->below, readonly) == -1)
     return -1;
-  log_set_layer_name (c->layer->name);
+  const char *outer = log_swap_layer_name (c->layer->name);
   call_start (c->conn, c->layer, "prepare", 0, 0);
   int r = c->layer->ops->prepare (c, readonly);
   call_done (c->conn, c->layer, "prepare", ctl_err (r));
+  log_swap_layer_name (outer);
   return r;
 }
 
@@ -427,6 +432,7 @@ layer_prepare_all (struct context *c, int readonly)
 void
 layer_close_all (struct context *c)
 {
+  const char *outer = log_swap_layer_name (NULL);
   while (c) {
     struct context *below = c->below;
     log_set_layer_name (c->layer->name);
@@ -439,6 +445,7 @@ layer_close_all (struct context *c)
     free (c);
     c = below;
   }
+  log_swap_layer_name (outer);
 }
 
 void

@@ -15,6 +15,12 @@ requires grep -Eq '^#define (HAVE_SYS_SDT_H|ENABLE_PROBES) 1' \
   "$abs_top_builddir/config.h"
 tracing_lock
 
+# A private build-id cache ($HOME/.debug): other builds of the server
+# cached there offer sdt_nbdkit events too, and perf probe would try to
+# add theirs as well.
+export HOME="$tmpdir/home"
+mkdir -p "$HOME"
+
 so="$abs_top_builddir/plugins/example/.libs/nbdkit-example-plugin.so"
 [ -f "$so" ] || fail "$so not built"
 probes="example_config example_read example_write example_zero example_flush"

@@ -10,6 +10,12 @@ requires grep -q '^#define ENABLE_PROBES 1' "$abs_top_builddir/config.h"
 requires perf --version
 tracing_lock
 
+# A private build-id cache ($HOME/.debug): other builds of the server
+# cached there offer sdt_nbdkit events too, and perf probe would try to
+# add theirs as well.
+export HOME="$tmpdir/home"
+mkdir -p "$HOME"
+
 export PERF_PAGER=cat
 perf buildid-cache --add "$server_binary"
 cleanup_fn perf buildid-cache --remove "$server_binary"
