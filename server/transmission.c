@@ -225,9 +225,10 @@ recv_request (struct connection *conn, struct worker *w, struct request *req)
   req->error = 0;
   req->start_ns = NBDKIT_REQUEST_DONE_ENABLED () ||
     NBDKIT_REQUEST_DISPATCH_ENABLED () ? now_ns () : 0;
-  NBDKIT_REQUEST_START (conn->id, req->cookie, (uint64_t) req->type,
-                        tx_command_name (req->type), (uint64_t) req->flags,
-                        req->offset, req->count);
+  if (NBDKIT_REQUEST_START_ENABLED ())
+    NBDKIT_REQUEST_START (conn->id, req->cookie, (uint64_t) req->type,
+                          tx_command_name (req->type), (uint64_t) req->flags,
+                          req->offset, req->count);
 
   if (req->type == NBD_CMD_DISC) {
     /* No reply, but the request is complete: pair its start. */
