@@ -95,7 +95,8 @@ provider nbdkit {
    * do not fire it. */
   probe request_done (uint64_t id, uint64_t cookie, uint64_t command,
                       int64_t error, uint64_t bytes, uint64_t duration_ns);
-  /* A reply went out, in wire order: id, cookie, kind ("simple",
+  /* A reply is written, in wire order (fired just before the write,
+   * under the connection's write lock): id, cookie, kind ("simple",
    * "structured", "extended"), bytes on the wire, chunks. */
   probe reply_send (uint64_t id, uint64_t cookie, const char *kind,
                     uint64_t bytes, uint64_t chunks);

@@ -516,12 +516,11 @@ send_reply (struct connection *conn, struct worker *w,
     }
   }
 
-  /* The probe fires under the write lock, so tracers see replies in
-   * the order they went on the wire.
+  /* The probe fires under the write lock just before the write, so
+   * tracers see replies in wire order, and before anything the client
+   * sends in answer to this reply.
    */
   LOCK_FOR_SCOPE (&conn->write_lock);
-  if (conn_sendv (conn, iov, n) == -1)
-    return -1;
   if (NBDKIT_REPLY_SEND_ENABLED ()) {
     uint64_t bytes = 0;
     for (int i = 0; i < n; i++)
@@ -531,7 +530,7 @@ send_reply (struct connection *conn, struct worker *w,
                        : iov[0].iov_base == &simple ? "simple"
                        : "structured", bytes, probe_u64 (1));
   }
-  return 0;
+  return conn_sendv (conn, iov, n);
 }
 
 /* ---- workers ---- */

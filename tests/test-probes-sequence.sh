@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# A whole connection's life through a filter and a plugin, as bpftrace
+# sees it, compared line by line with an expected-output file (as
+# CPython's DTrace/SystemTap tests do): probes-sequence.bt prints every
+# connection, handshake, request and layer probe with the arguments that
+# do not vary between runs, and probes-sequence.expected is what one
+# synchronous nbdsh client (a write, a read, a clean shutdown) through
+# --filter=offset into memory must produce.  A probe that stops firing,
+# fires twice, moves, or changes an argument shows up in the diff.
+source "$(dirname "$0")/functions.sh"
+requires_cmd bpftrace nbdsh
+requires_root
+requires grep -q '^#define ENABLE_PROBES 1' "$abs_top_builddir/config.h"
+tracing_lock
+
+start_server --filter=offset memory 2M offset=1M
+
+timeout -k 5 60 bpftrace "$srcdir/probes-sequence.bt" "$server_binary" \
+  > "$tmpdir/out" 2> "$tmpdir/err" &
+bt=$!
+cleanup_fn _kill_pid "$bt"
+for (( i = 0; i < 300; i++ )); do
+  grep -qs '^Attaching' "$tmpdir/out" && break
+  kill -0 "$bt" 2>/dev/null || { cat "$tmpdir/err"; fail "bpftrace died"; }
+  sleep 0.1
+done
+[ "$i" -lt 300 ] || fail "bpftrace did not attach within 30 s"
+sleep 2                      # attaching is announced before it is done
+
+t nbdsh -u "$uri" -c '
+h.pwrite(b"x" * 512, 4096)
+assert h.pread(512, 4096) == b"x" * 512
+h.shutdown()'
+sleep 1
+kill -INT "$bt"
+wait "$bt" || :
+
+grep -v '^Attaching\|^$' "$tmpdir/out" > "$tmpdir/got"
+diff -u "$srcdir/probes-sequence.expected" "$tmpdir/got" ||
+  fail "the probe sequence differs from probes-sequence.expected"
