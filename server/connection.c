@@ -123,8 +123,25 @@ conn_is_closing (struct connection *conn)
   return conn->closing;
 }
 
+/* One read from the socket: bytes, 0 at end of file, -1 on error. */
+static ssize_t
+read_some (struct connection *conn, void *buf, size_t len)
+{
+  for (;;) {
+    ssize_t r = read (conn->sockin, buf, len);
+    if (r >= 0 || errno != EINTR)
+      return r;
+  }
+}
+
 /* Read exactly LEN bytes.  Returns 0, or -1 with errno set (0 at a
  * clean end of file before the first byte).
+ *
+ * Input is buffered: one read() takes in whatever the client has sent,
+ * so a client with many requests in flight costs one system call for
+ * many request headers.  Large payloads bypass the buffer and land in
+ * the caller's memory directly.  Only the thread that holds the
+ * connection's read lock (or the handshake) calls this.
  */
 int
 conn_recv (struct connection *conn, void *buf, size_t len)
@@ -132,13 +149,33 @@ conn_recv (struct connection *conn, void *buf, size_t len)
   char *p = buf;
   size_t got = 0;
 
+  /* What the buffer already holds. */
+  if (conn->in_len > 0) {
+    size_t n = conn->in_len < len ? conn->in_len : len;
+    memcpy (p, conn->in_buf + conn->in_pos, n);
+    conn->in_pos += n;
+    conn->in_len -= n;
+    got = n;
+  }
+
   while (got < len) {
-    ssize_t r = read (conn->sockin, p + got, len - got);
-    if (r == -1) {
-      if (errno == EINTR)
+    size_t want = len - got;
+    ssize_t r;
+    if (want >= CONN_INBUF_SIZE / 2 || !conn->in_buf)
+      r = read_some (conn, p + got, want);      /* straight in */
+    else {
+      r = read_some (conn, conn->in_buf, CONN_INBUF_SIZE);
+      if (r > 0) {
+        size_t n = (size_t) r < want ? (size_t) r : want;
+        memcpy (p + got, conn->in_buf, n);
+        conn->in_pos = n;
+        conn->in_len = r - n;
+        got += n;
         continue;
-      return -1;
+      }
     }
+    if (r == -1)
+      return -1;
     if (r == 0) {
       errno = got == 0 ? 0 : EPIPE;
       return -1;
@@ -262,6 +299,8 @@ conn_handle (const struct config *cfg, int sockin, int sockout,
   conn->sockout_is_socket = is_socket (sockout);
   conn->transport = transport;
   conn->start_ns = now_ns ();
+  /* Without an input buffer, reads are simply unbuffered. */
+  conn->in_buf = malloc (CONN_INBUF_SIZE);
   pthread_mutex_init (&conn->read_lock, NULL);
   pthread_mutex_init (&conn->write_lock, NULL);
   pthread_mutex_init (&conn->status_lock, NULL);
@@ -314,6 +353,7 @@ conn_handle (const struct config *cfg, int sockin, int sockout,
   public_free_interned (conn);
   free (conn->exportname);
   free (conn->meta_export);
+  free (conn->in_buf);
   pthread_mutex_destroy (&conn->read_lock);
   pthread_mutex_destroy (&conn->write_lock);
   pthread_mutex_destroy (&conn->status_lock);

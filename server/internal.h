@@ -33,6 +33,7 @@
 #define MAX_META_QUERIES   128
 #define DEFAULT_THREADS    16
 #define DEFAULT_MAX_CONNECTIONS 1024
+#define CONN_INBUF_SIZE    (64 * 1024)          /* buffered request input */
 
 /* ---- config (main.c) ---- */
 
@@ -213,6 +214,10 @@ struct connection {
   uint64_t id;                  /* never reused */
   int sockin, sockout;
   bool sockout_is_socket;       /* send with MSG_NOSIGNAL, else write */
+
+  /* Buffered input (conn_recv), used under the read lock only. */
+  char *in_buf;                 /* CONN_INBUF_SIZE bytes, or NULL */
+  size_t in_pos, in_len;        /* unread bytes: in_buf[in_pos, +in_len) */
   const struct config *cfg;
   const char *transport;        /* "unix", "tcp", "stdio", "activated" */
   char peer[128];               /* printable peer address */

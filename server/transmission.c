@@ -37,12 +37,20 @@ struct request {
   uint64_t start_ns;            /* only when request_done is traced */
 };
 
+struct pool;
+
 struct worker {
   struct connection *conn;
+  struct pool *pool;
   char *buf;                    /* payload in, data out */
   size_t cap;
   struct nbd_block_descriptor_64 *desc;   /* block status scratch */
+  char *out;                    /* replies held back to go out together */
+  size_t out_len, out_cap;
 };
+
+/* Replies are held back (and sent together) up to this many bytes. */
+#define MAX_HELD_REPLIES (1024 * 1024)
 
 const char *
 tx_command_name (uint16_t cmd)
@@ -415,9 +423,79 @@ run (struct connection *conn, struct worker *w, const struct request *req,
 
 /* ---- replies ---- */
 
+static void
+fire_reply_send (struct connection *conn, const struct request *req,
+                 const struct iovec *iov, int n, const void *simple)
+{
+  uint64_t bytes = 0;
+  for (int i = 0; i < n; i++)
+    bytes += iov[i].iov_len;
+  NBDKIT_REPLY_SEND (conn->id, req->cookie,
+                     conn->extended ? "extended"
+                     : iov[0].iov_base == simple ? "simple"
+                     : "structured", bytes, probe_u64 (1));
+}
+
+/* Send the replies held back in w->out, then IOV, in one sendmsg. */
+static int
+flush_replies (struct connection *conn, struct worker *w,
+               const struct iovec *iov, int n)
+{
+  struct iovec v[8];
+  int k = 0;
+  if (w->out_len)
+    v[k++] = (struct iovec) { w->out, w->out_len };
+  for (int i = 0; i < n; i++)
+    v[k++] = iov[i];
+  w->out_len = 0;
+  if (k == 0)
+    return 0;
+  LOCK_FOR_SCOPE (&conn->write_lock);
+  return conn_sendv (conn, v, k);
+}
+
+/* Copy a reply into w->out.  Returns false if it does not fit. */
+static bool
+hold_reply (struct worker *w, const struct iovec *iov, int n)
+{
+  size_t len = 0;
+  for (int i = 0; i < n; i++)
+    len += iov[i].iov_len;
+  if (w->out_len + len > MAX_HELD_REPLIES)
+    return false;
+  if (w->out_len + len > w->out_cap) {
+    size_t cap = w->out_cap ? w->out_cap : 65536;
+    while (cap < w->out_len + len)
+      cap *= 2;
+    char *o = realloc (w->out, cap);
+    if (!o)
+      return false;
+    w->out = o;
+    w->out_cap = cap;
+  }
+  for (int i = 0; i < n; i++) {
+    memcpy (w->out + w->out_len, iov[i].iov_base, iov[i].iov_len);
+    w->out_len += iov[i].iov_len;
+  }
+  return true;
+}
+
+/* Is the start of another request already in the input buffer?  Then
+ * the client is still sending and will not wait for our replies, so
+ * they can be held back and sent together.  Only meaningful while this
+ * is the connection's only worker.
+ */
+static bool
+request_buffered (const struct connection *conn)
+{
+  return conn->in_len >= (conn->extended ? sizeof (struct nbd_extended_request)
+                                         : sizeof (struct nbd_request));
+}
+
+/* Send (or, with HOLD, hold back) the reply to REQ. */
 static int
 send_reply (struct connection *conn, struct worker *w,
-            const struct request *req, int err, int ndesc)
+            const struct request *req, int err, int ndesc, bool hold)
 {
   struct iovec iov[4];
   int n = 0;
@@ -516,29 +594,78 @@ send_reply (struct connection *conn, struct worker *w,
     }
   }
 
-  /* The probe fires under the write lock just before the write, so
-   * tracers see replies in wire order, and before anything the client
+  /* The probe fires before the reply is written or held back: in wire
+   * order (held replies come from the connection's only worker, other
+   * replies fire under the write lock), and before anything the client
    * sends in answer to this reply.
    */
-  LOCK_FOR_SCOPE (&conn->write_lock);
-  if (NBDKIT_REPLY_SEND_ENABLED ()) {
-    uint64_t bytes = 0;
-    for (int i = 0; i < n; i++)
-      bytes += iov[i].iov_len;
-    NBDKIT_REPLY_SEND (conn->id, req->cookie,
-                       conn->extended ? "extended"
-                       : iov[0].iov_base == &simple ? "simple"
-                       : "structured", bytes, probe_u64 (1));
+  if (hold) {
+    if (NBDKIT_REPLY_SEND_ENABLED ())
+      fire_reply_send (conn, req, iov, n, &simple);
+    if (hold_reply (w, iov, n))
+      return 0;
   }
-  return conn_sendv (conn, iov, n);
+  {
+    LOCK_FOR_SCOPE (&conn->write_lock);
+    if (!hold && NBDKIT_REPLY_SEND_ENABLED ())
+      fire_reply_send (conn, req, iov, n, &simple);
+  }
+  return flush_replies (conn, w, iov, n);
 }
 
 /* ---- workers ---- */
+
+/* A connection starts with one worker, which reads, runs and answers
+ * requests in turn: for a plugin that answers in microseconds this
+ * costs no thread hand-offs at all (one read per batch of requests, one
+ * sendmsg per reply).  When requests turn out to be slow, so that
+ * running them side by side pays, the pool grows one worker at a time
+ * up to -t.  "Slow" is a moving average of the time spent in the
+ * layers above SLOW_REQUEST_NS.
+ */
+#define SLOW_REQUEST_NS 20000
+
+struct pool {
+  struct connection *conn;
+  pthread_mutex_t lock;         /* protects started and threads */
+  unsigned max, started;
+  struct worker *workers;       /* max of them */
+  pthread_t *threads;
+  _Atomic uint64_t avg_ns;      /* moving average of run time */
+};
+
+static void *worker_loop (void *arg);
+
+/* Called after each request: add a worker if requests are slow. */
+static void
+maybe_grow (struct pool *pool, uint64_t run_ns)
+{
+  uint64_t avg = pool->avg_ns;
+  avg = avg - avg / 8 + run_ns / 8;
+  pool->avg_ns = avg;
+  if (avg < SLOW_REQUEST_NS || pool->started >= pool->max)
+    return;
+
+  LOCK_FOR_SCOPE (&pool->lock);
+  if (pool->started >= pool->max || conn_is_closing (pool->conn))
+    return;
+  unsigned i = pool->started;
+  int e = pthread_create (&pool->threads[i], NULL, worker_loop,
+                          &pool->workers[i]);
+  if (e != 0) {
+    pool->max = pool->started;  /* stop trying */
+    return;
+  }
+  pool->started++;
+  nbdkit_debug ("requests average %" PRIu64 " us: %u workers",
+                avg / 1000, pool->started);
+}
 
 static void *
 worker_loop (void *arg)
 {
   struct worker *w = arg;
+  struct pool *pool = w->pool;
   struct connection *conn = w->conn;
   bool serialize_all = conn->cfg->thread_model <=
     NBDKIT_THREAD_MODEL_SERIALIZE_ALL_REQUESTS;
@@ -548,6 +675,13 @@ worker_loop (void *arg)
     struct request req;
     int r;
 
+    /* Held-back replies go out before we might wait for the client. */
+    if (w->out_len && (pool->started > 1 || !request_buffered (conn)) &&
+        flush_replies (conn, w, NULL, 0) == -1) {
+      conn_set_closing (conn, "write error");
+      break;
+    }
+
     pthread_mutex_lock (&conn->read_lock);
     if (conn_is_closing (conn)) {
       pthread_mutex_unlock (&conn->read_lock);
@@ -555,8 +689,10 @@ worker_loop (void *arg)
     }
     r = recv_request (conn, w, &req);
     pthread_mutex_unlock (&conn->read_lock);
-    if (r == -1 || r == 1)
+    if (r == -1 || r == 1) {
+      conn_set_closing (conn, "read error");  /* keeps an earlier reason */
       break;
+    }
 
     conn->requests++;
     int err = req.error, ndesc = 0;
@@ -566,11 +702,14 @@ worker_loop (void *arg)
       if (NBDKIT_REQUEST_DISPATCH_ENABLED ())
         NBDKIT_REQUEST_DISPATCH (conn->id, req.cookie,
                                  req.start_ns ? now_ns () - req.start_ns : 0);
+      uint64_t t0 = pool->started < pool->max ? now_ns () : 0;
       layer_set_cookie (req.cookie);
       err = run (conn, w, &req, &ndesc);
       layer_set_cookie (0);
       if (serialize_all)
         pthread_mutex_unlock (&all_requests_lock);
+      if (t0)
+        maybe_grow (pool, now_ns () - t0);
     }
     if (req.start_ns && NBDKIT_REQUEST_DONE_ENABLED ()) {
       uint64_t bytes = err ? 0 : (req.type == NBD_CMD_READ ||
@@ -578,53 +717,59 @@ worker_loop (void *arg)
       NBDKIT_REQUEST_DONE (conn->id, req.cookie, (uint64_t) req.type,
                            (int64_t) err, bytes, now_ns () - req.start_ns);
     }
-    if (send_reply (conn, w, &req, err, ndesc) == -1) {
+    bool hold = r == 0 && pool->started == 1 && request_buffered (conn);
+    if (send_reply (conn, w, &req, err, ndesc, hold) == -1) {
       conn_set_closing (conn, "write error");
       break;
     }
     if (r == 2)
       break;
   }
+  if (w->out_len && flush_replies (conn, w, NULL, 0) == -1)
+    conn_set_closing (conn, "write error");
   /* Wake a worker blocked in read so it sees we are closing. */
   if (conn_is_closing (conn))
     shutdown (conn->sockin, SHUT_RD);
   free (w->buf);
   free (w->desc);
+  free (w->out);
   return NULL;
 }
 
 void
 tx_serve (struct connection *conn)
 {
-  unsigned n = conn->cfg->threads;
-  if (conn->cfg->thread_model < NBDKIT_THREAD_MODEL_PARALLEL || n < 1)
-    n = 1;
+  struct pool pool = { .conn = conn, .max = conn->cfg->threads };
+  if (conn->cfg->thread_model < NBDKIT_THREAD_MODEL_PARALLEL ||
+      pool.max < 1)
+    pool.max = 1;
 
-  struct worker *w = calloc (n, sizeof *w);
-  pthread_t *t = calloc (n, sizeof *t);
-  if (!w || !t) {
+  pool.workers = calloc (pool.max, sizeof *pool.workers);
+  pool.threads = calloc (pool.max, sizeof *pool.threads);
+  if (!pool.workers || !pool.threads) {
     nbdkit_error ("calloc: %m");
-    free (w);
-    free (t);
+    free (pool.workers);
+    free (pool.threads);
     conn_set_closing (conn, "out of memory");
     return;
   }
-  unsigned started = 1;
-  for (unsigned i = 0; i < n; i++)
-    w[i].conn = conn;
-  for (unsigned i = 1; i < n; i++) {
-    int e = pthread_create (&t[i], NULL, worker_loop, &w[i]);
-    if (e != 0) {
-      errno = e;
-      nbdkit_debug ("pthread_create: %m (continuing with %u workers)",
-                    started);
-      break;
-    }
-    started++;
+  pthread_mutex_init (&pool.lock, NULL);
+  for (unsigned i = 0; i < pool.max; i++) {
+    pool.workers[i].conn = conn;
+    pool.workers[i].pool = &pool;
   }
-  worker_loop (&w[0]);
+  pool.started = 1;             /* worker 0 is this thread */
+  worker_loop (&pool.workers[0]);
+
+  /* No worker starts once the connection is closing (maybe_grow checks
+   * under the lock), so the set to join is final.
+   */
+  pthread_mutex_lock (&pool.lock);
+  unsigned started = pool.started;
+  pthread_mutex_unlock (&pool.lock);
   for (unsigned i = 1; i < started; i++)
-    pthread_join (t[i], NULL);
-  free (w);
-  free (t);
+    pthread_join (pool.threads[i], NULL);
+  pthread_mutex_destroy (&pool.lock);
+  free (pool.workers);
+  free (pool.threads);
 }

@@ -82,7 +82,7 @@ start_tracer ()
   echo "--- example $1:"
   cat "$f"
   { printf 'exec '; cat "$f"; } > "$tmpdir/$1.exec"
-  ( cd "$run" && exec timeout -k 5 60 bash "$tmpdir/$1.exec" ) \
+  ( cd "$run" && exec timeout -k 5 120 bash "$tmpdir/$1.exec" ) \
     > "$tmpdir/$1.out" 2> "$tmpdir/$1.err" &
   tracer=$!
   cleanup_fn _kill_pid "$tracer"
