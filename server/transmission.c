@@ -49,8 +49,12 @@ struct worker {
   size_t out_len, out_cap;
 };
 
-/* Replies are held back (and sent together) up to this many bytes. */
+/* Replies are held back (and sent together) up to this many bytes;
+ * a reply larger than MAX_HELD_REPLY is worth its own sendmsg rather
+ * than an extra copy.
+ */
 #define MAX_HELD_REPLIES (1024 * 1024)
+#define MAX_HELD_REPLY (64 * 1024)
 
 const char *
 tx_command_name (uint16_t cmd)
@@ -461,7 +465,7 @@ hold_reply (struct worker *w, const struct iovec *iov, int n)
   size_t len = 0;
   for (int i = 0; i < n; i++)
     len += iov[i].iov_len;
-  if (w->out_len + len > MAX_HELD_REPLIES)
+  if (len > MAX_HELD_REPLY || w->out_len + len > MAX_HELD_REPLIES)
     return false;
   if (w->out_len + len > w->out_cap) {
     size_t cap = w->out_cap ? w->out_cap : 65536;
@@ -641,7 +645,7 @@ static void
 maybe_grow (struct pool *pool, uint64_t run_ns)
 {
   uint64_t avg = pool->avg_ns;
-  avg = avg - avg / 8 + run_ns / 8;
+  avg = avg - avg / 64 + run_ns / 64;
   pool->avg_ns = avg;
   if (avg < SLOW_REQUEST_NS || pool->started >= pool->max)
     return;
