@@ -1,0 +1,61 @@
+/* A test plugin whose reads take 20 ms, and which records the most reads
+ * it ever had in progress at once.  test-worker-pool.sh uses it to see
+ * the server give slow requests more workers; the count comes out as a
+ * debug message when a connection closes (visible with -v).
+ */
+#include <config.h>
+
+#include <stdatomic.h>
+#include <string.h>
+#include <time.h>
+
+#define NBDKIT_API_VERSION 2
+#include <nbdkit-plugin.h>
+
+#define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
+
+static _Atomic int in_flight, max_in_flight;
+
+static void *
+slow_open (int readonly)
+{
+  return NBDKIT_HANDLE_NOT_NEEDED;
+}
+
+static void
+slow_close (void *handle)
+{
+  nbdkit_debug ("slow: most reads in flight at once: %d",
+                atomic_load (&max_in_flight));
+}
+
+static int64_t
+slow_get_size (void *handle)
+{
+  return 64 * 1024 * 1024;
+}
+
+static int
+slow_pread (void *handle, void *buf, uint32_t count, uint64_t offset,
+            uint32_t flags)
+{
+  int now = ++in_flight, seen = max_in_flight;
+  while (now > seen &&
+         !atomic_compare_exchange_weak (&max_in_flight, &seen, now))
+    ;
+  struct timespec ts = { .tv_sec = 0, .tv_nsec = 20 * 1000 * 1000 };
+  nanosleep (&ts, NULL);
+  memset (buf, 0, count);
+  in_flight--;
+  return 0;
+}
+
+static struct nbdkit_plugin plugin = {
+  .name = "slow",
+  .open = slow_open,
+  .close = slow_close,
+  .get_size = slow_get_size,
+  .pread = slow_pread,
+};
+
+NBDKIT_REGISTER_PLUGIN (plugin)
