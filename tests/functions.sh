@@ -14,6 +14,7 @@
 #   expect_fail CMD [ARGS]   succeed only if CMD fails (status != 0)
 #   fail MESSAGE             print MESSAGE and exit 1
 #   tracing_lock             serialise tests that use perf or bpftrace
+#   wait_for_output F RE PID wait (bounded) for a line matching RE in F
 #
 # The environment comes from tests/Makefile.am (AM_TESTS_ENVIRONMENT):
 # $NBDKIT is the build tree's ./nbdkit wrapper, $PATH puts the build tree
@@ -118,6 +119,20 @@ flock -s -w 300 9 || fail "could not take the test lock"
 tracing_lock ()
 {
   flock -x -w 300 9 || fail "could not take the tracing lock"
+}
+
+# wait_for_output FILE REGEX PID [SECONDS]: wait until FILE has a line
+# matching the extended REGEX (a tracer saying it is attached, say);
+# give up early if PID exits, or after SECONDS (default 30).
+wait_for_output ()
+{
+  local file=$1 regex=$2 pid=$3 secs=${4:-30} i
+  for (( i = 0; i < secs * 10; i++ )); do
+    grep -Eq "$regex" "$file" 2>/dev/null && return 0
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  grep -Eq "$regex" "$file" 2>/dev/null
 }
 
 # The server under test must exist: a missing build is a failure, not a skip.

@@ -20,12 +20,7 @@ timeout -k 5 120 "$abs_top_srcdir/tools/nbdkit-trace" -p "$server_pid" \
   connections > "$out" 2> "$tmpdir/err" &
 tool=$!
 cleanup_fn _kill_pid "$tool"
-for (( i = 0; i < 300; i++ )); do
-  grep -q '^TIME' "$out" && break
-  kill -0 "$tool" 2>/dev/null || break
-  sleep 0.1
-done
-grep -q '^TIME' "$out" || { cat "$out" "$tmpdir/err"; fail "no start"; }
+wait_for_output "$out" '^TIME' "$tool" || { cat "$out" "$tmpdir/err"; fail "no start"; }
 
 for i in 1 2 3; do
   t nbdsh -u "$uri" -c 'h.pread(4096, 0)' -c 'h.pread(4096, 8192)' \

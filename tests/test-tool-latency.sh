@@ -19,12 +19,7 @@ timeout -k 5 120 "$abs_top_srcdir/tools/nbdkit-trace" -p "$server_pid" \
   latency > "$out" 2> "$tmpdir/err" &
 tool=$!
 cleanup_fn _kill_pid "$tool"
-for (( i = 0; i < 300; i++ )); do
-  grep -q '^Tracing' "$out" && break
-  kill -0 "$tool" 2>/dev/null || break
-  sleep 0.1
-done
-grep -q '^Tracing' "$out" || { cat "$out" "$tmpdir/err"; fail "no start"; }
+wait_for_output "$out" '^Tracing' "$tool" || { cat "$out" "$tmpdir/err"; fail "no start"; }
 
 t nbdsh -u "$uri" -c '
 for i in range(10):

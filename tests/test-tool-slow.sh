@@ -20,12 +20,9 @@ for th in 0 100000000; do
   pids+=($!)
   cleanup_fn _kill_pid "$!"
 done
-for th in 0 100000000; do
-  for (( i = 0; i < 300; i++ )); do
-    grep -q '^TIME' "$tmpdir/out$th" && break
-    sleep 0.1
-  done
-  grep -q '^TIME' "$tmpdir/out$th" ||
+for j in 0 1; do
+  th=$(( j ? 100000000 : 0 ))
+  wait_for_output "$tmpdir/out$th" '^TIME' "${pids[$j]}" ||
     { cat "$tmpdir/out$th" "$tmpdir/err$th"; fail "slow $th did not start"; }
 done
 

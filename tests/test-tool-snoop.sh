@@ -19,12 +19,7 @@ timeout -k 5 120 "$abs_top_srcdir/tools/nbdkit-trace" -p "$server_pid" snoop \
 tool=$!
 cleanup_fn _kill_pid "$tool"
 # BEGIN prints the header once every probe is attached.
-for (( i = 0; i < 300; i++ )); do
-  grep -q '^TIME' "$out" && break
-  kill -0 "$tool" 2>/dev/null || break
-  sleep 0.1
-done
-grep -q '^TIME' "$out" || { cat "$out" "$tmpdir/err"; fail "snoop did not start"; }
+wait_for_output "$out" '^TIME' "$tool" || { cat "$out" "$tmpdir/err"; fail "snoop did not start"; }
 
 t nbdsh -u "$uri" -c '
 for i in range(10):

@@ -87,12 +87,7 @@ probe end { foreach (c in n) printf("command %d count %d bytes %d\n", c,
 ' > "$tmpdir/out" 2> "$tmpdir/err" &
 tool=$!
 cleanup_fn _kill_pid "$tool"
-for (( i = 0; i < 1200; i++ )); do
-  grep -q READY "$tmpdir/out" && break
-  kill -0 "$tool" 2>/dev/null || break
-  sleep 0.1
-done
-grep -q READY "$tmpdir/out" || { filter < "$tmpdir/err"; fail "stap did not start"; }
+wait_for_output "$tmpdir/out" READY "$tool" 120 || { filter < "$tmpdir/err"; fail "stap did not start"; }
 t nbdsh -u "$uri" -c '
 for i in range(10):
     h.pread(4096, i * 4096)

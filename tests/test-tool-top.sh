@@ -21,12 +21,7 @@ timeout -k 5 120 python3 "$abs_top_srcdir/tools/nbdkit-top" \
   > "$out" 2> "$tmpdir/err" &
 tool=$!
 cleanup_fn _kill_pid "$tool"
-for (( i = 0; i < 300; i++ )); do
-  grep -q '^nbdkit-top: attached' "$out" && break
-  kill -0 "$tool" 2>/dev/null || break
-  sleep 0.1
-done
-grep -q '^nbdkit-top: attached' "$out" ||
+wait_for_output "$out" '^nbdkit-top: attached' "$tool" ||
   { cat "$out" "$tmpdir/err"; fail "nbdkit-top did not attach"; }
 
 t nbdsh -u "$uri" -c '
