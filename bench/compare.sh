@@ -1,0 +1,666 @@
+#!/usr/bin/env bash
+# bench/compare.sh: our server side by side with the peers installed from
+# Debian (nbdkit, qemu-nbd, nbd-server), on a Unix socket and on TCP over
+# 127.0.0.1.
+#
+# One server runs at a time, on its own private socket or port, started
+# fresh for its slot; within each round every server gets a slot per
+# transport, in an order that rotates from round to round.  In a slot:
+# nbdcopy of a 1 GiB file (in /dev/shm) into the export, nbdcopy of the
+# export to null:, then fio (ioengine=nbd): 4 KiB random read and write
+# QD32, 4 connections x QD8 random read, 1 MiB sequential read and write
+# QD8, and 4 KiB QD1 read latency (p50, p99).  Around each run the
+# server's CPU time comes from /proc/PID/stat (utime+stime, plus
+# cutime+cstime for the children nbd-server forks per connection) and
+# its peak RSS from VmHWM in /proc/PID/status (the children's too).
+# Then: IOPS against 1/2/4/8 connections (ours, nbdkit) and against -t
+# (ours); the limit (one stream of 1 MiB writes, bench/unix-stream-limit.c);
+# and the memory plugin's RSS after writing 256 MiB, and of a 1 TiB
+# export before any write.  Prints a markdown report on stdout;
+# --write-results also puts it in bench/RESULTS.md as the section
+# "## Peers" (other sections are kept).
+#
+#   bench/compare.sh [--rounds N] [--runtime SECONDS] [--quick]
+#        [--build DIR] [--write-results]
+#
+# --quick: 1 round of 1 s runs of 4 KiB random read and 1 MiB sequential
+# read only, on a 256M export, no scaling or memory phases (a smoke test,
+# < 60 s).  --build: our configured and built out-of-tree build directory
+# (default $BENCH_BUILD or /tmp/build-bench).  Needs fio (ioengine=nbd),
+# nbdcopy, nbdinfo and python3 (exit 77 without fio); a peer that is not
+# installed is left out; the limit needs a C compiler (cc).
+set -euo pipefail
+export PATH="/usr/bin:$PATH"    # libnbd's tools, Debian's nbdkit is a peer
+export LC_ALL=C
+
+srcdir="$(cd "$(dirname "$0")/.." && pwd)"
+rounds=3 runtime=5 quick=0 write_results=0
+build="${BENCH_BUILD:-/tmp/build-bench}"
+cmdline="bench/compare.sh $*"
+
+usage ()
+{
+  sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+  exit "${1:-0}"
+}
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --rounds) rounds="$2"; shift 2 ;;
+    --runtime) runtime="$2"; shift 2 ;;
+    --quick) quick=1; shift ;;
+    --build) build="$2"; shift 2 ;;
+    --write-results) write_results=1; shift ;;
+    -h|--help) usage 0 ;;
+    *) echo "$0: unknown argument: $1" >&2; usage 2 >&2 ;;
+  esac
+done
+[ "$quick" -eq 1 ] && rounds=1 runtime=1
+case "$rounds$runtime" in *[!0-9]*|0*)
+  echo "$0: --rounds and --runtime take positive whole numbers" >&2; exit 2 ;;
+esac
+build="$(cd "$build" 2>/dev/null && pwd)" || {
+  echo "$0: no build directory ${build}" >&2; exit 1; }
+
+die () { echo "$0: $*" >&2; exit 1; }
+note () { echo "# [$SECONDS s] $*" >&2; }   # progress, on stderr
+
+command -v fio >/dev/null || { echo "$0: fio not found" >&2; exit 77; }
+for c in nbdcopy nbdinfo python3 timeout; do
+  command -v $c >/dev/null || { echo "$0: $c not found" >&2; exit 77; }
+done
+fio --enghelp=nbd >/dev/null 2>&1 || die "this fio has no nbd ioengine"
+[ -x "$build/nbdkit" ] && [ -x "$build/server/nbdkit" ] ||
+  die "$build is not a built build directory (no ./nbdkit)"
+
+if [ "$quick" -eq 1 ]; then
+  size=256M size_mib=256
+  workloads=(randread-4k seqread-1m)
+else
+  size=1G size_mib=1024
+  workloads=(copy-in copy-out randread-4k randwrite-4k randread-4k-4conn
+             seqread-1m seqwrite-1m lat-4k-qd1)
+fi
+servers=(ours)
+command -v nbdkit >/dev/null && servers+=(nbdkit)
+command -v qemu-nbd >/dev/null && servers+=(qemu-nbd)
+command -v nbd-server >/dev/null && servers+=(nbd-server)
+transports=(unix tcp)
+copy_request=262144     # nbdcopy --request-size: CPU/req counts these
+
+# --- Cleanup: everything we start is killed on every exit path ---------
+
+# Backing files live in /dev/shm (tmpfs), the rest in a private directory.
+work="$(mktemp -d "${TMPDIR:-/tmp}/compare.XXXXXX")"
+shm="$(mktemp -d /dev/shm/compare.XXXXXX)"
+pids=()                 # background commands we started
+note "work directories: $work $shm"
+srv_pid=""              # the running server (nbd-server daemonises)
+
+kill_pid ()
+{
+  local pid="$1" i
+  kill "$pid" 2>/dev/null || return 0
+  for (( i = 0; i < 50; i++ )); do
+    kill -0 "$pid" 2>/dev/null || return 0
+    sleep 0.1
+  done
+  kill -9 "$pid" 2>/dev/null || :
+}
+children ()
+{
+  cat /proc/"$1"/task/*/children 2>/dev/null || :
+}
+cleanup ()
+{
+  local status=$? p
+  set +e
+  [ -n "$srv_pid" ] && stop_server
+  # A daemonised nbd-server that died before we read its pid file.
+  p="$(cat "$work/nbd-server.pid" 2>/dev/null)"
+  [ -n "$p" ] && [ "$(cat "/proc/$p/comm" 2>/dev/null)" = nbd-server ] &&
+    { for c in $(children "$p"); do kill_pid "$c"; done; kill_pid "$p"; }
+  for p in "${pids[@]}"; do kill_pid "$p"; done
+  if [ -n "${KEEP_WORK:-}" ]; then
+    echo "# kept $work and $shm" >&2
+  else
+    rm -rf "$work" "$shm"
+  fi
+  exit $status
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
+
+# bounded SECONDS LOG CMD...: run CMD under timeout in the background and
+# wait for it, so that a signal to this script is handled at once (bash
+# runs traps only between foreground commands) and kills it too.
+bounded ()
+{
+  local limit="$1" log="$2" pid status=0
+  shift 2
+  timeout -k 5 "$limit" "$@" >"$log" 2>&1 &
+  pid=$!
+  pids+=("$pid")
+  wait "$pid" || status=$?
+  unset 'pids[${#pids[@]}-1]'
+  return $status
+}
+
+# --- Servers ---------------------------------------------------------------
+
+free_port ()
+{
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# The exact command lines, for the report (SOCK, PORT, FILE, PIDFILE).
+declare -A srv_cmd=(
+  [ours]="BUILD/nbdkit -f -U SOCK|-i 127.0.0.1 -p PORT -P PIDFILE [-t N] memory $size"
+  [nbdkit]="/usr/bin/nbdkit -f -U SOCK|-i 127.0.0.1 -p PORT -P PIDFILE memory $size"
+  [qemu-nbd]="qemu-nbd -f raw --cache=writeback --aio=threads --persistent --shared=16 --pid-file=PIDFILE -k SOCK|-b 127.0.0.1 -p PORT FILE"
+  [nbd-server]="nbd-server -C CONF -p PIDFILE, CONF: [generic] unixsock = SOCK | listenaddr = 127.0.0.1, port = PORT; max_threads = 4 (default); [bench] exportname = FILE"
+)
+
+# start_server NAME TRANSPORT [THREADS]: sets srv_pid, srv_uri.  The
+# export starts empty: the memory plugin is new, a backing file is
+# truncated to nothing and back to $size (sparse, as the plugin is).
+start_server ()
+{
+  local name="$1" tr="$2" threads="${3:-}" i port="" sock pidfile log
+  local addr file="$shm/$name.img" export=""
+  sock="$work/$name.sock" pidfile="$work/$name.pid" log="$work/$name.log"
+  rm -f "$sock" "$pidfile"
+  if [ "$tr" = tcp ]; then
+    port="$(free_port)"
+    addr=(-i 127.0.0.1 -p "$port")
+  else
+    addr=(-U "$sock")
+  fi
+  case "$name" in
+    ours|nbdkit)
+      local bin=/usr/bin/nbdkit
+      [ "$name" = ours ] && bin="$build/nbdkit"
+      "$bin" -f "${addr[@]}" -P "$pidfile" ${threads:+-t "$threads"} \
+        memory "$size" >"$log" 2>&1 &
+      pids+=("$!") ;;
+    qemu-nbd)
+      rm -f "$file"; truncate -s "$size" "$file"
+      [ "$tr" = tcp ] && addr=(-b 127.0.0.1 -p "$port") || addr=(-k "$sock")
+      # writeback: the file is in tmpfs, whose page cache is the storage,
+      # so there is no second copy to avoid (and tmpfs may refuse
+      # O_DIRECT); --shared: up to 16 clients at once, as the others.
+      qemu-nbd -f raw --cache=writeback --aio=threads --persistent \
+        --shared=16 --pid-file="$pidfile" "${addr[@]}" "$file" \
+        >"$log" 2>&1 &
+      pids+=("$!") ;;
+    nbd-server)
+      rm -f "$file"; truncate -s "$size" "$file"
+      export=bench
+      { echo "[generic]"
+        if [ "$tr" = tcp ]; then
+          echo "listenaddr = 127.0.0.1"; echo "port = $port"
+        else
+          echo "unixsock = $sock"
+        fi
+        echo "[bench]"
+        echo "exportname = $file"; } >"$work/nbd-server.conf"
+      # It daemonises (-d would serve one client only): its pid comes
+      # from the pid file, and it forks a child per connection.
+      timeout 20 nbd-server -C "$work/nbd-server.conf" -p "$pidfile" \
+        >"$log" 2>&1 || die "nbd-server failed: $(cat "$log")" ;;
+    *) die "unknown server $name" ;;
+  esac
+  if [ "$tr" = tcp ]; then
+    srv_uri="nbd://127.0.0.1:$port/$export"
+  else
+    srv_uri="nbd+unix:///$export?socket=$sock"
+  fi
+  for (( i = 0; i < 200; i++ )); do
+    [ -s "$pidfile" ] && break
+    sleep 0.1
+  done
+  srv_pid="$(cat "$pidfile" 2>/dev/null)" ||
+    die "$name ($tr) wrote no pid file within 20 s: $(tail -3 "$log")"
+  # Ready when a client can connect and read the size.
+  for (( i = 0; i < 100; i++ )); do
+    timeout 5 nbdinfo --size "$srv_uri" >/dev/null 2>&1 && break
+    kill -0 "$srv_pid" 2>/dev/null || die "$name died: $(tail -3 "$log")"
+    sleep 0.2
+  done
+  timeout 5 nbdinfo --size "$srv_uri" >/dev/null 2>&1 ||
+    die "$name ($tr) did not serve $srv_uri within 20 s: $(tail -3 "$log")"
+  wait_children
+  note "server $name pid $srv_pid on $srv_uri"
+}
+
+stop_server ()
+{
+  local c
+  for c in $(children "$srv_pid"); do kill_pid "$c"; done
+  kill_pid "$srv_pid"
+  srv_pid=""
+}
+
+# nbd-server's per-connection children are counted (cutime, cstime) only
+# once reaped: wait for them to go before reading the clock.
+wait_children ()
+{
+  local i
+  for (( i = 0; i < 50; i++ )); do
+    [ -z "$(children "$srv_pid")" ] && return 0
+    sleep 0.1
+  done
+}
+
+# cpu_ticks PID: utime+stime+cutime+cstime (dead threads and reaped
+# children included).
+cpu_ticks ()
+{
+  local stat
+  stat="$(cat "/proc/$1/stat")" || die "server $1 is gone"
+  stat="${stat##*) }"                   # fields from 3 on
+  set -- $stat
+  echo $(( ${12} + ${13} + ${14} + ${15} ))   # fields 14 to 17
+}
+clk_tck="$(getconf CLK_TCK)"
+
+# hwm_kib PID: VmHWM of PID plus that of its children (bash builtins only:
+# the sampler below must cost the server nothing).
+hwm_kib ()
+{
+  local sum=0 f k v u
+  for f in "/proc/$1/status" $(for c in $(children "$1"); do
+                                 echo "/proc/$c/status"; done); do
+    while read -r k v u; do
+      [ "$k" = "VmHWM:" ] && { sum=$(( sum + v )); break; }
+    done 2>/dev/null <"$f" || :
+  done
+  echo "$sum"
+}
+# Peak RSS while a command runs: a sampler every 0.5 s (children come and
+# go with their connections), and a last look after.
+sampler_start ()
+{
+  ( peak=0
+    while :; do
+      v="$(hwm_kib "$srv_pid")"
+      (( v > peak )) && { peak=$v; echo "$peak" >"$work/peak"; }
+      sleep 0.5
+    done ) &
+  sampler_pid=$!
+  pids+=("$sampler_pid")
+}
+sampler_stop ()
+{
+  local v peak
+  v="$(hwm_kib "$srv_pid")"
+  kill "$sampler_pid" 2>/dev/null || :
+  wait "$sampler_pid" 2>/dev/null || :
+  unset 'pids[${#pids[@]}-1]'
+  peak="$(cat "$work/peak" 2>/dev/null || echo 0)"
+  rm -f "$work/peak"
+  echo $(( v > peak ? v : peak ))
+}
+
+# --- Workloads --------------------------------------------------------------
+
+# fio_run URI RW BS QD JOBS OUT.json: one bounded fio run, each job its own
+# connection.
+fio_run ()
+{
+  local uri="$1" rw="$2" bs="$3" qd="$4" jobs="$5" out="$6"
+  bounded $(( runtime + 60 )) "$out.err" \
+    fio --name=bench --ioengine=nbd --uri="$uri" --rw="$rw" --bs="$bs" \
+      --iodepth="$qd" --numjobs="$jobs" --group_reporting \
+      --runtime="$runtime" --time_based --norandommap --randrepeat=0 \
+      --output-format=json --output="$out" ||
+    die "fio failed ($rw $bs QD$qd x$jobs on $uri): $(tail -3 "$out.err")"
+}
+
+declare -A wl_fio=(
+  [randread-4k]="randread 4k 32 1"   [randwrite-4k]="randwrite 4k 32 1"
+  [randread-4k-4conn]="randread 4k 8 4"
+  [seqread-1m]="read 1M 8 1"         [seqwrite-1m]="write 1M 8 1"
+  [lat-4k-qd1]="randread 4k 1 1")
+
+# measure PHASE SERVER TRANSPORT WORKLOAD ROUND: one run on the running
+# server; appends "phase server transport workload round value unit
+# cpu-µs/req peak-RSS-KiB requests" lines to $work/data (two lines, p50
+# and p99, for the latency workload).
+measure ()
+{
+  local phase="$1" name="$2" tr="$3" wl="$4" rnd="$5" t0 t1 t_start t_end
+  local out="$work/$phase-$name-$tr-$wl-$rnd.json" rss what
+  t0="$(cpu_ticks "$srv_pid")"
+  sampler_start
+  case "$wl" in
+    copy-in|copy-out)
+      if [ "$wl" = copy-in ]; then what=("$shm/source.img" "$srv_uri")
+      else what=("$srv_uri" null:); fi
+      t_start="$(date +%s.%N)"
+      bounded $(( size_mib / 10 + 120 )) "$out.err" \
+        nbdcopy --request-size=$copy_request "${what[@]}" ||
+        die "nbdcopy $wl failed on $srv_uri: $(tail -3 "$out.err")"
+      t_end="$(date +%s.%N)"
+      echo "{\"seconds\": $(python3 -c "print($t_end - $t_start)")}" >"$out"
+      ;;
+    conns-*)
+      fio_run "$srv_uri" randread 4k 8 "${wl#conns-}" "$out" ;;
+    *)
+      fio_run "$srv_uri" ${wl_fio[$wl]} "$out" ;;
+  esac
+  wait_children
+  t1="$(cpu_ticks "$srv_pid")"
+  rss="$(sampler_stop)"
+  python3 - "$out" "$phase" "$name" "$tr" "$wl" "$rnd" $(( t1 - t0 )) \
+    "$clk_tck" "$rss" "$size_mib" "$copy_request" >>"$work/data" <<'PY'
+import json, sys
+out, phase, name, tr, wl, rnd, ticks, hz, rss, size_mib, req = sys.argv[1:]
+cpu_s = int(ticks) / int(hz)
+def line(value, unit, ios):
+    cpu = cpu_s * 1e6 / ios if ios else 0
+    print(phase, name, tr, wl, rnd, "%.3f" % value, unit, "%.3f" % cpu,
+          rss, ios)
+r = json.load(open(out))
+if wl.startswith("copy-"):
+    ios = int(size_mib) * 2**20 // int(req)
+    line(int(size_mib) / r["seconds"], "MiB/s", ios)
+else:
+    job = r["jobs"][0]
+    d = job["write"] if "write" in wl else job["read"]
+    ios = d["total_ios"]
+    if wl.startswith("lat-"):
+        p = d["clat_ns"]["percentile"]
+        wl0 = wl
+        for q in ("50.000000", "99.000000"):
+            wl = wl0 + "-p" + q[:2]
+            line(p[q] / 1000, "µs", ios)
+    elif "seq" in wl:
+        line(d["bw_bytes"] / 2**20, "MiB/s", ios)
+    else:
+        line(d["iops"], "IOPS", ios)
+PY
+  note "$(tail -1 "$work/data")"
+}
+
+# --- 1. Servers side by side -----------------------------------------------
+
+if [ "${workloads[0]}" = copy-in ]; then
+  note "making the $size source file in /dev/shm"
+  bounded 300 "$work/source.err" \
+    dd if=/dev/urandom of="$shm/source.img" bs=1M count="$size_mib" ||
+    die "cannot make the source file: $(tail -2 "$work/source.err")"
+fi
+note "servers: ${servers[*]}; transports: ${transports[*]}; $rounds rounds of $runtime s runs"
+
+for (( r = 1; r <= rounds; r++ )); do
+  n=${#servers[@]}
+  for (( i = 0; i < n; i++ )); do
+    name="${servers[$(( (i + r - 1) % n ))]}"
+    for tr in "${transports[@]}"; do
+      start_server "$name" "$tr"
+      for wl in "${workloads[@]}"; do
+        measure main "$name" "$tr" "$wl" "$r"
+      done
+      stop_server
+    done
+  done
+done
+
+# --- 2. Scaling: connections and worker threads, Unix socket -----------------
+
+# fill NAME: write the whole export once (not measured), so reads hit data.
+fill ()
+{
+  bounded 300 "$work/fill.err" \
+    fio --name=fill --ioengine=nbd --uri="$srv_uri" --rw=write --bs=1M \
+      --iodepth=8 --output="$work/fill.out" ||
+    die "filling the $1 export failed: $(tail -3 "$work/fill.err")"
+}
+
+conn_counts=(1 2 4 8)
+thread_counts=(1 2 4 8 16)
+if [ "$quick" -eq 0 ]; then
+  conn_servers=(ours)
+  command -v nbdkit >/dev/null && conn_servers+=(nbdkit)
+  for (( r = 1; r <= rounds; r++ )); do
+    for name in "${conn_servers[@]}"; do
+      start_server "$name" unix
+      fill "$name"
+      for c in "${conn_counts[@]}"; do
+        measure conns "$name" unix "conns-$c" "$r"
+      done
+      stop_server
+    done
+    for t in "${thread_counts[@]}"; do
+      start_server ours unix "$t"
+      fill ours
+      measure threads "ours-t$t" unix randread-4k "$r"
+      stop_server
+    done
+  done
+fi
+
+# --- 3. The limit: one stream of 1 MiB writes --------------------------------
+
+limit_note=""
+if command -v cc >/dev/null &&
+   cc -O2 -o "$work/unix-stream-limit" "$srcdir/bench/unix-stream-limit.c" \
+     2>"$work/cc.err"; then
+  for (( r = 1; r <= rounds; r++ )); do
+    for tr in "${transports[@]}"; do
+      bounded $(( runtime + 30 )) "$work/limit.out" \
+        "$work/unix-stream-limit" "$tr" "$runtime" ||
+        die "unix-stream-limit failed: $(cat "$work/limit.out")"
+      echo "limit stream $tr stream-1m $r $(awk '{ print $2 }' "$work/limit.out") MiB/s 0 0 0" \
+        >>"$work/data"
+      note "$(tail -1 "$work/data")"
+    done
+  done
+else
+  limit_note="no C compiler (cc): the limit was not measured"
+fi
+
+# --- 4. Memory: the plugin's RSS against what was written --------------------
+
+rss_kib ()
+{
+  local k v u
+  while read -r k v u; do
+    [ "$k" = "VmRSS:" ] && { echo "$v"; return; }
+  done <"/proc/$1/status"
+}
+: >"$work/memory"
+if [ "$quick" -eq 0 ]; then
+  head -c 256M "$shm/source.img" >"$shm/source-256M.img"
+  for name in ours nbdkit; do
+    [ "$name" = nbdkit ] && ! command -v nbdkit >/dev/null && continue
+    size=1T
+    start_server "$name" unix
+    echo "$name sparse-1T $(rss_kib "$srv_pid")" >>"$work/memory"
+    stop_server
+    size=1G
+    start_server "$name" unix
+    before="$(rss_kib "$srv_pid")"
+    bounded 120 "$work/mem-copy.err" \
+      nbdcopy --request-size=$copy_request "$shm/source-256M.img" "$srv_uri" ||
+      die "writing 256 MiB failed: $(tail -3 "$work/mem-copy.err")"
+    after="$(rss_kib "$srv_pid")"
+    echo "$name written-256M $before $after" >>"$work/memory"
+    stop_server
+  done
+  rm -f "$shm/source-256M.img"
+fi
+
+# --- Report ------------------------------------------------------------------
+
+ver () { "$@" 2>&1 | head -1 || echo none; }
+ver_ours="$(ver "$build/nbdkit" --version)"
+ver_nbdkit="$(command -v nbdkit >/dev/null && ver nbdkit --version || echo 'not installed')"
+ver_qemu="$(command -v qemu-nbd >/dev/null && ver qemu-nbd --version || echo 'not installed')"
+ver_nbdsrv="$(command -v nbd-server >/dev/null && nbd-server -V 2>&1 | grep -m1 version || echo 'not installed')"
+ver_fio="$(fio --version)"
+ver_libnbd="$(ver nbdcopy --version)"
+head_rev="$(git -C "$srcdir" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+dirty="$(git -C "$srcdir" status --porcelain 2>/dev/null | grep -c . || :)"
+export REPORT_DATE="$(date -u '+%Y-%m-%d %H:%M UTC')"
+export REPORT_HEAD="git HEAD: $head_rev ($dirty uncommitted paths); $(nproc) CPUs; kernel $(uname -r)"
+export REPORT_VERSIONS="ours: $ver_ours; nbdkit: $ver_nbdkit; qemu-nbd: $ver_qemu; nbd-server: $ver_nbdsrv; fio: $ver_fio; libnbd: $ver_libnbd"
+export REPORT_SETUP="Rounds: $rounds, $runtime s per fio run; exports of $size; servers: ${servers[*]}"
+export REPORT_LIMIT_NOTE="$limit_note" REPORT_QUICK="$quick"
+
+python3 - "$work/data" "$work/memory" "$clk_tck" <<'PY' >"$work/report.md"
+import collections, os, statistics as st, sys
+rows = [l.split() for l in open(sys.argv[1])]
+mem = [l.split() for l in open(sys.argv[2])]
+hz = sys.argv[3]
+g = collections.defaultdict(list)
+for phase, name, tr, wl, rnd, v, unit, cpu, rss, ios in rows:
+    g[(phase, name, tr, wl)].append((float(v), unit, float(cpu), int(rss)))
+def med(k, i=0): return st.median(x[i] for x in g[k])
+def rng(k):
+    xs = [x[0] for x in g[k]]
+    f = "%.1f" if max(xs) < 100 else "%.0f"
+    return (f + "–" + f) % (min(xs), max(xs))
+def num(x): return "%.1f" % x if x < 100 else "%.0f" % x
+E = os.environ
+print("## Peers")
+print()
+print("Date: %s; %s." % (E["REPORT_DATE"], E["REPORT_HEAD"]))
+print("Versions: %s." % E["REPORT_VERSIONS"])
+print("%s; one server at a time, started fresh for its slot," % E["REPORT_SETUP"])
+print("the order rotating each round; Unix socket and TCP on 127.0.0.1.")
+if E["REPORT_QUICK"] == "1":
+    print()
+    print("**--quick smoke run: 1 round of 1 s, exports not pre-written; not a measurement.**")
+print()
+names = {"randread-4k": "4K randread QD32", "randwrite-4k": "4K randwrite QD32",
+         "randread-4k-4conn": "4K randread 4 conn x QD8",
+         "seqread-1m": "1M seqread QD8", "seqwrite-1m": "1M seqwrite QD8",
+         "lat-4k-qd1-p50": "4K read QD1 p50 latency (lower is better)",
+         "lat-4k-qd1-p99": "4K read QD1 p99 latency (lower is better)",
+         "copy-out": "nbdcopy export → null:", "copy-in": "nbdcopy file → export"}
+order = list(names)
+servers = []
+for r in rows:
+    if r[0] == "main" and r[1] not in servers: servers.append(r[1])
+limit = {tr: st.median(x[0] for x in g[("limit", "stream", tr, "stream-1m")])
+         for tr in ("unix", "tcp") if ("limit", "stream", tr, "stream-1m") in g}
+for tr, title in (("unix", "Unix socket"), ("tcp", "TCP, 127.0.0.1")):
+    if not any(k[0] == "main" and k[2] == tr for k in g): continue
+    print("### %s" % title)
+    print()
+    print("| server | workload | median | min–max | CPU µs/req | peak RSS MiB | ours ÷ this server | % of stream limit |")
+    print("|---|---|---|---|---:|---:|---:|---:|")
+    for wl in order:
+        ours = ("main", "ours", tr, wl)
+        if ours not in g: continue
+        for s in servers:
+            k = ("main", s, tr, wl)
+            if k not in g: continue
+            unit = g[k][0][1]
+            ratio = "%.3f" % (med(ours) / med(k)) if med(k) else ""
+            lim = "%.0f%%" % (100 * med(k) / limit[tr]) \
+                  if wl.startswith("seq") and tr in limit else ""
+            print("| %s | %s | %s %s | %s | %.2f | %.0f | %s | %s |" % (
+                s, names[wl], num(med(k)), unit, rng(k), med(k, 2),
+                max(x[3] for x in g[k]) / 1024, ratio, lim))
+    print()
+print("CPU µs/req: the server's utime+stime (+cutime+cstime of reaped")
+print("children: nbd-server forks one per connection) from /proc/PID/stat,")
+print("%s Hz ticks, over the requests fio counted (nbdcopy: the export's" % hz)
+print("size / 256 KiB, its --request-size).  Peak RSS: VmHWM of the server")
+print("plus its live children, the largest over the rounds.  The memory plugin")
+print("holds the data in the server's RSS; qemu-nbd and nbd-server keep it in")
+print("tmpfs, which is not in theirs.  Ratio: median ours ÷ median of the")
+print("row's server (for latency, below 1 is ours faster).")
+print()
+if limit:
+    print("### The limit: one stream of 1 MiB writes")
+    print()
+    print("| transport | median MiB/s | min–max |")
+    print("|---|---:|---|")
+    for tr in ("unix", "tcp"):
+        k = ("limit", "stream", tr, "stream-1m")
+        if k in g: print("| %s | %.0f | %s |" % (tr, med(k), rng(k)))
+    print()
+if E["REPORT_LIMIT_NOTE"]:
+    print(E["REPORT_LIMIT_NOTE"]); print()
+sc = sorted({k[1] for k in g if k[0] == "conns"})
+if sc:
+    print("### Scaling with connections: 4K randread QD8 per connection, Unix socket")
+    print()
+    print("| server | connections | IOPS median | min–max | CPU µs/req |")
+    print("|---|---:|---:|---|---:|")
+    for s in sc:
+        for c in (1, 2, 4, 8):
+            k = ("conns", s, "unix", "conns-%d" % c)
+            if k in g:
+                print("| %s | %d | %.0f | %s | %.2f |" % (s, c, med(k), rng(k), med(k, 2)))
+    print()
+tk = sorted((int(k[1].split("-t")[1]), k) for k in g if k[0] == "threads")
+if tk:
+    print("### Scaling with worker threads (-t): ours, 4K randread QD32, one connection, Unix socket")
+    print()
+    print("| -t | IOPS median | min–max | CPU µs/req |")
+    print("|---:|---:|---|---:|")
+    for t, k in tk:
+        print("| %d | %.0f | %s | %.2f |" % (t, med(k), rng(k), med(k, 2)))
+    print()
+if mem:
+    print("### Memory plugin RSS")
+    print()
+    print("| server | what | VmRSS before MiB | VmRSS after MiB | growth − written MiB |")
+    print("|---|---|---:|---:|---:|")
+    for m in mem:
+        if m[1] == "sparse-1T":
+            print("| %s | memory 1T, no write yet | %.1f | | |" % (m[0], int(m[2]) / 1024))
+        else:
+            b, a = int(m[2]) / 1024, int(m[3]) / 1024
+            print("| %s | memory 1G, 256 MiB random written by nbdcopy | %.1f | %.1f | %+.1f (%+.1f%%) |" % (
+                m[0], b, a, a - b - 256, 100 * (a - b - 256) / 256))
+    print()
+    print("Goal for ours: growth within 2% + a few MiB of what was written.")
+    print()
+PY
+{
+  cat "$work/report.md"
+  echo "Commands:"
+  echo
+  echo '```'
+  echo "$cmdline   # from the source tree; build: $build"
+  echo "# per workload (RW BS QD JOBS): randread 4k 32 1 | randwrite 4k 32 1 | randread 4k 8 4 |"
+  echo "#   read 1M 8 1 | write 1M 8 1 | randread 4k 1 1 (clat p50/p99) | scaling: randread 4k 8 C"
+  echo "fio --name=bench --ioengine=nbd --uri=URI --rw=RW --bs=BS --iodepth=QD --numjobs=JOBS --group_reporting --runtime=$runtime --time_based --norandommap --randrepeat=0 --output-format=json"
+  echo "nbdcopy --request-size=$copy_request /dev/shm/.../source.img URI   # $size from /dev/urandom"
+  echo "nbdcopy --request-size=$copy_request URI null:"
+  echo "bench/unix-stream-limit unix|tcp $runtime   # built by cc -O2 from bench/unix-stream-limit.c"
+  for s in "${servers[@]}"; do echo "# $s: ${srv_cmd[$s]}"; done
+  echo "# URI: nbd+unix:///[bench]?socket=SOCK or nbd://127.0.0.1:PORT/[bench]"
+  echo '```'
+  echo
+  echo "Raw samples (phase server transport workload round value unit cpu-µs/req peak-RSS-KiB requests):"
+  echo
+  echo '```'
+  cat "$work/data"
+  echo '```'
+} >"$work/section.md"
+cat "$work/section.md"
+
+if [ "$write_results" -eq 1 ]; then
+  results="$srcdir/bench/RESULTS.md"
+  [ -f "$results" ] || printf '# Benchmark results\n\n' >"$results"
+  # Replace the "## Peers" section (up to the next "## "), keep the
+  # rest; append it if absent.
+  python3 - "$results" "$work/section.md" <<'PY'
+import re, sys
+path, new = sys.argv[1], open(sys.argv[2]).read().rstrip() + "\n"
+text = open(path).read()
+m = re.search(r"^## Peers\n.*?(?=^## (?!#)|\Z)", text, re.S | re.M)
+text = text[:m.start()] + new + "\n" + text[m.end():] if m \
+       else text.rstrip() + "\n\n" + new
+open(path, "w").write(text.rstrip() + "\n")
+PY
+  note "wrote the \"Peers\" section of $results"
+fi

@@ -1,0 +1,156 @@
+/* bench/unix-stream-limit.c: the ceiling a stream socket puts on 1 MiB
+ * transfers on this machine, for bench/compare.sh.
+ *
+ *   unix-stream-limit unix|tcp SECONDS
+ *
+ * A writer pushes 1 MiB buffers into one stream (a Unix socketpair, or a
+ * TCP connection over 127.0.0.1) for SECONDS, a forked reader receives
+ * them into a 1 MiB buffer and discards them.  Prints the reader's rate
+ * as "MiB/s N".  No NBD, no copying into storage: what a server's 1 MiB
+ * sequential read or write can at best approach over that transport.
+ */
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BUF_SIZE (1024 * 1024)
+
+static double
+now (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* A connected pair of stream sockets: fds[0] for the reader, fds[1] for
+ * the writer.
+ */
+static int
+stream_pair (const char *kind, int fds[2])
+{
+  struct sockaddr_in addr = { .sin_family = AF_INET };
+  socklen_t len = sizeof addr;
+  int lfd;
+
+  if (strcmp (kind, "unix") == 0)
+    return socketpair (AF_UNIX, SOCK_STREAM, 0, fds);
+  if (strcmp (kind, "tcp") != 0) {
+    errno = EINVAL;
+    return -1;
+  }
+  addr.sin_addr.s_addr = htonl (INADDR_LOOPBACK);
+  lfd = socket (AF_INET, SOCK_STREAM, 0);
+  if (lfd == -1 ||
+      bind (lfd, (struct sockaddr *) &addr, sizeof addr) == -1 ||
+      getsockname (lfd, (struct sockaddr *) &addr, &len) == -1 ||
+      listen (lfd, 1) == -1)
+    return -1;
+  fds[1] = socket (AF_INET, SOCK_STREAM, 0);
+  if (fds[1] == -1 ||
+      connect (fds[1], (struct sockaddr *) &addr, sizeof addr) == -1)
+    return -1;
+  fds[0] = accept (lfd, NULL, NULL);
+  close (lfd);
+  return fds[0] == -1 ? -1 : 0;
+}
+
+static int
+reader (int fd, int report)
+{
+  char *buf = malloc (BUF_SIZE);
+  unsigned long long total = 0;
+  double start = 0;
+  ssize_t r;
+
+  if (buf == NULL)
+    return 1;
+  while ((r = read (fd, buf, BUF_SIZE)) != 0) {
+    if (r == -1) {
+      if (errno == EINTR)
+        continue;
+      perror ("read");
+      return 1;
+    }
+    if (start == 0)
+      start = now ();
+    total += r;
+  }
+  if (dprintf (report, "MiB/s %.1f\n",
+               total / 1048576.0 / (now () - start)) < 0)
+    return 1;
+  return 0;
+}
+
+static int
+writer (int fd, double seconds)
+{
+  char *buf = malloc (BUF_SIZE);
+  double end = now () + seconds;
+  size_t done;
+  ssize_t r;
+
+  if (buf == NULL)
+    return 1;
+  memset (buf, 0x5a, BUF_SIZE);
+  while (now () < end) {
+    for (done = 0; done < BUF_SIZE; done += r) {
+      r = write (fd, buf + done, BUF_SIZE - done);
+      if (r == -1) {
+        if (errno == EINTR) {
+          r = 0;
+          continue;
+        }
+        perror ("write");
+        return 1;
+      }
+    }
+  }
+  close (fd);
+  return 0;
+}
+
+int
+main (int argc, char *argv[])
+{
+  int fds[2], status;
+  double seconds;
+  pid_t pid;
+
+  if (argc != 3 || (seconds = atof (argv[2])) <= 0) {
+    fprintf (stderr, "usage: %s unix|tcp SECONDS\n", argv[0]);
+    exit (2);
+  }
+  if (stream_pair (argv[1], fds) == -1) {
+    perror (argv[1]);
+    exit (1);
+  }
+  pid = fork ();
+  if (pid == -1) {
+    perror ("fork");
+    exit (1);
+  }
+  if (pid == 0) {
+    close (fds[1]);
+    _exit (reader (fds[0], STDOUT_FILENO));
+  }
+  close (fds[0]);
+  if (writer (fds[1], seconds) != 0) {
+    kill (pid, SIGTERM);
+    exit (1);
+  }
+  if (waitpid (pid, &status, 0) == -1 ||
+      !WIFEXITED (status) || WEXITSTATUS (status) != 0)
+    exit (1);
+  exit (0);
+}
