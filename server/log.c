@@ -98,8 +98,12 @@ emit (int priority, const char *kind, const char *fs, va_list args)
   while (len > 0 && msg[len - 1] == '\n')
     msg[--len] = '\0';
 
-  if (priority == LOG_ERR)
-    snprintf (last_error, sizeof last_error, "%s", msg);
+  if (priority == LOG_ERR) {
+    /* Kept for the client, truncated if long. */
+    size_t n = strnlen (msg, sizeof last_error - 1);
+    memcpy (last_error, msg, n);
+    last_error[n] = '\0';
+  }
 
   NBDKIT_LOG (priority == LOG_ERR ? "error" : "debug",
               layer_name ? layer_name : "nbdkit", msg);

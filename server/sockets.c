@@ -180,7 +180,8 @@ reject (int fd, const char *reason)
   if (NBDKIT_CONNECTION_REJECT_ENABLED ()) {
     struct sockaddr_storage ss;
     socklen_t len = sizeof ss;
-    char host[NI_MAXHOST] = "unix", serv[NI_MAXSERV] = "", peer[300];
+    char host[NI_MAXHOST] = "unix", serv[NI_MAXSERV] = "";
+    char peer[NI_MAXHOST + NI_MAXSERV + 8];
     if (getpeername (fd, (struct sockaddr *) &ss, &len) == 0 &&
         ss.ss_family != AF_UNIX)
       getnameinfo ((struct sockaddr *) &ss, len, host, sizeof host, serv,
