@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# make install puts everything where DESIGN.md and nbdkit(1) say: the
+# server, plugins under $libdir/nbdkit/plugins, filters under
+# $libdir/nbdkit/filters, the public headers, man pages and nbdkit.pc;
+# and what it installed works: the installed server serves the
+# installed memory plugin, and a plugin builds against the installed
+# headers found through pkg-config.
+source "$(dirname "$0")/functions.sh"
+requires_cmd make nbdinfo pkg-config cc
+
+dest="$tmpdir/inst"
+make -s -C "$abs_top_builddir" install DESTDIR="$dest" > "$tmpdir/install.log" 2>&1 ||
+  { tail -20 "$tmpdir/install.log"; fail "make install failed"; }
+
+prefix=$(sed -n 's/^prefix=//p' "$abs_top_builddir/nbdkit.pc")
+libdir=$(sed -n 's/^libdir=//p' "$abs_top_builddir/nbdkit.pc")
+libdir=${libdir/\$\{exec_prefix\}/$prefix}
+root="$dest$prefix"
+for f in "$root/sbin/nbdkit" \
+         "$dest$libdir/nbdkit/plugins/nbdkit-memory-plugin.so" \
+         "$dest$libdir/nbdkit/plugins/nbdkit-file-plugin.so" \
+         "$dest$libdir/nbdkit/plugins/nbdkit-null-plugin.so" \
+         "$dest$libdir/nbdkit/filters/nbdkit-offset-filter.so" \
+         "$root/include/nbdkit-plugin.h" "$root/include/nbdkit-filter.h" \
+         "$root/include/nbdkit-common.h" "$root/include/nbdkit-version.h" \
+         "$root/include/nbdkit-probe.h" \
+         "$dest$libdir/pkgconfig/nbdkit.pc" \
+         "$root/share/man/man1/nbdkit.1" \
+         "$root/share/man/man1/nbdkit-memory-plugin.1"; do
+  [ -e "$f" ] || fail "make install did not install $f"
+done
+
+# The installed server with the installed plugin (by path: the compiled-in
+# plugin directory is not under DESTDIR).
+out=$(t "$root/sbin/nbdkit" -U - \
+        "$dest$libdir/nbdkit/plugins/nbdkit-memory-plugin.so" 1M \
+        --run 'nbdinfo --size "$uri"')
+[ "$out" = 1048576 ] || fail "installed server served size '$out'"
+
+# A plugin author's build: cflags from the installed nbdkit.pc.
+cat > "$tmpdir/tiny.c" <<'C'
+#define NBDKIT_API_VERSION 2
+#include <nbdkit-plugin.h>
+#include <string.h>
+#define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
+static void *tiny_open (int ro) { return NBDKIT_HANDLE_NOT_NEEDED; }
+static int64_t tiny_get_size (void *h) { return 512; }
+static int tiny_pread (void *h, void *b, uint32_t n, uint64_t o, uint32_t f)
+{ memset (b, 't', n); return 0; }
+static struct nbdkit_plugin plugin = {
+  .name = "tiny", .open = tiny_open, .get_size = tiny_get_size,
+  .pread = tiny_pread,
+};
+NBDKIT_REGISTER_PLUGIN (plugin)
+C
+cflags=$(PKG_CONFIG_SYSROOT_DIR="$dest" \
+         PKG_CONFIG_PATH="$dest$libdir/pkgconfig" pkg-config --cflags nbdkit)
+cc -Wall -Werror -fPIC -shared $cflags "$tmpdir/tiny.c" -o "$tmpdir/tiny.so" ||
+  fail "a plugin did not build against the installed headers ($cflags)"
+t "$root/sbin/nbdkit" -U - "$tmpdir/tiny.so" \
+  --run 'nbdsh -u "$uri" -c "assert h.pread(4, 0) == b\"tttt\""'
