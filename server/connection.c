@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <poll.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -123,10 +124,36 @@ conn_is_closing (struct connection *conn)
   return conn->closing;
 }
 
+/* Before the deadline (the handshake's), wait for input; -1 with
+ * ETIMEDOUT once it has passed, however slowly the client drips bytes.
+ */
+static int
+wait_for_input (struct connection *conn)
+{
+  for (;;) {
+    uint64_t now = now_ns ();
+    if (now >= conn->deadline_ns)
+      break;
+    struct pollfd p = { .fd = conn->sockin, .events = POLLIN };
+    int ms = (conn->deadline_ns - now + 999999) / 1000000;
+    int r = poll (&p, 1, ms);
+    if (r > 0)
+      return 0;
+    if (r == -1 && errno != EINTR)
+      return -1;
+  }
+  NBDKIT_LIMIT_HIT (conn->id, "handshake_timeout");
+  conn_set_closing (conn, "handshake timeout");
+  errno = ETIMEDOUT;
+  return -1;
+}
+
 /* One read from the socket: bytes, 0 at end of file, -1 on error. */
 static ssize_t
 read_some (struct connection *conn, void *buf, size_t len)
 {
+  if (conn->deadline_ns && wait_for_input (conn) == -1)
+    return -1;
   for (;;) {
     ssize_t r = read (conn->sockin, buf, len);
     if (r >= 0 || errno != EINTR)
@@ -325,10 +352,18 @@ conn_handle (const struct config *cfg, int sockin, int sockout,
     NBDKIT_HANDSHAKE_FAIL (conn->id, "preconnect refused");
     conn_set_closing (conn, "preconnect refused");
   }
-  else if (hs_negotiate (conn) == 0)
-    tx_serve (conn);
-  else
-    conn_set_closing (conn, "handshake ended");
+  else {
+    /* The whole negotiation must finish within the handshake timeout. */
+    if (cfg->handshake_timeout > 0)
+      conn->deadline_ns = conn->start_ns +
+        (uint64_t) cfg->handshake_timeout * 1000000000;
+    int r = hs_negotiate (conn);
+    conn->deadline_ns = 0;
+    if (r == 0)
+      tx_serve (conn);
+    else
+      conn_set_closing (conn, "handshake ended");
+  }
 
   if (conn->top)
     layer_close_all (conn->top);

@@ -33,6 +33,7 @@
 #define MAX_META_QUERIES   128
 #define DEFAULT_THREADS    16
 #define DEFAULT_MAX_CONNECTIONS 1024
+#define DEFAULT_HANDSHAKE_TIMEOUT 30            /* seconds */
 #define CONN_INBUF_SIZE    (64 * 1024)          /* buffered request input */
 
 /* ---- config (main.c) ---- */
@@ -57,6 +58,7 @@ struct config {
   int family;                   /* -4, -6 or AF_UNSPEC */
   unsigned threads;             /* -t */
   unsigned max_connections;     /* --max-connections */
+  unsigned handshake_timeout;   /* --handshake-timeout, seconds, 0 = none */
   const char *exportname;       /* -e */
   const char *pidfile;          /* -P */
   const char *run;              /* --run */
@@ -218,6 +220,7 @@ struct connection {
   /* Buffered input (conn_recv), used under the read lock only. */
   char *in_buf;                 /* CONN_INBUF_SIZE bytes, or NULL */
   size_t in_pos, in_len;        /* unread bytes: in_buf[in_pos, +in_len) */
+  uint64_t deadline_ns;         /* reads fail after this (handshake), or 0 */
   const struct config *cfg;
   const char *transport;        /* "unix", "tcp", "stdio", "activated" */
   char peer[128];               /* printable peer address */

@@ -89,6 +89,8 @@ usage (FILE *fp, const char *program)
 "      --no-sr              do not offer structured replies\n"
 "      --log=stderr|syslog  where messages go\n"
 "      --max-connections N  refuse clients beyond N at once (default %d)\n"
+"      --handshake-timeout S  drop clients still negotiating after S\n"
+"                           seconds (default %d; 0 for none)\n"
 "      --print-uri          print the URI clients can use\n"
 "      --dump-config        print the build configuration\n"
 "      --dump-plugin        print what the plugin provides\n"
@@ -96,13 +98,14 @@ usage (FILE *fp, const char *program)
 "      --help\n"
 "\n"
 "See nbdkit(1) and nbdkit-probes(1).\n",
-           program, DEFAULT_THREADS, DEFAULT_MAX_CONNECTIONS);
+           program, DEFAULT_THREADS, DEFAULT_MAX_CONNECTIONS,
+           DEFAULT_HANDSHAKE_TIMEOUT);
 }
 
 enum {
   OPT_RUN = 256, OPT_FILTER, OPT_DUMP_CONFIG, OPT_DUMP_PLUGIN, OPT_HELP,
   OPT_VERSION, OPT_PRINT_URI, OPT_EXIT_WITH_PARENT, OPT_NO_SR, OPT_LOG,
-  OPT_MAX_CONNECTIONS,
+  OPT_MAX_CONNECTIONS, OPT_HANDSHAKE_TIMEOUT,
 };
 
 static const struct option long_options[] = {
@@ -129,6 +132,7 @@ static const struct option long_options[] = {
   { "no-structured-replies", no_argument, NULL, OPT_NO_SR },
   { "log", required_argument, NULL, OPT_LOG },
   { "max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS },
+  { "handshake-timeout", required_argument, NULL, OPT_HANDSHAKE_TIMEOUT },
   { "print-uri", no_argument, NULL, OPT_PRINT_URI },
   { "dump-config", no_argument, NULL, OPT_DUMP_CONFIG },
   { "dump-plugin", no_argument, NULL, OPT_DUMP_PLUGIN },
@@ -343,6 +347,7 @@ main (int argc, char *argv[])
     .family = AF_UNSPEC,
     .threads = DEFAULT_THREADS,
     .max_connections = DEFAULT_MAX_CONNECTIONS,
+    .handshake_timeout = DEFAULT_HANDSHAKE_TIMEOUT,
   };
   const char **filters = NULL;
   size_t nfilters = 0;
@@ -421,6 +426,16 @@ main (int argc, char *argv[])
         fail (cfg.program, "--max-connections: \"%s\" is not a count from "
               "1 to 1000000", optarg);
       cfg.max_connections = n;
+      break;
+    }
+    case OPT_HANDSHAKE_TIMEOUT: {
+      char *end;
+      errno = 0;
+      unsigned long n = strtoul (optarg, &end, 10);
+      if (errno || *end || end == optarg || n > 86400)
+        fail (cfg.program, "--handshake-timeout: \"%s\" is not a number of "
+              "seconds from 0 to 86400", optarg);
+      cfg.handshake_timeout = n;
       break;
     }
     case OPT_LOG:

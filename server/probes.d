@@ -123,7 +123,8 @@ provider nbdkit {
   /* A client broke the protocol: id, what. */
   probe protocol_violation (uint64_t id, const char *what);
   /* A server limit was reached: id (0 if none), kind ("connections",
-   * "option_length", "options", "payload", "descriptors"). */
+   * "option_length", "options", "payload", "descriptors",
+   * "handshake_timeout"). */
   probe limit_hit (uint64_t id, const char *kind);
 };
 
