@@ -45,12 +45,6 @@ nbdkit_extents_new (uint64_t start, uint64_t end)
   return e;
 }
 
-struct nbdkit_extents *
-extents_new (uint64_t start, uint64_t end)
-{
-  return nbdkit_extents_new (start, end);
-}
-
 void
 nbdkit_extents_free (struct nbdkit_extents *e)
 {

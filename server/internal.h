@@ -154,6 +154,7 @@ struct context {
   int fua_mode;                 /* plugins: can_fua, cached by prepare */
   int zero_mode;                /* plugins: can_zero, likewise */
   int cache_mode;               /* plugins: can_cache, likewise */
+  int extents_mode;             /* plugins: can_extents, likewise */
 };
 
 /* backend.c */
@@ -301,18 +302,12 @@ extern void log_set_layer_name (const char *name);
 extern const char *log_swap_layer_name (const char *name);
 extern const char *log_last_error (void);
 extern void log_clear_last_error (void);
-extern void log_errorf (const char *fs, ...)
-  __attribute__ ((format (printf, 1, 2)));
-extern void log_debugf (const char *fs, ...)
-  __attribute__ ((format (printf, 1, 2)));
 
 /* ---- public.c ---- */
 extern int public_take_error (void);
-extern void public_reset_error (void);
 extern void public_free_interned (struct connection *conn);
 
 /* ---- extents.c, exports.c ---- */
-extern struct nbdkit_extents *extents_new (uint64_t start, uint64_t end);
 extern bool exports_has_default (const struct nbdkit_exports *exports);
 
 /* ---- main.c ---- */

@@ -161,23 +161,3 @@ nbdkit_debug (const char *fs, ...)
   nbdkit_vdebug (fs, args);
   va_end (args);
 }
-
-void
-log_errorf (const char *fs, ...)
-{
-  va_list args;
-  va_start (args, fs);
-  nbdkit_verror (fs, args);
-  va_end (args);
-}
-
-void
-log_debugf (const char *fs, ...)
-{
-  va_list args;
-  if (!debug_wanted ())
-    return;
-  va_start (args, fs);
-  nbdkit_vdebug (fs, args);
-  va_end (args);
-}

@@ -168,6 +168,7 @@ static int plugin_thread_model (struct layer *l);
 static int plugin_can_fua (struct context *c);
 static int plugin_can_zero (struct context *c);
 static int plugin_can_cache (struct context *c);
+static int plugin_can_extents (struct context *c);
 
 static void
 plugin_dump_fields (struct layer *l)
@@ -310,8 +311,9 @@ plugin_prepare (struct context *c, int readonly)
   c->fua_mode = plugin_can_fua (c);
   c->zero_mode = plugin_can_zero (c);
   c->cache_mode = plugin_can_cache (c);
-  return c->fua_mode == -1 || c->zero_mode == -1 || c->cache_mode == -1
-    ? -1 : 0;
+  c->extents_mode = plugin_can_extents (c);
+  return c->fua_mode == -1 || c->zero_mode == -1 || c->cache_mode == -1 ||
+    c->extents_mode == -1 ? -1 : 0;
 }
 
 static int
@@ -598,7 +600,7 @@ plugin_extents (struct context *c, uint32_t count, uint64_t offset,
                 uint32_t flags, struct nbdkit_extents *extents, int *err)
 {
   struct nbdkit_plugin *p = P (c->layer);
-  if (!p->extents || plugin_can_extents (c) != 1)
+  if (!p->extents || c->extents_mode != 1)
     /* Everything is data. */
     return nbdkit_add_extent (extents, offset, count, 0) == -1 ?
       (*err = errno ? errno : EIO, -1) : 0;

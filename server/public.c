@@ -37,12 +37,6 @@ public_take_error (void)
   return e;
 }
 
-void
-public_reset_error (void)
-{
-  saved_error = 0;
-}
-
 /* ---- parsing ---- */
 
 int64_t

@@ -347,7 +347,8 @@ block_status (struct connection *conn, struct worker *w,
   if (count > MAX_EFFECT_CHUNK)
     count = MAX_EFFECT_CHUNK;   /* the length is a hint */
 
-  struct nbdkit_extents *e = extents_new (req->offset, req->offset + count);
+  struct nbdkit_extents *e =
+    nbdkit_extents_new (req->offset, req->offset + count);
   if (!e) {
     *err = ENOMEM;
     return -1;
