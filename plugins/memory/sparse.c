@@ -10,16 +10,38 @@
  * disks cost one pointer, and lets extents and zeroing skip empty
  * subtrees in one step.
  *
+ * Small leaves.  A full level 1 node costs 4 KiB however few of its 512
+ * pages exist, which for writes scattered over a large disk (one page
+ * per 2 MiB) would double the memory used.  So a level 1 node starts
+ * as a small leaf: an unsorted list of up to SMALL_CAP_MIN entries,
+ * each a page's address with its index in the leaf in the low bits
+ * (pages are 4 KiB aligned).  When one is full it is replaced by a
+ * bigger one (SMALL_CAP_MAX entries) and that in turn by a full node,
+ * which keeps the leaves' overhead under 2% of the pages they hold at
+ * any density.  (The levels above cost at most 4 KiB per GiB of disk
+ * that holds data.)  A pointer to a small leaf has its low bit set.
+ *
  * Locking.  LOCK is a read-write lock over the shape of the tree:
  *
  *  - Shared holders (read, write, extents) may add nodes and pages but
  *    never remove them.  An addition is published with a
- *    compare-and-swap into a NULL slot after the new memory is filled
- *    in, and readers load slots with acquire ordering, so two writers
- *    racing to create the same page agree on one winner and nobody
- *    sees a half-built page.
+ *    compare-and-swap into a NULL slot (or empty entry) after the new
+ *    memory is filled in, and readers load slots with acquire ordering,
+ *    so two writers racing to create the same page agree on one winner
+ *    and nobody sees a half-built page.  A small leaf's entries fill
+ *    from the front, so a page is found, or claimed, at or before the
+ *    first empty entry.
+ *  - A full small leaf never changes again, so a shared holder may copy
+ *    it into a bigger leaf and swap that into the parent's slot; the
+ *    old one is retired, not freed, since others may still be reading
+ *    it, and freed by the next exclusive holder.  A reader still using
+ *    it misses only pages added by requests running at the same time.
  *  - Only the exclusive holder (zero) removes pages and nodes, so a
  *    shared holder may use any pointer it loaded until it unlocks.
+ *
+ * Pages come from the arena (arena.c), not malloc: they arrive zeroed
+ * and are packed in the order they are first written, and freeing them
+ * drops their memory at once.  Nodes and small leaves come from malloc.
  *
  * Page contents are copied with plain memcpy under the shared lock:
  * overlapping concurrent writes and reads give whatever mix of bytes
@@ -39,6 +61,7 @@
 #include <malloc.h>
 #endif
 
+#include "arena.h"
 #include "sparse.h"
 
 #define PAGE_SHIFT 12
@@ -49,23 +72,44 @@
  */
 #define MAX_DEPTH 6
 
-/* Give freed memory back to the kernel after this many bytes have been
- * released since the last time (see release_memory).
+/* Ask malloc to give freed nodes back to the kernel after this many
+ * bytes of them have been freed since the last time (see
+ * release_memory).  A node serves up to 512 pages.
  */
-#define TRIM_THRESHOLD (64ull << 20)
+#define TRIM_THRESHOLD (8ull << 20)
 
 _Static_assert (SPARSE_PAGE_SIZE == 1u << PAGE_SHIFT, "page size");
+_Static_assert (SPARSE_PAGE_SIZE == ARENA_PAGE_SIZE, "arena page size");
 
 struct node {
   void *slot[FANOUT];
+};
+
+/* Sizes of small leaves: with malloc's 8 byte header they take 64 and
+ * 512 bytes.
+ */
+#define SMALL_CAP_MIN 6
+#define SMALL_CAP_MAX 62
+#define SMALL_TAG ((uintptr_t) 1)
+#define INDEX_MASK ((uintptr_t) SPARSE_PAGE_SIZE - 1)
+
+_Static_assert (FANOUT <= SPARSE_PAGE_SIZE, "index fits below a page");
+
+struct small_leaf {
+  unsigned cap;                 /* SMALL_CAP_MIN or _MAX, fixed */
+  uintptr_t entry[];            /* page | index, or 0; atomic */
 };
 
 struct sparse {
   pthread_rwlock_t lock;        /* see the top of the file */
   void *root;                   /* node at level DEPTH, or NULL */
   unsigned depth;               /* 1 .. MAX_DEPTH, fixed */
+  struct arena *arena;          /* where pages come from */
   uint64_t pages;               /* atomic: pages stored */
-  uint64_t freed;               /* atomic: bytes freed since last trim */
+  uint64_t freed;               /* atomic: node bytes freed since last trim */
+  pthread_mutex_t retire_lock;  /* protects the three fields below */
+  struct small_leaf **retired;  /* replaced small leaves, not yet freed */
+  size_t nr_retired, cap_retired;
 };
 
 /* Atomic access to the tree's pointers. */
@@ -87,6 +131,170 @@ publish_slot (void **slot, void *new)
                                    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
     return new;
   return expected;
+}
+
+/* Store NEW in *SLOT if it still holds OLD.  Returns true if it did. */
+static inline bool
+replace_slot (void **slot, void *old, void *new)
+{
+  return __atomic_compare_exchange_n (slot, &old, new, false,
+                                      __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
+static inline bool
+is_small (const void *leaf)
+{
+  return ((uintptr_t) leaf & SMALL_TAG) != 0;
+}
+
+static inline struct small_leaf *
+small_of (void *leaf)
+{
+  return (struct small_leaf *) ((uintptr_t) leaf & ~SMALL_TAG);
+}
+
+static inline size_t
+small_size (unsigned cap)
+{
+  return sizeof (struct small_leaf) + cap * sizeof (uintptr_t);
+}
+
+/* A new empty small leaf, as a tagged pointer, or NULL. */
+static void *
+small_new (unsigned cap)
+{
+  struct small_leaf *sl = calloc (1, small_size (cap));
+
+  if (sl == NULL)
+    return NULL;
+  sl->cap = cap;
+  return (void *) ((uintptr_t) sl | SMALL_TAG);
+}
+
+/* Page I of LEAF (a level 1 node of either form), or NULL.  Lock held
+ * (shared is enough).
+ */
+static unsigned char *
+leaf_get (void *leaf, unsigned i)
+{
+  struct small_leaf *sl;
+  unsigned k;
+
+  if (!is_small (leaf))
+    return load_slot (&((struct node *) leaf)->slot[i]);
+  sl = small_of (leaf);
+  for (k = 0; k < sl->cap; ++k) {
+    uintptr_t e = __atomic_load_n (&sl->entry[k], __ATOMIC_ACQUIRE);
+
+    if (e == 0)
+      break;
+    if ((e & INDEX_MASK) == i)
+      return (unsigned char *) (e & ~INDEX_MASK);
+  }
+  return NULL;
+}
+
+/* Make FRESH page I of LEAF unless it has one already.  Returns the
+ * page stored there now (FRESH if we won), or NULL if LEAF is a small
+ * leaf with no room.  Lock held (shared is enough).
+ */
+static unsigned char *
+leaf_publish (void *leaf, unsigned i, unsigned char *fresh)
+{
+  struct small_leaf *sl;
+  unsigned k;
+
+  if (!is_small (leaf))
+    return publish_slot (&((struct node *) leaf)->slot[i], fresh);
+  sl = small_of (leaf);
+  for (k = 0; k < sl->cap; ++k) {
+    uintptr_t e = __atomic_load_n (&sl->entry[k], __ATOMIC_ACQUIRE);
+
+    /* On failure the CAS loads the winner's entry into E. */
+    if (e == 0 &&
+        __atomic_compare_exchange_n (&sl->entry[k], &e, (uintptr_t) fresh | i,
+                                     false, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE))
+      return fresh;
+    if ((e & INDEX_MASK) == i)
+      return (unsigned char *) (e & ~INDEX_MASK);
+  }
+  return NULL;
+}
+
+/* LEAF, a small leaf in *SLOT, is full: replace it with a bigger leaf
+ * holding the same pages.  Returns the leaf in *SLOT afterwards (ours
+ * or another thread's), or NULL if out of memory.  Lock held shared.
+ */
+static void *
+leaf_grow (struct sparse *s, void **slot, void *leaf)
+{
+  struct small_leaf *old = small_of (leaf);
+  void *bigger;
+  unsigned k;
+  bool room, won = false;
+
+  if (old->cap < SMALL_CAP_MAX) {
+    bigger = small_new (SMALL_CAP_MAX);
+    if (bigger != NULL)
+      memcpy (small_of (bigger)->entry, old->entry,
+              old->cap * sizeof old->entry[0]);
+  }
+  else {
+    struct node *node = calloc (1, sizeof *node);
+
+    if (node != NULL)
+      for (k = 0; k < old->cap; ++k)
+        node->slot[old->entry[k] & INDEX_MASK] =
+          (void *) (old->entry[k] & ~INDEX_MASK);
+    bigger = node;
+  }
+  if (bigger == NULL)
+    return NULL;
+
+  /* Swap it in with room already made to retire the old one, so that
+   * nothing can fail once others can see the new leaf.
+   */
+  pthread_mutex_lock (&s->retire_lock);
+  if (s->nr_retired == s->cap_retired) {
+    size_t n = s->cap_retired ? 2 * s->cap_retired : 64;
+    struct small_leaf **p = realloc (s->retired, n * sizeof *p);
+
+    if (p != NULL) {
+      s->retired = p;
+      s->cap_retired = n;
+    }
+  }
+  room = s->nr_retired < s->cap_retired;
+  if (room) {
+    won = replace_slot (slot, leaf, bigger);
+    if (won)
+      s->retired[s->nr_retired++] = old;
+  }
+  pthread_mutex_unlock (&s->retire_lock);
+
+  if (won)
+    return bigger;
+  free (is_small (bigger) ? (void *) small_of (bigger) : bigger);
+  if (!room)
+    return NULL;
+  return load_slot (slot);      /* another thread grew it first */
+}
+
+/* Free the retired small leaves.  Lock held exclusively, so nobody is
+ * reading them.
+ */
+static void
+free_retired (struct sparse *s)
+{
+  size_t i;
+
+  for (i = 0; i < s->nr_retired; ++i) {
+    __atomic_add_fetch (&s->freed, small_size (s->retired[i]->cap),
+                        __ATOMIC_RELAXED);
+    free (s->retired[i]);
+  }
+  s->nr_retired = 0;
 }
 
 /* Shift from a byte offset to the child index of a node at LEVEL. */
@@ -159,19 +367,38 @@ sparse_create (uint64_t size)
     errno = err;
     return NULL;
   }
+  pthread_mutex_init (&s->retire_lock, NULL);
+  s->arena = arena_create ();
+  if (s->arena == NULL) {
+    err = errno;
+    pthread_mutex_destroy (&s->retire_lock);
+    pthread_rwlock_destroy (&s->lock);
+    free (s);
+    errno = err;
+    return NULL;
+  }
   return s;
 }
 
 /* Free everything under P, which sits at LEVEL (0 = a page).  Called
  * with the lock held exclusively, or when the store is being destroyed.
+ * Pages go back to the arena, to be released by the caller.
  */
 static void
 free_subtree (struct sparse *s, void *p, unsigned level)
 {
   if (level == 0) {
-    free (p);
+    arena_free (s->arena, p);
     __atomic_sub_fetch (&s->pages, 1, __ATOMIC_RELAXED);
-    __atomic_add_fetch (&s->freed, SPARSE_PAGE_SIZE, __ATOMIC_RELAXED);
+  }
+  else if (is_small (p)) {
+    struct small_leaf *sl = small_of (p);
+    unsigned k;
+
+    for (k = 0; k < sl->cap && sl->entry[k] != 0; ++k)
+      free_subtree (s, (void *) (sl->entry[k] & ~INDEX_MASK), 0);
+    __atomic_add_fetch (&s->freed, small_size (sl->cap), __ATOMIC_RELAXED);
+    free (sl);
   }
   else {
     struct node *node = p;
@@ -192,6 +419,10 @@ sparse_destroy (struct sparse *s)
     return;
   if (s->root != NULL)
     free_subtree (s, s->root, s->depth);
+  free_retired (s);
+  free (s->retired);
+  arena_destroy (s->arena);
+  pthread_mutex_destroy (&s->retire_lock);
   pthread_rwlock_destroy (&s->lock);
   free (s);
 }
@@ -202,12 +433,14 @@ sparse_pages_stored (struct sparse *s)
   return __atomic_load_n (&s->pages, __ATOMIC_RELAXED);
 }
 
-/* Find the level 1 node covering page PAGE, or NULL if there is none.
- * With CREATE, build missing nodes on the way; then NULL means out of
- * memory.  Caller holds the lock (shared is enough).
+/* Find the level 1 node (either form) covering page PAGE, or NULL if
+ * there is none, and set *SLOTP to the slot that points at it.  With
+ * CREATE, build missing nodes on the way (a missing leaf starts small);
+ * then NULL means out of memory.  Caller holds the lock (shared is
+ * enough).
  */
-static struct node *
-find_leaf (struct sparse *s, uint64_t page, bool create)
+static void *
+find_leaf (struct sparse *s, uint64_t page, bool create, void ***slotp)
 {
   void **slot = &s->root;
   unsigned level;
@@ -218,17 +451,20 @@ find_leaf (struct sparse *s, uint64_t page, bool create)
     if (p == NULL) {
       if (!create)
         return NULL;
-      p = calloc (1, sizeof (struct node));
+      p = level == 1 ? small_new (SMALL_CAP_MIN)
+                     : calloc (1, sizeof (struct node));
       if (p == NULL)
         return NULL;
       void *winner = publish_slot (slot, p);
       if (winner != p) {
-        free (p);
+        free (level == 1 ? (void *) small_of (p) : p);
         p = winner;
       }
     }
-    if (level == 1)
+    if (level == 1) {
+      *slotp = slot;
       return p;
+    }
     slot = &((struct node *) p)->slot[(page >> (FANOUT_SHIFT * (level - 1)))
                                       & (FANOUT - 1)];
   }
@@ -240,17 +476,18 @@ find_leaf (struct sparse *s, uint64_t page, bool create)
 struct leaf_cursor {
   uint64_t key;                 /* page >> FANOUT_SHIFT of LEAF */
   bool valid;
-  struct node *leaf;            /* may be NULL: no pages there */
+  void *leaf;                   /* may be NULL: no pages there */
+  void **slot;                  /* where LEAF was found */
 };
 
-static struct node *
+static void *
 cursor_leaf (struct sparse *s, struct leaf_cursor *c, uint64_t page,
              bool create)
 {
   uint64_t key = page >> FANOUT_SHIFT;
 
   if (!c->valid || c->key != key || (create && c->leaf == NULL)) {
-    c->leaf = find_leaf (s, page, create);
+    c->leaf = find_leaf (s, page, create, &c->slot);
     c->key = key;
     c->valid = c->leaf != NULL || !create;
   }
@@ -268,14 +505,14 @@ sparse_read (struct sparse *s, void *buf, uint32_t count, uint64_t offset)
     uint64_t page = offset >> PAGE_SHIFT;
     size_t in_page = offset & (SPARSE_PAGE_SIZE - 1);
     size_t n = SPARSE_PAGE_SIZE - in_page;
-    struct node *leaf;
+    void *leaf;
     const unsigned char *data = NULL;
 
     if (n > count)
       n = count;
     leaf = cursor_leaf (s, &c, page, false);
     if (leaf != NULL)
-      data = load_slot (&leaf->slot[page & (FANOUT - 1)]);
+      data = leaf_get (leaf, page & (FANOUT - 1));
     if (data != NULL)
       memcpy (out, data + in_page, n);
     else
@@ -286,6 +523,27 @@ sparse_read (struct sparse *s, void *buf, uint32_t count, uint64_t offset)
     count -= n;
   }
   pthread_rwlock_unlock (&s->lock);
+}
+
+/* Store FRESH, a filled-in page, as page PAGE, creating the path to
+ * it.  Returns the page stored there now: FRESH, or another thread's
+ * if it won the race; NULL if out of memory.  Lock held shared.
+ */
+static unsigned char *
+store_page (struct sparse *s, struct leaf_cursor *c, uint64_t page,
+            unsigned char *fresh)
+{
+  void *leaf = cursor_leaf (s, c, page, true);
+  unsigned char *stored = NULL;
+
+  while (leaf != NULL &&
+         (stored = leaf_publish (leaf, page & (FANOUT - 1), fresh)) == NULL)
+    leaf = c->leaf = leaf_grow (s, c->slot, leaf);
+  if (leaf == NULL) {
+    c->valid = false;
+    return NULL;
+  }
+  return stored;
 }
 
 int
@@ -301,39 +559,41 @@ sparse_write (struct sparse *s, const void *buf, uint32_t count,
     uint64_t page = offset >> PAGE_SHIFT;
     size_t in_page = offset & (SPARSE_PAGE_SIZE - 1);
     size_t n = SPARSE_PAGE_SIZE - in_page;
-    struct node *leaf;
+    void *leaf;
     unsigned char *data = NULL;
-    void **slot;
 
     if (n > count)
       n = count;
     leaf = cursor_leaf (s, &c, page, false);
     if (leaf != NULL)
-      data = load_slot (&leaf->slot[page & (FANOUT - 1)]);
+      data = leaf_get (leaf, page & (FANOUT - 1));
 
     if (data == NULL && !is_zero (in, n)) {
-      unsigned char *fresh;
+      /* The arena's pages are zero already: just the data. */
+      unsigned char *fresh = arena_alloc (s->arena);
 
-      leaf = cursor_leaf (s, &c, page, true);
-      fresh = malloc (SPARSE_PAGE_SIZE);
-      if (leaf == NULL || fresh == NULL) {
-        free (fresh);
+      if (fresh != NULL) {
+        memcpy (fresh + in_page, in, n);
+        data = store_page (s, &c, page, fresh);
+      }
+      if (data == NULL) {
+        if (fresh != NULL) {
+          arena_free (s->arena, fresh);
+          arena_release (s->arena);
+        }
         errno = ENOMEM;
         r = -1;
         break;
       }
-      memset (fresh, 0, in_page);
-      memcpy (fresh + in_page, in, n);
-      memset (fresh + in_page + n, 0, SPARSE_PAGE_SIZE - in_page - n);
-
-      slot = &leaf->slot[page & (FANOUT - 1)];
-      data = publish_slot (slot, fresh);
       if (data == fresh) {
         __atomic_add_fetch (&s->pages, 1, __ATOMIC_RELAXED);
         data = NULL;            /* already written */
       }
-      else
-        free (fresh);           /* lost the race: write into the winner */
+      else {
+        /* Lost the race: write into the winner. */
+        arena_free (s->arena, fresh);
+        arena_release (s->arena);
+      }
     }
     if (data != NULL)
       memcpy (data + in_page, in, n);
@@ -346,8 +606,85 @@ sparse_write (struct sparse *s, const void *buf, uint32_t count,
   return r;
 }
 
-/* Zero [START, END) below NODE, a node at LEVEL covering bytes from
- * BASE.  Lock held exclusively.
+/* Zero the part of [START, END) that falls in PAGE, which holds the
+ * bytes from PAGE_START.  Returns true if the page now holds only
+ * zeroes and has been freed.  Lock held exclusively.
+ */
+static bool
+zero_page (struct sparse *s, unsigned char *page, uint64_t page_start,
+           uint64_t start, uint64_t end)
+{
+  uint64_t page_end = page_start + SPARSE_PAGE_SIZE;
+  uint64_t lo, hi;
+
+  if (end <= page_start || page_end <= start)
+    return false;
+  if (start <= page_start && page_end <= end) {
+    free_subtree (s, page, 0);
+    return true;
+  }
+  lo = (start > page_start ? start : page_start) - page_start;
+  hi = (end < page_end ? end : page_end) - page_start;
+  memset (page + lo, 0, hi - lo);
+  if (is_zero (page, SPARSE_PAGE_SIZE)) {
+    free_subtree (s, page, 0);
+    return true;
+  }
+  return false;
+}
+
+/* Zero [START, END) in the level 1 node in *SLOT, which covers bytes
+ * from BASE, freeing it (and clearing *SLOT) if it ends up empty.  Lock
+ * held exclusively.
+ */
+static void
+zero_leaf (struct sparse *s, void **slot, uint64_t base,
+           uint64_t start, uint64_t end)
+{
+  void *leaf = *slot;
+
+  if (is_small (leaf)) {
+    struct small_leaf *sl = small_of (leaf);
+    unsigned k, kept = 0;
+
+    /* Keep the entries left at the front, as the entries' rule says. */
+    for (k = 0; k < sl->cap && sl->entry[k] != 0; ++k) {
+      uintptr_t e = sl->entry[k];
+      uint64_t page_start = base + (e & INDEX_MASK) * SPARSE_PAGE_SIZE;
+
+      if (!zero_page (s, (unsigned char *) (e & ~INDEX_MASK), page_start,
+                      start, end))
+        sl->entry[kept++] = e;
+    }
+    for (k = kept; k < sl->cap; ++k)
+      sl->entry[k] = 0;
+    if (kept == 0) {
+      free_subtree (s, leaf, 1);
+      *slot = NULL;
+    }
+  }
+  else {
+    struct node *node = leaf;
+    uint64_t first = start > base ? (start - base) >> PAGE_SHIFT : 0;
+    uint64_t last = (end - 1 - base) >> PAGE_SHIFT;
+    uint64_t i;
+
+    if (last > FANOUT - 1)
+      last = FANOUT - 1;
+    for (i = first; i <= last; ++i)
+      if (node->slot[i] != NULL &&
+          zero_page (s, node->slot[i], base + i * SPARSE_PAGE_SIZE,
+                     start, end))
+        node->slot[i] = NULL;
+    if (node_is_empty (node)) {
+      free_subtree (s, node, 1);
+      *slot = NULL;
+    }
+  }
+}
+
+/* Zero [START, END) below NODE, a node at LEVEL (2 or more) covering
+ * bytes from BASE.  Lock held exclusively.
  */
 static void
 zero_node (struct sparse *s, struct node *node, unsigned level,
@@ -374,17 +711,8 @@ zero_node (struct sparse *s, struct node *node, unsigned level,
       free_subtree (s, child, level - 1);
       node->slot[i] = NULL;
     }
-    else if (level == 1) {
-      unsigned char *data = child;
-      uint64_t lo = (start > child_start ? start : child_start) - child_start;
-      uint64_t hi = (end < child_end ? end : child_end) - child_start;
-
-      memset (data + lo, 0, hi - lo);
-      if (is_zero (data, SPARSE_PAGE_SIZE)) {
-        free_subtree (s, data, 0);
-        node->slot[i] = NULL;
-      }
-    }
+    else if (level == 2)
+      zero_leaf (s, &node->slot[i], child_start, start, end);
     else {
       zero_node (s, child, level - 1, child_start, start, end);
       if (node_is_empty (child)) {
@@ -395,13 +723,15 @@ zero_node (struct sparse *s, struct node *node, unsigned level,
   }
 }
 
-/* free() rarely hands small blocks back to the kernel by itself, so
- * after a large amount has been freed ask the allocator to release
- * whatever whole pages it now holds unused.
+/* Hand the pages freed by a zero back to the kernel.  For nodes,
+ * free() rarely gives small blocks back by itself, so after a large
+ * amount has been freed ask malloc to release whatever whole pages it
+ * now holds unused.
  */
 static void
 release_memory (struct sparse *s)
 {
+  arena_release (s->arena);
 #ifdef __GLIBC__
   if (__atomic_load_n (&s->freed, __ATOMIC_RELAXED) >= TRIM_THRESHOLD) {
     __atomic_store_n (&s->freed, 0, __ATOMIC_RELAXED);
@@ -417,7 +747,12 @@ sparse_zero (struct sparse *s, uint32_t count, uint64_t offset)
     return;
 
   pthread_rwlock_wrlock (&s->lock);
-  if (s->root != NULL) {
+  free_retired (s);
+  if (s->root == NULL)
+    ;
+  else if (s->depth == 1)
+    zero_leaf (s, &s->root, 0, offset, offset + count);
+  else {
     zero_node (s, s->root, s->depth, 0, offset, offset + count);
     if (node_is_empty (s->root)) {
       free_subtree (s, s->root, s->depth);
@@ -478,8 +813,55 @@ walk_add (struct extents_walk *w, uint64_t offset, uint64_t length,
   w->run_length = length;
 }
 
-/* Describe [START, END) below NODE, a node at LEVEL covering bytes from
- * BASE.  Lock held (shared).
+/* Describe [START, END) in LEAF, a level 1 node of either form
+ * covering bytes from BASE.  Lock held (shared).
+ */
+static void
+extents_leaf (void *leaf, uint64_t base, uint64_t start, uint64_t end,
+              struct extents_walk *w)
+{
+  uint64_t first = start > base ? (start - base) >> PAGE_SHIFT : 0;
+  uint64_t last = (end - 1 - base) >> PAGE_SHIFT;
+  uint64_t present[FANOUT / 64] = { 0 };
+  uint64_t i;
+
+  if (last > FANOUT - 1)
+    last = FANOUT - 1;
+
+  /* Which pages exist, as a bitmap. */
+  if (is_small (leaf)) {
+    struct small_leaf *sl = small_of (leaf);
+    unsigned k;
+
+    for (k = 0; k < sl->cap; ++k) {
+      uintptr_t e = __atomic_load_n (&sl->entry[k], __ATOMIC_ACQUIRE);
+
+      if (e == 0)
+        break;
+      i = e & INDEX_MASK;
+      present[i / 64] |= UINT64_C (1) << (i % 64);
+    }
+  }
+  else {
+    struct node *node = leaf;
+
+    for (i = first; i <= last; ++i)
+      if (load_slot (&node->slot[i]) != NULL)
+        present[i / 64] |= UINT64_C (1) << (i % 64);
+  }
+
+  for (i = first; i <= last && !w->stop; ++i) {
+    uint64_t page_start = base + i * SPARSE_PAGE_SIZE;
+    uint64_t page_end = page_start + SPARSE_PAGE_SIZE;
+    uint64_t lo = start > page_start ? start : page_start;
+    uint64_t hi = end < page_end ? end : page_end;
+
+    walk_add (w, lo, hi - lo, (present[i / 64] >> (i % 64)) & 1);
+  }
+}
+
+/* Describe [START, END) below NODE, a node at LEVEL (2 or more)
+ * covering bytes from BASE.  Lock held (shared).
  */
 static void
 extents_node (struct node *node, unsigned level, uint64_t base,
@@ -503,8 +885,8 @@ extents_node (struct node *node, unsigned level, uint64_t base,
 
     if (child == NULL)
       walk_add (w, lo, hi - lo, false);
-    else if (level == 1)
-      walk_add (w, lo, hi - lo, true);
+    else if (level == 2)
+      extents_leaf (child, child_start, start, end, w);
     else
       extents_node (child, level - 1, child_start, start, end, w);
   }
@@ -524,6 +906,8 @@ sparse_extents (struct sparse *s, uint32_t count, uint64_t offset,
   root = load_slot (&s->root);
   if (root == NULL)
     walk_add (&w, offset, count, false);
+  else if (s->depth == 1)
+    extents_leaf (root, 0, offset, offset + count, &w);
   else
     extents_node (root, s->depth, 0, offset, offset + count, &w);
   if (!w.stop && w.have_run)
