@@ -99,7 +99,7 @@ echo "perf: $n example_read events, as expected"
 cat > "$tmpdir/trace.bt" <<BT
 usdt:$so:nbdkit:example_read {
   @reads[pid] = count();
-  printf("read %d %d %d\n", pid, arg0, arg1);
+  printf("%llu read %d %d %d\n", nsecs, pid, arg0, arg1);
 }
 usdt:$so:nbdkit:example_config {
   printf("config %d %s %s\n", pid, str(arg0), str(arg1));
@@ -124,11 +124,15 @@ kill -INT "$bt"
 wait "$bt" || :
 pid="$(cat "$tmpdir/server-pid")"
 cat "$tmpdir/bt.out"
+# Reads are stamped with their time: bpftrace prints each CPU's events
+# in turn, so sort them into the order they fired in.
+grep -E '^[0-9]+ read ' "$tmpdir/bt.out" | sort -n -k1,1 | cut -d' ' -f2- \
+  > "$tmpdir/bt-reads-sorted"
 
 grep -q "^config $pid size 1M\$" "$tmpdir/bt.out" ||
   fail "bpftrace: no example_config (size, 1M) from server $pid"
 awk -v pid="$pid" '$1 == "read" && $2 == pid { print $3, $4 }' \
-  "$tmpdir/bt.out" > "$tmpdir/bt-reads"
+  "$tmpdir/bt-reads-sorted" > "$tmpdir/bt-reads"
 n="$(wc -l < "$tmpdir/bt-reads")"
 [ "$n" -eq "$nr_reads" ] ||
   fail "bpftrace: $n example_read events from server $pid, expected $nr_reads"

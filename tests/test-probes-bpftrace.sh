@@ -12,15 +12,16 @@ tracing_lock
 
 b="$server_binary"
 cat > "$tmpdir/trace.bt" <<BT
-usdt:$b:nbdkit:connection_accept { printf("accept %d\n", arg0); }
-usdt:$b:nbdkit:handshake_done { printf("handshake_done %d\n", arg0); }
+usdt:$b:nbdkit:connection_accept { printf("%llu accept %d\n", nsecs, arg0); }
+usdt:$b:nbdkit:handshake_done { printf("%llu handshake_done %d\n", nsecs, arg0); }
 usdt:$b:nbdkit:request_start {
-  printf("request_start %d %d %d %d\n", arg0, arg1, arg2, arg5);
+  printf("%llu request_start %d %d %d %d\n", nsecs, arg0, arg1, arg2, arg5);
 }
 usdt:$b:nbdkit:request_done {
-  printf("request_done %d %d %d %d %d\n", arg0, arg1, arg2, arg3, arg4);
+  printf("%llu request_done %d %d %d %d %d\n", nsecs, arg0, arg1, arg2, arg3,
+         arg4);
 }
-usdt:$b:nbdkit:connection_close { printf("close %d\n", arg0); }
+usdt:$b:nbdkit:connection_close { printf("%llu close %d\n", nsecs, arg0); }
 BT
 timeout -k 5 60 bpftrace "$tmpdir/trace.bt" > "$tmpdir/out" 2>"$tmpdir/err" &
 bt=$!
@@ -36,6 +37,11 @@ t "$NBDKIT" -U - memory 1M --run 'nbdsh -u "$uri" -c "h.pread(4096, 8192)"'
 sleep 1
 kill -INT "$bt"
 wait "$bt" || :
+# bpftrace prints each CPU's events in turn, so lines from threads on
+# different CPUs can come out of order: sort by the timestamp, drop it.
+grep -E '^[0-9]+ ' "$tmpdir/out" | sort -n -k1,1 | cut -d' ' -f2- \
+  > "$tmpdir/sorted"
+mv "$tmpdir/sorted" "$tmpdir/out"
 cat "$tmpdir/out"
 
 grep -Eq '^accept [0-9]+' "$tmpdir/out" || fail "connection_accept did not fire"

@@ -35,6 +35,7 @@ sleep 1
 kill -INT "$bt"
 wait "$bt" || :
 
-grep -v '^Attaching\|^$' "$tmpdir/out" > "$tmpdir/got"
+grep -E '^[0-9]+ ' "$tmpdir/out" | sort -n -k1,1 | cut -d' ' -f2- \
+  > "$tmpdir/got"
 diff -u "$srcdir/probes-sequence.expected" "$tmpdir/got" ||
   fail "the probe sequence differs from probes-sequence.expected"
