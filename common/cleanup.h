@@ -22,7 +22,7 @@ cleanup_unlock (pthread_mutex_t **mp)
 #define CLEANUP_CAT(a, b) CLEANUP_CAT_ (a, b)
 /* Hold MUTEX until the end of the enclosing scope. */
 #define LOCK_FOR_SCOPE(mutex)                                           \
-  __attribute__ ((cleanup (cleanup_unlock))) pthread_mutex_t *          \
+  __attribute__ ((cleanup (cleanup_unlock), unused)) pthread_mutex_t *  \
   CLEANUP_CAT (scope_lock_, __LINE__) =                                 \
     (pthread_mutex_lock (mutex), (mutex))
 

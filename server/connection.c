@@ -34,6 +34,9 @@ static pthread_cond_t registry_empty = PTHREAD_COND_INITIALIZER;
 static struct connection **registry;
 static size_t n_registry, cap_registry;
 
+/* Set once the server is stopping (conn_shutdown_all). */
+static _Atomic bool stopping;
+
 /* SERIALIZE_CONNECTIONS: one connection at a time, server-wide. */
 static pthread_mutex_t one_connection_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -98,6 +101,7 @@ conn_shutdown_all (int timeout_s)
   clock_gettime (CLOCK_REALTIME, &deadline);
   deadline.tv_sec += timeout_s;
 
+  stopping = true;
   LOCK_FOR_SCOPE (&registry_lock);
   for (size_t i = 0; i < n_registry; i++)
     shutdown (registry[i]->sockin, SHUT_RD);
@@ -176,8 +180,10 @@ conn_recv (struct connection *conn, void *buf, size_t len)
   char *p = buf;
   size_t got = 0;
 
-  /* What the buffer already holds. */
-  if (conn->in_len > 0) {
+  /* What the buffer already holds.  (BUF may be NULL when LEN is 0: a
+   * zero-length write payload.)
+   */
+  if (conn->in_len > 0 && len > 0) {
     size_t n = conn->in_len < len ? conn->in_len : len;
     memcpy (p, conn->in_buf + conn->in_pos, n);
     conn->in_pos += n;
@@ -365,6 +371,14 @@ conn_handle (const struct config *cfg, int sockin, int sockout,
       conn_set_closing (conn, "handshake ended");
   }
 
+  /* A server told to stop makes the writes it acknowledged durable
+   * before it closes the plugin: the client may never get to flush.
+   */
+  if (conn->top && stopping && conn->can_write && conn->can_flush) {
+    int err;
+    if (layer_flush (conn->top, 0, &err) == -1)
+      nbdkit_debug ("flush at shutdown: %s", strerror (err));
+  }
   if (conn->top)
     layer_close_all (conn->top);
   if (serialize)

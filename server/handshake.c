@@ -473,6 +473,10 @@ opt_export_name (struct connection *conn, const char *data, uint32_t len,
     *why = "export could not be opened";
     return -1;
   }
+  /* As for GO: meta contexts chosen for another export do not apply. */
+  if (conn->meta_base_allocation &&
+      (!conn->meta_export || strcmp (conn->meta_export, name) != 0))
+    conn->meta_base_allocation = false;
   struct nbd_export_name_reply r = {
     .exportsize = htobe64 (conn->exportsize),
     .eflags = htobe16 (conn->eflags),

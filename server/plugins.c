@@ -580,10 +580,14 @@ plugin_zero (struct context *c, uint32_t count, uint64_t offset,
     if (r == 0)
       return finish_fua (c, flags, err);
     CALL_FAILED (c, err);
-    /* A plugin may say "not like this": fall back unless fast. */
-    if ((*err != ENOTSUP && *err != EOPNOTSUPP) || fast) {
-      if (fast)
-        *err = ENOTSUP;
+    /* A plugin may say "not like this": fall back unless fast.  Any
+     * other error is real, fast or not: ENOTSUP would invite the
+     * client to retry slowly and hide it.
+     */
+    if (*err != ENOTSUP && *err != EOPNOTSUPP)
+      return -1;
+    if (fast) {
+      *err = ENOTSUP;
       return -1;
     }
   }

@@ -2,7 +2,9 @@
  * listening sockets the configuration asks for (a Unix socket, TCP on
  * every address of -i/-p, or the fds handed over by socket
  * activation); sock_accept_loop accepts until the quit fd becomes
- * readable, running each connection in its own detached thread.
+ * readable, running each connection in its own detached thread.  It
+ * turns away clients beyond --max-connections, and rests rather than
+ * spins while out of file descriptors.
  */
 #include <config.h>
 
@@ -164,12 +166,21 @@ struct accepted {
   const char *transport;
 };
 
+/* Connections accepted and not yet finished, counted here rather than
+ * in connection.c's registry: a connection joins the registry only once
+ * its thread runs, so a burst of clients would all pass a limit checked
+ * against the registry.  The accept loop increments it, each connection
+ * thread decrements it as it ends.
+ */
+static _Atomic unsigned accepted_live;
+
 static void *
 connection_thread (void *arg)
 {
   struct accepted a = *(struct accepted *) arg;
   free (arg);
   conn_handle (a.cfg, a.fd, a.fd, a.transport);
+  accepted_live--;
   return NULL;
 }
 
@@ -178,7 +189,8 @@ static void
 reject (int fd, const char *reason)
 {
   if (NBDKIT_CONNECTION_REJECT_ENABLED ()) {
-    struct sockaddr_storage ss;
+    /* A client gone already fails getpeername: then "unix" it is. */
+    struct sockaddr_storage ss = { .ss_family = AF_UNSPEC };
     socklen_t len = sizeof ss;
     char host[NI_MAXHOST] = "unix", serv[NI_MAXSERV] = "";
     char peer[NI_MAXHOST + NI_MAXSERV + 8];
@@ -195,25 +207,40 @@ reject (int fd, const char *reason)
   close (fd);
 }
 
-static void
+/* Out of file descriptors or memory: the client stays queued and the
+ * listening socket stays readable, so accepting again at once would
+ * spin.
+ */
+static bool
+out_of_resources (int err)
+{
+  return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
+}
+
+/* Accept one client.  Returns 0, or the errno of an accept that failed
+ * for want of resources (the caller backs off and reports it).
+ */
+static int
 accept_one (const struct config *cfg, int lfd, bool stopping)
 {
   int fd = accept4 (lfd, NULL, NULL, SOCK_CLOEXEC);
   if (fd == -1) {
+    if (out_of_resources (errno))
+      return errno;
     if (errno != EINTR && errno != EAGAIN && errno != ECONNABORTED)
       nbdkit_error ("accept: %m");
-    return;
+    return 0;
   }
   if (stopping) {
     reject (fd, "shutdown");
-    return;
+    return 0;
   }
-  if (conn_count_active () >= cfg->max_connections) {
+  if (accepted_live >= cfg->max_connections) {
     NBDKIT_LIMIT_HIT (probe_u64 (0), "connections");
     nbdkit_debug ("refusing a connection: %u connections already",
                   cfg->max_connections);
     reject (fd, "limit");
-    return;
+    return 0;
   }
 
   struct sockaddr_storage ss;
@@ -229,7 +256,7 @@ accept_one (const struct config *cfg, int lfd, bool stopping)
   struct accepted *a = malloc (sizeof *a);
   if (!a) {
     close (fd);
-    return;
+    return 0;
   }
   *a = (struct accepted) { cfg, fd, transport };
 
@@ -237,15 +264,23 @@ accept_one (const struct config *cfg, int lfd, bool stopping)
   pthread_t t;
   pthread_attr_init (&attr);
   pthread_attr_setdetachstate (&attr, PTHREAD_CREATE_DETACHED);
+  accepted_live++;
   int e = pthread_create (&t, &attr, connection_thread, a);
   pthread_attr_destroy (&attr);
   if (e != 0) {
+    accepted_live--;
     errno = e;
     nbdkit_error ("pthread_create: %m");
     close (fd);
     free (a);
   }
+  return 0;
 }
+
+/* How long the accept loop rests when out of resources, so that
+ * connections ending meanwhile can free some.
+ */
+#define ACCEPT_BACKOFF_MS 100
 
 void
 sock_accept_loop (const struct config *cfg, struct listener *l, int quit_fd)
@@ -259,22 +294,47 @@ sock_accept_loop (const struct config *cfg, struct listener *l, int quit_fd)
     p[i] = (struct pollfd) { .fd = l->fds[i], .events = POLLIN };
   p[l->nfds] = (struct pollfd) { .fd = quit_fd, .events = POLLIN };
 
+  /* While accept fails for want of resources, only the quit fd is
+   * watched, for ACCEPT_BACKOFF_MS at a time; the failure is reported
+   * once per episode, not once per attempt.
+   */
+  bool starved = false, reported = false;
   for (;;) {
-    if (poll (p, l->nfds + 1, -1) == -1) {
+    int r = starved ? poll (&p[l->nfds], 1, ACCEPT_BACKOFF_MS)
+                    : poll (p, l->nfds + 1, -1);
+    if (r == -1) {
       if (errno == EINTR)
         continue;
       nbdkit_error ("poll: %m");
       break;
     }
+    if (starved) {
+      starved = false;
+      if (r == 0)
+        continue;             /* rested: try accepting again */
+      for (size_t i = 0; i < l->nfds; i++)
+        p[i].revents = 0;
+    }
     /* Connections already waiting when we are told to stop are
      * accepted only to be turned away.
      */
     bool stopping = p[l->nfds].revents != 0;
+    int err = 0;
     for (size_t i = 0; i < l->nfds; i++)
-      if (p[i].revents & POLLIN)
-        accept_one (cfg, l->fds[i], stopping);
+      if ((p[i].revents & POLLIN) && err == 0)
+        err = accept_one (cfg, l->fds[i], stopping);
     if (stopping)
       break;
+    if (err != 0) {
+      if (!reported) {
+        errno = err;
+        nbdkit_error ("accept: %m (not accepting for a while)");
+        reported = true;
+      }
+      starved = true;
+    }
+    else
+      reported = false;
   }
   free (p);
 }

@@ -93,8 +93,24 @@ nbd_errno (int err)
 #endif
   case ENOTSUP: return NBD_ENOTSUP;
   case ESHUTDOWN: return NBD_ESHUTDOWN;
-  default: return NBD_EIO;
+  default: return NBD_EINVAL;   /* no NBD word for it: as nbdkit does */
   }
+}
+
+/* A layer's errno as the reply may carry it: the spec reserves
+ * EOVERFLOW for reads with DF and ENOTSUP for fast zeroes, so a plugin
+ * failing with either elsewhere gets EINVAL, as in nbdkit.  (Errors the
+ * edge chooses itself, from validate, go out as they are.)
+ */
+static int
+layer_error_for_reply (int err, uint16_t nbd_flags)
+{
+  if (err == EOVERFLOW && !(nbd_flags & NBD_CMD_FLAG_DF))
+    return EINVAL;
+  if ((err == ENOTSUP || err == EOPNOTSUPP) &&
+      !(nbd_flags & NBD_CMD_FLAG_FAST_ZERO))
+    return EINVAL;
+  return err;
 }
 
 static bool
@@ -185,9 +201,12 @@ validate (struct connection *conn, const struct request *req)
   /* Range: never compute offset + count before knowing it fits. */
   if (req->count == 0)
     return EINVAL;
+  /* The protocol asks for ENOSPC from writes past the end (WRITE and
+   * WRITE_ZEROES) but EINVAL from reads and trims.
+   */
   if (req->offset > conn->exportsize ||
       req->count > conn->exportsize - req->offset)
-    return is_write ? ENOSPC : EINVAL;
+    return is_write && req->type != NBD_CMD_TRIM ? ENOSPC : EINVAL;
   if ((req->type == NBD_CMD_READ || req->type == NBD_CMD_WRITE) &&
       req->count > conn->block_max)
     return EOVERFLOW;
@@ -709,7 +728,7 @@ worker_loop (void *arg)
                                  req.start_ns ? now_ns () - req.start_ns : 0);
       uint64_t t0 = pool->started < pool->max ? now_ns () : 0;
       layer_set_cookie (req.cookie);
-      err = run (conn, w, &req, &ndesc);
+      err = layer_error_for_reply (run (conn, w, &req, &ndesc), req.flags);
       layer_set_cookie (0);
       if (serialize_all)
         pthread_mutex_unlock (&all_requests_lock);

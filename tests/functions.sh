@@ -15,6 +15,18 @@
 #   fail MESSAGE             print MESSAGE and exit 1
 #   tracing_lock             serialise tests that use perf or bpftrace
 #   wait_for_output F RE PID wait (bounded) for a line matching RE in F
+#   skip_under_sanitizers WHY  skip (exit 77) in a sanitizer build
+#
+# Sanitizer builds: NBDKIT_SANITIZERS names the sanitizers compiled in
+# ("address,undefined"); make check sets it in a tree configured with
+# --enable-sanitizers (set it by hand for a tree built with -fsanitize
+# in CFLAGS).  Then every instrumented process a test starts writes its
+# reports to a private directory (ASAN_OPTIONS, UBSAN_OPTIONS log_path)
+# and exits with status 66 on a report, and the test fails at exit if
+# any report was written, even by a server killed at cleanup (the
+# server exits normally on SIGTERM, so the leak checker runs).  A test
+# that cannot work in such a build (valgrind) skips only through
+# skip_under_sanitizers, whose message .ci/run counts.
 #
 # The environment comes from tests/Makefile.am (AM_TESTS_ENVIRONMENT):
 # $NBDKIT is the build tree's ./nbdkit wrapper, $PATH puts the build tree
@@ -71,7 +83,25 @@ _run_cleanups ()
     eval "${_cleanup_cmds[$i]}"
   done
   _cleanup_cmds=()
+  _check_sanitizer_logs || status=1
   exit $status
+}
+
+# Sanitizer reports written by any process of this test: show them and
+# fail.  Runs after the cleanups, so servers stopped there are counted.
+_sanitizer_logdir=
+_check_sanitizer_logs ()
+{
+  local f found=0
+  [ -n "$_sanitizer_logdir" ] && [ -d "$_sanitizer_logdir" ] || return 0
+  for f in "$_sanitizer_logdir"/*; do
+    [ -s "$f" ] || continue
+    found=1
+    echo "$0: FAIL: sanitizer report in ${f##*/}:" >&2
+    cat "$f" >&2
+  done
+  rm -rf "$_sanitizer_logdir"
+  [ "$found" -eq 0 ]
 }
 trap _run_cleanups EXIT
 trap 'exit 130' INT
@@ -116,6 +146,14 @@ requires_root ()
 exec 9>>"${TMPDIR:-/tmp}/nbdkit-tests.lock"
 flock -s -w 300 9 || fail "could not take the test lock"
 
+skip_under_sanitizers ()
+{
+  if [ -n "${NBDKIT_SANITIZERS:-}" ]; then
+    echo "$0: SKIP (sanitizer build: $NBDKIT_SANITIZERS): $*"
+    exit 77
+  fi
+}
+
 tracing_lock ()
 {
   flock -x -w 300 9 || fail "could not take the tracing lock"
@@ -144,6 +182,19 @@ fi
 
 tmpdir="$(mktemp -d "${TMPDIR:-/tmp}/nbdkit-test.XXXXXX")"
 [ -n "${KEEP_TMPDIR:-}" ] || cleanup_fn rm -rf "$tmpdir"
+
+# --- Sanitizer builds -----------------------------------------------------
+
+# Reports go to files (one per process), never to a stderr that a test
+# may discard; a report makes the process exit 66.  The leak checker
+# stays on.  User-set options come first and ours win.
+if [ -n "${NBDKIT_SANITIZERS:-}" ]; then
+  _sanitizer_logdir="$(mktemp -d "${TMPDIR:-/tmp}/nbdkit-sanitizer.XXXXXX")"
+  ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=1:halt_on_error=1:exitcode=66:log_path=$_sanitizer_logdir/asan"
+  UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}halt_on_error=1:print_stacktrace=1:exitcode=66:log_path=$_sanitizer_logdir/ubsan"
+  LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}exitcode=66"
+  export ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS NBDKIT_SANITIZERS
+fi
 
 # --- Timeouts -------------------------------------------------------------
 

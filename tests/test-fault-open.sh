@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# A plugin whose open fails, or takes a long time, costs that
+# connection only.  One server, the fault plugin (open fails for export
+# "fail-open" and takes 3 s for "slow-open"):
+#   - a client of "fail-open" is refused, with the plugin's message in
+#     the server's log, and the server keeps running;
+#   - while a client of "slow-open" waits, another client connects,
+#     writes and reads back before that open has finished;
+#   - the slow client then gets its connection and works too.
+source "$(dirname "$0")/functions.sh"
+requires_cmd nbdsh
+
+plugin="$abs_builddir/.libs/fault-plugin.so"
+[ -f "$plugin" ] || fail "$plugin not built (make check builds it)"
+log="$tmpdir/calls"
+: > "$log"
+start_server "$plugin" delay-ms=3000 log="$log" 2> "$tmpdir/server.err"
+base="nbd+unix://"
+q="?socket=$sock"
+
+if t nbdsh -u "$base/fail-open$q" -c 'pass' 2> "$tmpdir/refused.err"; then
+  fail "a client of fail-open was served"
+fi
+grep -q 'open refused for export "fail-open"' "$tmpdir/server.err" ||
+  { cat "$tmpdir/server.err"; fail "the open failure was not logged"; }
+kill -0 "$server_pid" || fail "the server died when open failed"
+
+t nbdsh -u "$base/slow-open$q" -c '
+h.pwrite(b"slow", 0)
+assert h.pread(4, 0) == b"slow"
+print("slow client: served")
+' > "$tmpdir/slow.out" 2>&1 &
+slow=$!
+cleanup_fn _kill_pid "$slow"
+wait_for_output "$log" '^open$' "$slow" || fail "slow open never started"
+sleep 0.2                       # the slow open is under way
+
+t nbdsh -u "$uri" -c '
+h.pwrite(b"quick", 4096)
+assert h.pread(5, 4096) == b"quick"
+' || fail "a normal client failed while another open was slow"
+grep -q '^open-done$' "$log" &&
+  fail "the normal client was only served after the slow open finished"
+
+status=0
+wait "$slow" || status=$?
+cat "$tmpdir/slow.out"
+[ "$status" -eq 0 ] || fail "the slow-open client failed ($status)"
+grep -q '^open-done$' "$log" || fail "no open-done in the log"
+
+# Still serving after all that.
+t nbdsh -u "$uri" -c 'assert h.pread(4, 0) == b"slow"'

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# SIGTERM and SIGINT stop the server gracefully.  With a write
+# acknowledged and a 2-second read in progress, the signal must:
+#   - stop accepting at once (a new client is refused while the read
+#     is still running),
+#   - let the read finish and its reply (with the written data) reach
+#     the client,
+#   - then flush and close the plugin, unload it, and exit 0.
+# The fault plugin logs its calls; the log must read, in order,
+#   ... pwrite, pread, pread-done, flush, close, unload.
+source "$(dirname "$0")/functions.sh"
+requires_cmd nbdsh
+
+plugin="$abs_builddir/.libs/fault-plugin.so"
+[ -f "$plugin" ] || fail "$plugin not built (make check builds it)"
+
+for sig in TERM INT; do
+  log="$tmpdir/calls-$sig"
+  : > "$log"
+  start_server "$plugin" delay=pread delay-ms=2000 log="$log"
+
+  # The client: an acknowledged write, then a slow read of it.
+  t nbdsh -u "$uri" -c '
+h.pwrite(b"drain" * 100, 4096)
+assert h.pread(500, 4096) == b"drain" * 100, "slow read came back wrong"
+print("client: slow read answered")
+' > "$tmpdir/client.out" 2>&1 &
+  client=$!
+  cleanup_fn _kill_pid "$client"
+
+  wait_for_output "$log" '^pread$' "$client" ||
+    { cat "$tmpdir/client.out"; fail "SIG$sig: the slow read never started"; }
+  kill -s "$sig" "$server_pid"
+
+  # No new clients while the read drains.
+  sleep 0.3
+  if t nbdsh -u "$uri" -c 'pass' 2>/dev/null; then
+    fail "SIG$sig: a new client was accepted after the signal"
+  fi
+  grep -q '^pread-done$' "$log" &&
+    fail "SIG$sig: the read finished before the refusal (test too slow)"
+
+  status=0
+  wait "$client" || status=$?
+  cat "$tmpdir/client.out"
+  [ "$status" -eq 0 ] || fail "SIG$sig: the client lost its reply ($status)"
+
+  status=0
+  wait "$server_pid" || status=$?
+  server_pid=
+  [ "$status" -eq 0 ] || fail "SIG$sig: the server exited with $status"
+  [ ! -e "$sock" ] || fail "SIG$sig: the socket was left behind"
+
+  echo "SIG$sig: plugin calls:" $(cat "$log")
+  order="$(grep -E '^(pwrite|pread|pread-done|flush|close|unload)$' "$log" |
+           tr '\n' ' ')"
+  [ "$order" = "pwrite pread pread-done flush close unload " ] ||
+    fail "SIG$sig: plugin calls out of order: $order"
+done
