@@ -114,6 +114,14 @@ NBDKIT_EXTERN_DECL (int, nbdkit_peer_name,
 NBDKIT_EXTERN_DECL (int64_t, nbdkit_peer_pid, (void));
 NBDKIT_EXTERN_DECL (int64_t, nbdkit_peer_uid, (void));
 NBDKIT_EXTERN_DECL (int64_t, nbdkit_peer_gid, (void));
+/* Who the client proved to be over TLS: the DN of its verified X.509
+ * certificate or of the certificate's issuer, or (an extension of this
+ * server) its PSK username.  Each returns a malloc'd string the caller
+ * frees: "" when there is no such identity, NULL on error.
+ */
+NBDKIT_EXTERN_DECL (char *, nbdkit_peer_tls_dn, (void));
+NBDKIT_EXTERN_DECL (char *, nbdkit_peer_tls_issuer_dn, (void));
+NBDKIT_EXTERN_DECL (char *, nbdkit_peer_tls_username, (void));
 NBDKIT_EXTERN_DECL (void, nbdkit_shutdown, (void));
 
 /* Strings that live as long as the current connection (or, outside a

@@ -156,6 +156,8 @@ wait_for_input (struct connection *conn)
 static ssize_t
 read_some (struct connection *conn, void *buf, size_t len)
 {
+  if (conn->tls_active)
+    return tls_recv (conn, buf, len);  /* it keeps the deadline itself */
   if (conn->deadline_ns && wait_for_input (conn) == -1)
     return -1;
   for (;;) {
@@ -229,6 +231,13 @@ conn_sendv (struct connection *conn, const struct iovec *iov_in, int iovcnt)
   if (iovcnt > 16) {
     errno = EINVAL;
     return -1;
+  }
+  if (conn->tls_active) {
+    if (tls_sendv (conn, iov_in, iovcnt) == -1)
+      return -1;
+    for (int i = 0; i < iovcnt; i++)
+      conn->bytes_out += iov_in[i].iov_len;
+    return 0;
   }
   memcpy (iov, iov_in, iovcnt * sizeof *iov);
   for (int i = 0; i < iovcnt; i++)
@@ -383,6 +392,7 @@ conn_handle (const struct config *cfg, int sockin, int sockout,
     layer_close_all (conn->top);
   if (serialize)
     pthread_mutex_unlock (&one_connection_lock);
+  tls_end (conn);
 
   NBDKIT_CONNECTION_CLOSE (conn->id,
                            conn->close_reason ? conn->close_reason : "eof",

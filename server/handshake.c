@@ -185,7 +185,8 @@ open_export (struct connection *conn, const char *name)
   close_export (conn);
   log_clear_last_error ();
   if (name[0] == '\0') {
-    name = layer_default_export (cfg->top, cfg->readonly, 0);
+    name = layer_default_export (cfg->top, cfg->readonly,
+                                 conn->tls_active);
     if (!name) {
       if (!log_last_error ())
         nbdkit_error ("there is no default export");
@@ -200,7 +201,8 @@ open_export (struct connection *conn, const char *name)
   free (conn->exportname);
   conn->exportname = copy;
 
-  conn->top = layer_open (conn, cfg->top, cfg->readonly, copy, 0);
+  conn->top = layer_open (conn, cfg->top, cfg->readonly, copy,
+                          conn->tls_active);
   if (!conn->top)
     return -1;
   if (layer_prepare_all (conn->top, cfg->readonly) == -1 ||
@@ -251,14 +253,15 @@ opt_list (struct connection *conn, uint32_t option, uint32_t len)
   if (!exports)
     return send_error (conn, option, NBD_REP_ERR_PLATFORM, "out of memory");
   log_clear_last_error ();
-  if (layer_list_exports (cfg->top, cfg->readonly, 0,
-                                   exports) == -1) {
+  if (layer_list_exports (cfg->top, cfg->readonly, conn->tls_active,
+                          exports) == -1) {
     nbdkit_exports_free (exports);
     return send_error (conn, option, NBD_REP_ERR_PLATFORM,
                        log_last_error ());
   }
   if (exports_has_default (exports)) {
-    const char *def = layer_default_export (cfg->top, cfg->readonly, 0);
+    const char *def = layer_default_export (cfg->top, cfg->readonly,
+                                 conn->tls_active);
     if (def && nbdkit_add_export (exports, def, NULL) == -1) {
       nbdkit_exports_free (exports);
       return send_error (conn, option, NBD_REP_ERR_PLATFORM,
@@ -486,6 +489,53 @@ opt_export_name (struct connection *conn, const char *data, uint32_t len,
   return 1;
 }
 
+/* NBD_OPT_STARTTLS: acknowledge, then run the TLS handshake on the
+ * socket.  Returns 0 to go on negotiating (now encrypted), -1 to close.
+ */
+static int
+opt_starttls (struct connection *conn, uint32_t option, uint32_t len,
+              const char **why)
+{
+  if (conn->cfg->tls == TLS_OFF)
+    return send_error (conn, option, NBD_REP_ERR_POLICY,
+                       "TLS is not enabled on this server");
+  if (len != 0)
+    return send_error (conn, option, NBD_REP_ERR_INVALID,
+                       "NBD_OPT_STARTTLS takes no payload");
+  if (conn->tls_active)
+    return send_error (conn, option, NBD_REP_ERR_INVALID,
+                       "TLS is already negotiated");
+  if (send_reply (conn, option, NBD_REP_ACK) == -1)
+    return -1;
+
+  /* The client may send nothing between STARTTLS and its TLS hello.
+   * Bytes already buffered were sent in the clear before the ACK, and
+   * must never be taken as if they came through TLS: hang up.
+   */
+  if (conn->in_len > 0) {
+    NBDKIT_PROTOCOL_VIOLATION (conn->id, "data after STARTTLS");
+    *why = "data after STARTTLS";
+    return -1;
+  }
+  if (tls_start (conn) == -1) {
+    *why = "TLS handshake failed";
+    return -1;
+  }
+
+  /* Nothing negotiated in the clear survives into the TLS session: a
+   * man in the middle could have chosen it.
+   */
+  close_export (conn);
+  free (conn->exportname);
+  conn->exportname = NULL;
+  free (conn->meta_export);
+  conn->meta_export = NULL;
+  conn->meta_base_allocation = false;
+  conn->structured = false;
+  conn->extended = false;
+  return 0;
+}
+
 /* Oldstyle (-o): no options, just the default export's details. */
 static int
 negotiate_oldstyle (struct connection *conn)
@@ -592,6 +642,23 @@ hs_negotiate (struct connection *conn)
 
     int r;
     const char *why = "could not reply";
+
+    /* --tls=require: nothing but STARTTLS and ABORT in the clear. */
+    if (conn->cfg->tls == TLS_REQUIRE && !conn->tls_active &&
+        option != NBD_OPT_STARTTLS && option != NBD_OPT_ABORT) {
+      if (option == NBD_OPT_EXPORT_NAME) {
+        /* No error reply exists for EXPORT_NAME: hang up. */
+        NBDKIT_HANDSHAKE_FAIL (conn->id, "TLS required");
+        goto out;
+      }
+      if (send_error (conn, option, NBD_REP_ERR_TLS_REQD,
+                      "this server requires TLS (STARTTLS)") == -1) {
+        NBDKIT_HANDSHAKE_FAIL (conn->id, why);
+        goto out;
+      }
+      continue;
+    }
+
     switch (option) {
     case NBD_OPT_EXPORT_NAME:
       r = opt_export_name (conn, data, len, no_zeroes, &why);
@@ -605,8 +672,7 @@ hs_negotiate (struct connection *conn)
       r = opt_list (conn, option, len);
       break;
     case NBD_OPT_STARTTLS:
-      r = send_error (conn, option, NBD_REP_ERR_POLICY,
-                      "TLS is not enabled on this server");
+      r = opt_starttls (conn, option, len, &why);
       break;
     case NBD_OPT_INFO:
     case NBD_OPT_GO:

@@ -59,6 +59,11 @@ struct config {
   unsigned threads;             /* -t */
   unsigned max_connections;     /* --max-connections */
   unsigned handshake_timeout;   /* --handshake-timeout, seconds, 0 = none */
+  int tls;                      /* --tls: TLS_OFF, TLS_ON, TLS_REQUIRE */
+  const char *tls_certificates; /* --tls-certificates DIR */
+  const char *tls_psk;          /* --tls-psk FILE */
+  bool tls_verify_peer;         /* --tls-verify-peer */
+  const char *user, *group;     /* -u, -g */
   const char *exportname;       /* -e */
   const char *pidfile;          /* -P */
   const char *run;              /* --run */
@@ -66,6 +71,8 @@ struct config {
   struct layer *top;            /* the outermost layer of the chain */
   int thread_model;             /* weakest of every layer's */
 };
+
+enum { TLS_OFF = 0, TLS_ON = 1, TLS_REQUIRE = 2 };
 
 /* ---- layers (backend.c, plugins.c, filters.c) ---- */
 
@@ -222,6 +229,8 @@ struct connection {
   char *in_buf;                 /* CONN_INBUF_SIZE bytes, or NULL */
   size_t in_pos, in_len;        /* unread bytes: in_buf[in_pos, +in_len) */
   uint64_t deadline_ns;         /* reads fail after this (handshake), or 0 */
+  void *tls;                    /* gnutls_session_t after STARTTLS */
+  bool tls_active;              /* the TLS handshake succeeded */
   const struct config *cfg;
   const char *transport;        /* "unix", "tcp", "stdio", "activated" */
   char peer[128];               /* printable peer address */
@@ -284,6 +293,19 @@ extern const char *hs_option_name (uint32_t option);
 /* transmission.c: serves requests until the connection ends. */
 extern void tx_serve (struct connection *conn);
 extern const char *tx_command_name (uint16_t cmd);
+
+/* ---- crypto.c: TLS ---- */
+extern bool tls_available (void);
+extern const char *tls_credentials_name (void);
+extern int tls_load (const struct config *cfg);
+extern int tls_start (struct connection *conn);
+extern ssize_t tls_recv (struct connection *conn, void *buf, size_t len);
+extern int tls_sendv (struct connection *conn, const struct iovec *iov,
+                      int iovcnt);
+extern bool tls_pending (struct connection *conn);
+extern void tls_end (struct connection *conn);
+extern char *tls_peer_dn (struct connection *conn, bool issuer);
+extern char *tls_peer_username (struct connection *conn);
 
 /* ---- sockets.c ---- */
 struct listener {

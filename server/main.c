@@ -15,8 +15,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,6 +93,13 @@ usage (FILE *fp, const char *program)
 "      --max-connections N  refuse clients beyond N at once (default %d)\n"
 "      --handshake-timeout S  drop clients still negotiating after S\n"
 "                           seconds (default %d; 0 for none)\n"
+"      --tls=off|on|require  offer TLS (STARTTLS), or insist on it\n"
+"      --tls-certificates DIR  X.509 files: ca-cert.pem, server-cert.pem,\n"
+"                           server-key.pem (and ca-crl.pem)\n"
+"      --tls-psk FILE       PSK keys (psktool format) instead of X.509\n"
+"      --tls-verify-peer    require a client certificate signed by the CA\n"
+"  -u, --user USER          run as USER once the sockets are bound\n"
+"  -g, --group GROUP        run as GROUP once the sockets are bound\n"
 "      --print-uri          print the URI clients can use\n"
 "      --dump-config        print the build configuration\n"
 "      --dump-plugin        print what the plugin provides\n"
@@ -105,7 +114,8 @@ usage (FILE *fp, const char *program)
 enum {
   OPT_RUN = 256, OPT_FILTER, OPT_DUMP_CONFIG, OPT_DUMP_PLUGIN, OPT_HELP,
   OPT_VERSION, OPT_PRINT_URI, OPT_EXIT_WITH_PARENT, OPT_NO_SR, OPT_LOG,
-  OPT_MAX_CONNECTIONS, OPT_HANDSHAKE_TIMEOUT,
+  OPT_MAX_CONNECTIONS, OPT_HANDSHAKE_TIMEOUT, OPT_TLS, OPT_TLS_CERTIFICATES,
+  OPT_TLS_PSK, OPT_TLS_VERIFY_PEER,
 };
 
 static const struct option long_options[] = {
@@ -133,6 +143,12 @@ static const struct option long_options[] = {
   { "log", required_argument, NULL, OPT_LOG },
   { "max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS },
   { "handshake-timeout", required_argument, NULL, OPT_HANDSHAKE_TIMEOUT },
+  { "tls", required_argument, NULL, OPT_TLS },
+  { "tls-certificates", required_argument, NULL, OPT_TLS_CERTIFICATES },
+  { "tls-psk", required_argument, NULL, OPT_TLS_PSK },
+  { "tls-verify-peer", no_argument, NULL, OPT_TLS_VERIFY_PEER },
+  { "user", required_argument, NULL, 'u' },
+  { "group", required_argument, NULL, 'g' },
   { "print-uri", no_argument, NULL, OPT_PRINT_URI },
   { "dump-config", no_argument, NULL, OPT_DUMP_CONFIG },
   { "dump-plugin", no_argument, NULL, OPT_DUMP_PLUGIN },
@@ -157,7 +173,7 @@ dump_config (void)
 #endif
           );
   printf ("sbindir=%s\n", SBINDIR);
-  printf ("tls=no\n");
+  printf ("tls=%s\n", tls_available () ? "yes" : "no");
   printf ("version=%s\n", PACKAGE_VERSION);
   printf ("version_major=%d\n", atoi (PACKAGE_VERSION));
   printf ("version_minor=%d\n", atoi (strchr (PACKAGE_VERSION, '.') + 1));
@@ -190,6 +206,24 @@ fput_uri_escaped (FILE *fp, const char *s)
   }
 }
 
+/* The first username in a psktool key file ("user:hexkey" lines). */
+static char *
+psk_first_user (const char *path)
+{
+  FILE *fp = fopen (path, "r");
+  char line[1024];
+  char *user = NULL;
+  if (!fp)
+    return NULL;
+  if (fgets (line, sizeof line, fp)) {
+    char *colon = strchr (line, ':');
+    if (colon && colon > line)
+      user = strndup (line, colon - line);
+  }
+  fclose (fp);
+  return user;
+}
+
 /* The URI a client uses to reach us, in a malloc'd string. */
 static char *
 make_uri (const struct config *cfg)
@@ -200,21 +234,53 @@ make_uri (const struct config *cfg)
   if (!fp)
     return NULL;
   const char *name = cfg->exportname ? cfg->exportname : "";
+  const char *scheme = cfg->tls != TLS_OFF ? "nbds" : "nbd";
+  char sep = '?';
+  /* The PSK username goes in the authority, as libnbd expects. */
+  char *user = NULL, *at = NULL;
+  if (cfg->tls != TLS_OFF && cfg->tls_psk &&
+      (user = psk_first_user (cfg->tls_psk)) != NULL) {
+    size_t ulen = strlen (user);
+    at = malloc (3 * ulen + 2);
+    if (at) {
+      char *q = at;
+      for (const char *u = user; *u; u++)
+        q += isalnum ((unsigned char) *u) || strchr ("-._~", *u)
+          ? sprintf (q, "%c", *u) : sprintf (q, "%%%02X", (unsigned char) *u);
+      strcpy (q, "@");
+    }
+    free (user);
+  }
   if (cfg->unixsocket) {
-    fprintf (fp, "nbd+unix:///");
+    fprintf (fp, "%s+unix://%s/", scheme, at ? at : "");
     fput_uri_escaped (fp, name);
     fprintf (fp, "?socket=");
     fput_uri_escaped (fp, cfg->unixsocket);
+    sep = '&';
   }
   else {
     const char *host = cfg->ipaddr ? cfg->ipaddr : "localhost";
-    fprintf (fp, strchr (host, ':') ? "nbd://[%s]" : "nbd://%s", host);
+    fprintf (fp, strchr (host, ':') ? "%s://%s[%s]" : "%s://%s%s", scheme,
+             at ? at : "", host);
     if (cfg->port && strcmp (cfg->port, "10809") != 0)
       fprintf (fp, ":%s", cfg->port);
     fprintf (fp, "/");
     fput_uri_escaped (fp, name);
   }
+  /* Enough for a client on this machine to authenticate (libnbd reads
+   * these query parameters): the PSK file and its first user, or the
+   * certificate directory (its ca-cert.pem).
+   */
+  if (cfg->tls != TLS_OFF && cfg->tls_psk) {
+    fprintf (fp, "%ctls-psk-file=", sep);
+    fput_uri_escaped (fp, cfg->tls_psk);
+  }
+  else if (cfg->tls != TLS_OFF && cfg->tls_certificates) {
+    fprintf (fp, "%ctls-certificates=", sep);
+    fput_uri_escaped (fp, cfg->tls_certificates);
+  }
   fclose (fp);
+  free (at);
   return uri;
 }
 
@@ -243,7 +309,8 @@ start_run (const struct config *cfg, const char *uri)
   setenv ("uri", uri, 1);
   setenv ("nbd", nbd, 1);
   setenv ("exportname", name, 1);
-  setenv ("tls", "0", 1);
+  setenv ("tls", cfg->tls == TLS_REQUIRE ? "2" : cfg->tls == TLS_ON ? "1" : "0",
+          1);
   if (cfg->unixsocket) {
     setenv ("unixsocket", cfg->unixsocket, 1);
     setenv ("port", "", 1);
@@ -330,6 +397,64 @@ daemonise (void)
   return 0;
 }
 
+/* -u and -g: become GROUP and USER (names or numbers).  With -u alone
+ * the user's own group and supplementary groups are taken.
+ */
+static int
+change_user (const struct config *cfg)
+{
+  gid_t gid = (gid_t) -1;
+  struct passwd *pw = NULL;
+  char *end;
+
+  if (!cfg->user && !cfg->group)
+    return 0;
+  if (cfg->user) {
+    pw = getpwnam (cfg->user);
+    if (!pw) {
+      errno = 0;
+      unsigned long n = strtoul (cfg->user, &end, 10);
+      if (errno || *end || end == cfg->user || !(pw = getpwuid (n))) {
+        nbdkit_error ("-u: no such user: %s", cfg->user);
+        return -1;
+      }
+    }
+    gid = pw->pw_gid;
+  }
+  if (cfg->group) {
+    struct group *gr = getgrnam (cfg->group);
+    if (gr)
+      gid = gr->gr_gid;
+    else {
+      errno = 0;
+      unsigned long n = strtoul (cfg->group, &end, 10);
+      if (errno || *end || end == cfg->group || n >= (gid_t) -1) {
+        nbdkit_error ("-g: no such group: %s", cfg->group);
+        return -1;
+      }
+      gid = n;
+    }
+  }
+
+  /* Groups first: once the uid is dropped they cannot change. */
+  if (pw && !cfg->group ? initgroups (pw->pw_name, gid) == -1
+                        : setgroups (1, &gid) == -1) {
+    nbdkit_error ("setting supplementary groups: %m");
+    return -1;
+  }
+  if (setgid (gid) == -1) {
+    nbdkit_error ("setgid (%u): %m", (unsigned) gid);
+    return -1;
+  }
+  if (pw && setuid (pw->pw_uid) == -1) {
+    nbdkit_error ("setuid (%u): %m", (unsigned) pw->pw_uid);
+    return -1;
+  }
+  nbdkit_debug ("running as uid %u, gid %u", (unsigned) getuid (),
+                (unsigned) getgid ());
+  return 0;
+}
+
 static void
 fail (const char *program, const char *fs, const char *arg)
 {
@@ -361,7 +486,7 @@ main (int argc, char *argv[])
   signal (SIGPIPE, SIG_IGN);
   opterr = 0;                   /* we print our own one-line errors */
 
-  while ((c = getopt_long (argc, argv, "46D:e:fi:op:P:rst:U:vV", long_options,
+  while ((c = getopt_long (argc, argv, "46D:e:fg:i:op:P:rst:u:U:vV", long_options,
                            NULL)) != -1) {
     switch (c) {
     case '4': cfg.family = AF_INET; break;
@@ -377,6 +502,25 @@ main (int argc, char *argv[])
       cfg.exportname = optarg;
       break;
     case 'f': cfg.foreground = true; break;
+    case 'g': cfg.group = optarg; break;
+    case 'u': cfg.user = optarg; break;
+    case OPT_TLS:
+      if (!strcmp (optarg, "off") || !strcmp (optarg, "no") ||
+          !strcmp (optarg, "false") || !strcmp (optarg, "0"))
+        cfg.tls = TLS_OFF;
+      else if (!strcmp (optarg, "on") || !strcmp (optarg, "yes") ||
+               !strcmp (optarg, "true") || !strcmp (optarg, "1"))
+        cfg.tls = TLS_ON;
+      else if (!strcmp (optarg, "require") || !strcmp (optarg, "required")
+               || !strcmp (optarg, "force"))
+        cfg.tls = TLS_REQUIRE;
+      else
+        fail (cfg.program, "--tls: \"%s\" must be off, on or require",
+              optarg);
+      break;
+    case OPT_TLS_CERTIFICATES: cfg.tls_certificates = optarg; break;
+    case OPT_TLS_PSK: cfg.tls_psk = optarg; break;
+    case OPT_TLS_VERIFY_PEER: cfg.tls_verify_peer = true; break;
     case 'i': cfg.ipaddr = optarg; break;
     case 'o': cfg.oldstyle = true; break;
     case 'p': {
@@ -449,7 +593,7 @@ main (int argc, char *argv[])
     case OPT_HELP: help = true; break;
     case OPT_VERSION: version = true; break;
     default:
-      if (optopt && c == '?' && strchr ("DeiPptU", optopt))
+      if (optopt && c == '?' && strchr ("DegiPptuU", optopt))
         fprintf (stderr, "%s: option '-%c' needs an argument\n",
                  cfg.program, optopt);
       else if (optopt)
@@ -492,6 +636,16 @@ main (int argc, char *argv[])
     fail (cfg.program, "%s", "-s cannot be combined with -U, -p or --run");
   if ((cfg.unixsocket || unix_private) && (cfg.port || cfg.ipaddr))
     fail (cfg.program, "%s", "-U cannot be combined with -p or -i");
+  if (cfg.tls == TLS_OFF &&
+      (cfg.tls_psk || cfg.tls_certificates || cfg.tls_verify_peer))
+    fail (cfg.program, "%s", "--tls-psk, --tls-certificates and "
+          "--tls-verify-peer need --tls=on or --tls=require");
+  if (cfg.tls_psk && (cfg.tls_certificates || cfg.tls_verify_peer))
+    fail (cfg.program, "%s", "--tls-psk cannot be combined with "
+          "--tls-certificates or --tls-verify-peer");
+  if (cfg.tls != TLS_OFF && cfg.oldstyle)
+    fail (cfg.program, "%s", "-o cannot be used with --tls (oldstyle "
+          "negotiation has no STARTTLS)");
 
   /* --run, -s, socket activation and --exit-with-parent keep the server
    * in the foreground (a daemon has no parent to follow).
@@ -504,6 +658,16 @@ main (int argc, char *argv[])
   if (cfg.pidfile && cfg.pidfile[0] != '/') {
     cfg.pidfile = nbdkit_absolute_path (cfg.pidfile);
     if (!cfg.pidfile)
+      exit (EXIT_FAILURE);
+  }
+  if (cfg.tls_psk && cfg.tls_psk[0] != '/') {
+    cfg.tls_psk = nbdkit_absolute_path (cfg.tls_psk);
+    if (!cfg.tls_psk)
+      exit (EXIT_FAILURE);
+  }
+  if (cfg.tls_certificates && cfg.tls_certificates[0] != '/') {
+    cfg.tls_certificates = nbdkit_absolute_path (cfg.tls_certificates);
+    if (!cfg.tls_certificates)
       exit (EXIT_FAILURE);
   }
   if (cfg.unixsocket && cfg.unixsocket[0] != '/') {
@@ -601,6 +765,12 @@ main (int argc, char *argv[])
   }
   log_set_layer_name (NULL);
 
+  /* Credentials are read now, while the server may still read files
+   * that -u USER could not.
+   */
+  if (tls_load (&cfg) == -1)
+    exit (EXIT_FAILURE);
+
   if (cfg.exit_with_parent)
     prctl (PR_SET_PDEATHSIG, SIGTERM);
 
@@ -621,6 +791,8 @@ main (int argc, char *argv[])
   }
 
   if (cfg.single) {
+    if (change_user (&cfg) == -1)
+      exit (EXIT_FAILURE);
     NBDKIT_SERVER_START (PACKAGE_VERSION, (uint64_t) getpid ());
     log_start_syslog ();
     for (struct layer *l = cfg.top; l; l = l->next)
@@ -669,10 +841,23 @@ main (int argc, char *argv[])
   /* From here on this is the process that serves. */
   NBDKIT_SERVER_START (PACKAGE_VERSION, (uint64_t) getpid ());
   log_start_syslog ();
+  /* The sockets are bound (privileged ports too): -u and -g give up
+   * root now, before any plugin thread starts or any client connects.
+   * The pid file often lives where only root may write (/run), so with
+   * -u or -g it is written just before.
+   */
+  bool early_pidfile = cfg.pidfile && (cfg.user || cfg.group);
+  if (early_pidfile && write_pidfile (cfg.pidfile) == -1)
+    exit (EXIT_FAILURE);
+  if (change_user (&cfg) == -1) {
+    if (early_pidfile)
+      unlink (cfg.pidfile);
+    exit (EXIT_FAILURE);
+  }
   for (struct layer *l = cfg.top; l; l = l->next)
     if (layer_after_fork (l) == -1)
       exit (EXIT_FAILURE);
-  if (cfg.pidfile && write_pidfile (cfg.pidfile) == -1)
+  if (cfg.pidfile && !early_pidfile && write_pidfile (cfg.pidfile) == -1)
     exit (EXIT_FAILURE);
 
   struct run_waiter rw = { .pid = -1 };

@@ -77,6 +77,17 @@ provider nbdkit {
   /* Negotiation failed or was abandoned: id, reason. */
   probe handshake_fail (uint64_t id, const char *reason);
 
+  /* ---- TLS ---- */
+
+  /* STARTTLS was accepted and the TLS handshake begins: id,
+   * credentials ("x509" or "psk"). */
+  probe tls_handshake_start (uint64_t id, const char *credentials);
+  /* The TLS handshake ended: id, 1 if it succeeded (else 0), the
+   * session's protocol and ciphers or the GnuTLS error, the peer's
+   * identity (PSK username or certificate DN; "" if none). */
+  probe tls_handshake_done (uint64_t id, int64_t ok, const char *detail,
+                            const char *peer);
+
   /* ---- requests ---- */
 
   /* A request was decoded: id, cookie, command code, command name,

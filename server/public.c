@@ -361,7 +361,45 @@ nbdkit_export_name (void)
 int
 nbdkit_is_tls (void)
 {
-  return 0;
+  struct connection *conn = conn_current ();
+  if (!conn) {
+    nbdkit_error ("no connection in this thread");
+    return -1;
+  }
+  return conn->tls_active;
+}
+
+static char *
+tls_identity (int which)
+{
+  struct connection *conn = conn_current ();
+  if (!conn) {
+    nbdkit_error ("no connection in this thread");
+    return NULL;
+  }
+  char *r = which == 2 ? tls_peer_username (conn)
+                       : tls_peer_dn (conn, which == 1);
+  if (!r)
+    nbdkit_error ("strdup: %m");
+  return r;
+}
+
+char *
+nbdkit_peer_tls_dn (void)
+{
+  return tls_identity (0);
+}
+
+char *
+nbdkit_peer_tls_issuer_dn (void)
+{
+  return tls_identity (1);
+}
+
+char *
+nbdkit_peer_tls_username (void)
+{
+  return tls_identity (2);
 }
 
 int

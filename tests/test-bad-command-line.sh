@@ -35,5 +35,14 @@ check 'plugin'            -U - --run 'exit 0'
 check 'plugin'            -f
 check 'nosuchfilter'      -U - --filter=nosuchfilter memory 1M --run 'exit 0'
 check 'abc|thread'        -U - -t abc memory 1M --run 'exit 0'
+# TLS options that cannot work.
+check 'maybe'             -U - --tls=maybe memory 1M --run 'exit 0'
+check 'tls-psk.*--tls'    -U - --tls-psk=/dev/null memory 1M --run 'exit 0'
+check 'oldstyle|-o'       -U - -o --tls=on --tls-psk=/etc/hostname memory 1M --run 'exit 0'
+check 'no-such-file'      -U - --tls=on --tls-psk="$tmpdir/no-such-file" memory 1M --run 'exit 0'
+check 'server-cert'       -U - --tls=require --tls-certificates="$tmpdir" memory 1M --run 'exit 0'
+printf 'alice:zz\n' > "$tmpdir/bad.psk"
+check 'hexadecimal'       -U - --tls=on --tls-psk="$tmpdir/bad.psk" memory 1M --run 'exit 0'
+check 'no such group'     -U - -g no-such-group-here memory 1M --run 'exit 0'
 
 [ "$failures" -eq 0 ] || fail "$failures bad command line(s) not reported properly"

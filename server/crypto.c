@@ -1,0 +1,664 @@
+/* nbdkit server: TLS with GnuTLS.
+ *
+ * tls_load reads the credentials once at start-up (before privileges
+ * are dropped): X.509 certificates from a directory, or a psktool key
+ * file.  A connection switches to TLS when the client sends
+ * NBD_OPT_STARTTLS: tls_start runs the TLS handshake on the
+ * connection's socket, and from then on conn_recv and conn_sendv go
+ * through tls_recv and tls_sendv.
+ *
+ * The session reads and writes the socket through our own transport
+ * functions, so that the handshake deadline (--handshake-timeout)
+ * covers every byte of the TLS handshake and of the options after it,
+ * however slowly a client sends them, and so that writes never raise
+ * SIGPIPE.
+ *
+ * One thread receives (under the read lock) while another sends (under
+ * the write lock); GnuTLS allows one of each on a session at a time.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#ifdef HAVE_GNUTLS
+
+#include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
+
+static enum { CREDS_NONE, CREDS_X509, CREDS_PSK } creds_type;
+static gnutls_certificate_credentials_t x509_creds;
+static gnutls_psk_server_credentials_t psk_creds;
+static gnutls_priority_t priority;
+static bool verify_peer;
+
+/* PSK needs its key exchanges added to the defaults. */
+#define PRIORITY_X509 "NORMAL"
+#define PRIORITY_PSK  "NORMAL:+ECDHE-PSK:+DHE-PSK:+PSK"
+
+bool
+tls_available (void)
+{
+  return true;
+}
+
+const char *
+tls_credentials_name (void)
+{
+  return creds_type == CREDS_PSK ? "psk" : "x509";
+}
+
+static bool
+readable (const char *path)
+{
+  return access (path, R_OK) == 0;
+}
+
+/* The certificate directory: --tls-certificates, or the default
+ * (/etc/pki/nbdkit for root, $HOME/.pki/nbdkit for anyone else).
+ * Returns a malloc'd path.
+ */
+static char *
+certificates_dir (const struct config *cfg)
+{
+  char *dir = NULL;
+  if (cfg->tls_certificates)
+    return strdup (cfg->tls_certificates);
+  if (geteuid () == 0)
+    return strdup (SYSCONFDIR "/pki/nbdkit");
+  const char *home = getenv ("HOME");
+  if (home && asprintf (&dir, "%s/.pki/nbdkit", home) == -1)
+    dir = NULL;
+  return dir;
+}
+
+static int
+load_x509 (const struct config *cfg)
+{
+  char *dir = certificates_dir (cfg);
+  char ca[PATH_MAX], crl[PATH_MAX], cert[PATH_MAX], key[PATH_MAX];
+  int r;
+
+  if (!dir) {
+    nbdkit_error ("TLS: no certificate directory: use --tls-certificates");
+    return -1;
+  }
+  snprintf (ca, sizeof ca, "%s/ca-cert.pem", dir);
+  snprintf (crl, sizeof crl, "%s/ca-crl.pem", dir);
+  snprintf (cert, sizeof cert, "%s/server-cert.pem", dir);
+  snprintf (key, sizeof key, "%s/server-key.pem", dir);
+
+  if (!readable (cert) || !readable (key)) {
+    nbdkit_error ("TLS: %s must hold server-cert.pem and server-key.pem "
+                  "(see nbdkit-security(1))", dir);
+    free (dir);
+    return -1;
+  }
+  if (cfg->tls_verify_peer && !readable (ca)) {
+    nbdkit_error ("TLS: --tls-verify-peer needs %s", ca);
+    free (dir);
+    return -1;
+  }
+
+  r = gnutls_certificate_allocate_credentials (&x509_creds);
+  if (r < 0)
+    goto gnutls_fail;
+  if (readable (ca)) {
+    r = gnutls_certificate_set_x509_trust_file (x509_creds, ca,
+                                                GNUTLS_X509_FMT_PEM);
+    if (r < 0) {
+      nbdkit_error ("TLS: %s: %s", ca, gnutls_strerror (r));
+      goto fail;
+    }
+  }
+  if (readable (crl)) {
+    r = gnutls_certificate_set_x509_crl_file (x509_creds, crl,
+                                              GNUTLS_X509_FMT_PEM);
+    if (r < 0) {
+      nbdkit_error ("TLS: %s: %s", crl, gnutls_strerror (r));
+      goto fail;
+    }
+  }
+  r = gnutls_certificate_set_x509_key_file (x509_creds, cert, key,
+                                            GNUTLS_X509_FMT_PEM);
+  if (r < 0) {
+    nbdkit_error ("TLS: %s, %s: %s", cert, key, gnutls_strerror (r));
+    goto fail;
+  }
+  gnutls_certificate_set_known_dh_params (x509_creds,
+                                          GNUTLS_SEC_PARAM_MEDIUM);
+  nbdkit_debug ("TLS: X.509 certificates loaded from %s", dir);
+  free (dir);
+  creds_type = CREDS_X509;
+  return 0;
+
+ gnutls_fail:
+  nbdkit_error ("TLS: %s", gnutls_strerror (r));
+ fail:
+  free (dir);
+  return -1;
+}
+
+/* The PSK keys, read once at start-up: GnuTLS's own file callback
+ * would reopen the file on every handshake, after -u has dropped the
+ * right to read it.
+ */
+struct psk_key {
+  char *user;
+  unsigned char *key;
+  size_t len;
+};
+static struct psk_key *psk_keys;
+static size_t n_psk_keys;
+
+static int
+hexval (int c)
+{
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+static int
+psk_lookup (gnutls_session_t s, const char *user, gnutls_datum_t *key)
+{
+  for (size_t i = 0; i < n_psk_keys; i++)
+    if (strcmp (psk_keys[i].user, user) == 0) {
+      key->data = gnutls_malloc (psk_keys[i].len);
+      if (!key->data)
+        return -1;
+      memcpy (key->data, psk_keys[i].key, psk_keys[i].len);
+      key->size = psk_keys[i].len;
+      return 0;
+    }
+  return -1;                    /* unknown user: the handshake fails */
+}
+
+/* psktool's format: one "username:hexkey" per line. */
+static int
+load_psk (const struct config *cfg)
+{
+  FILE *fp = fopen (cfg->tls_psk, "r");
+  char *line = NULL;
+  size_t cap = 0;
+  ssize_t len;
+  unsigned lineno = 0;
+
+  if (!fp) {
+    nbdkit_error ("TLS: --tls-psk: %s: %m", cfg->tls_psk);
+    return -1;
+  }
+  while ((len = getline (&line, &cap, fp)) != -1) {
+    lineno++;
+    while (len > 0 && (line[len-1] == '\n' || line[len-1] == '\r'))
+      line[--len] = '\0';
+    if (len == 0 || line[0] == '#')
+      continue;
+    char *colon = strchr (line, ':');
+    size_t hexlen = colon ? strlen (colon + 1) : 0;
+    if (!colon || colon == line || hexlen == 0 || hexlen % 2 != 0) {
+      nbdkit_error ("TLS: %s:%u: expected username:hexkey",
+                    cfg->tls_psk, lineno);
+      goto fail;
+    }
+    struct psk_key k = { .len = hexlen / 2 };
+    k.user = strndup (line, colon - line);
+    k.key = malloc (k.len);
+    struct psk_key *p = realloc (psk_keys, (n_psk_keys + 1) * sizeof *p);
+    if (!k.user || !k.key || !p) {
+      nbdkit_error ("TLS: out of memory");
+      free (k.user);
+      free (k.key);
+      goto fail;
+    }
+    psk_keys = p;
+    for (size_t i = 0; i < k.len; i++) {
+      int hi = hexval (colon[1 + 2*i]), lo = hexval (colon[2 + 2*i]);
+      if (hi < 0 || lo < 0) {
+        nbdkit_error ("TLS: %s:%u: the key is not hexadecimal",
+                      cfg->tls_psk, lineno);
+        free (k.user);
+        free (k.key);
+        goto fail;
+      }
+      k.key[i] = hi << 4 | lo;
+    }
+    psk_keys[n_psk_keys++] = k;
+  }
+  free (line);
+  line = NULL;
+  fclose (fp);
+  fp = NULL;
+  if (n_psk_keys == 0) {
+    nbdkit_error ("TLS: %s holds no keys", cfg->tls_psk);
+    return -1;
+  }
+
+  int r = gnutls_psk_allocate_server_credentials (&psk_creds);
+  if (r < 0) {
+    nbdkit_error ("TLS: %s", gnutls_strerror (r));
+    return -1;
+  }
+  gnutls_psk_set_server_credentials_function (psk_creds, psk_lookup);
+  gnutls_psk_set_server_known_dh_params (psk_creds, GNUTLS_SEC_PARAM_MEDIUM);
+  nbdkit_debug ("TLS: %zu PSK key(s) loaded from %s", n_psk_keys,
+                cfg->tls_psk);
+  creds_type = CREDS_PSK;
+  return 0;
+
+ fail:
+  free (line);
+  if (fp)
+    fclose (fp);
+  return -1;
+}
+
+int
+tls_load (const struct config *cfg)
+{
+  if (cfg->tls == TLS_OFF)
+    return 0;
+  int r = gnutls_global_init ();
+  if (r < 0) {
+    nbdkit_error ("TLS: gnutls_global_init: %s", gnutls_strerror (r));
+    return -1;
+  }
+  if ((cfg->tls_psk ? load_psk (cfg) : load_x509 (cfg)) == -1)
+    return -1;
+  verify_peer = cfg->tls_verify_peer;
+  r = gnutls_priority_init (&priority, creds_type == CREDS_PSK
+                            ? PRIORITY_PSK : PRIORITY_X509, NULL);
+  if (r < 0) {
+    nbdkit_error ("TLS: gnutls_priority_init: %s", gnutls_strerror (r));
+    return -1;
+  }
+  return 0;
+}
+
+/* ---- the transport under the session ---- */
+
+static ssize_t
+transport_pull (gnutls_transport_ptr_t p, void *buf, size_t len)
+{
+  struct connection *conn = p;
+  ssize_t r;
+  do
+    r = read (conn->sockin, buf, len);
+  while (r == -1 && errno == EINTR);
+  if (r == -1)
+    gnutls_transport_set_errno (conn->tls, errno);
+  return r;
+}
+
+/* Wait up to MS for input, never past the handshake deadline.
+ * Returns >0 when readable, 0 on timeout, -1 on error.
+ */
+static int
+transport_pull_timeout (gnutls_transport_ptr_t p, unsigned int ms)
+{
+  struct connection *conn = p;
+  for (;;) {
+    int wait = ms == GNUTLS_INDEFINITE_TIMEOUT || ms > INT_MAX
+      ? -1 : (int) ms;
+    if (conn->deadline_ns) {
+      uint64_t now = now_ns ();
+      if (now >= conn->deadline_ns)
+        return 0;
+      uint64_t left = (conn->deadline_ns - now + 999999) / 1000000;
+      if (wait == -1 || left < (uint64_t) wait)
+        wait = left;
+    }
+    struct pollfd pfd = { .fd = conn->sockin, .events = POLLIN };
+    int r = poll (&pfd, 1, wait);
+    if (r >= 0)
+      return r;
+    if (errno != EINTR) {
+      gnutls_transport_set_errno (conn->tls, errno);
+      return -1;
+    }
+  }
+}
+
+static ssize_t
+transport_push (gnutls_transport_ptr_t p, const giovec_t *iov, int iovcnt)
+{
+  struct connection *conn = p;
+  ssize_t r;
+  do {
+    if (conn->sockout_is_socket) {
+      struct msghdr msg = {
+        .msg_iov = (struct iovec *) iov, .msg_iovlen = iovcnt,
+      };
+      r = sendmsg (conn->sockout, &msg, MSG_NOSIGNAL);
+    }
+    else
+      r = writev (conn->sockout, (const struct iovec *) iov, iovcnt);
+  } while (r == -1 && errno == EINTR);
+  if (r == -1)
+    gnutls_transport_set_errno (conn->tls, errno);
+  return r;
+}
+
+/* ---- sessions ---- */
+
+/* Who the peer proved to be: the PSK identity, or the DN of its
+ * verified certificate (the issuer's DN if ISSUER).  malloc'd; "" when
+ * there is none; NULL only when out of memory.
+ */
+static char *
+peer_identity (gnutls_session_t s, bool issuer)
+{
+  if (gnutls_auth_get_type (s) == GNUTLS_CRD_PSK) {
+    const char *user = gnutls_psk_server_get_username (s);
+    return strdup (issuer || !user ? "" : user);
+  }
+
+  unsigned n = 0;
+  const gnutls_datum_t *list = gnutls_certificate_get_peers (s, &n);
+  gnutls_x509_crt_t crt;
+  gnutls_datum_t dn = { NULL, 0 };
+  char *ret = NULL;
+
+  if (!list || n == 0 || gnutls_x509_crt_init (&crt) < 0)
+    return strdup ("");
+  if (gnutls_x509_crt_import (crt, &list[0], GNUTLS_X509_FMT_DER) >= 0 &&
+      (issuer ? gnutls_x509_crt_get_issuer_dn3 (crt, &dn, 0)
+              : gnutls_x509_crt_get_dn3 (crt, &dn, 0)) >= 0)
+    ret = strndup ((const char *) dn.data, dn.size);
+  else
+    ret = strdup ("");
+  gnutls_free (dn.data);
+  gnutls_x509_crt_deinit (crt);
+  return ret;
+}
+
+int
+tls_start (struct connection *conn)
+{
+  gnutls_session_t s;
+  int r;
+
+  NBDKIT_TLS_HANDSHAKE_START (conn->id, tls_credentials_name ());
+  r = gnutls_init (&s, GNUTLS_SERVER);
+  if (r < 0) {
+    nbdkit_error ("TLS: gnutls_init: %s", gnutls_strerror (r));
+    NBDKIT_TLS_HANDSHAKE_DONE (conn->id, (int64_t) probe_u64 (0),
+                               gnutls_strerror (r), "");
+    return -1;
+  }
+  conn->tls = s;
+  r = gnutls_priority_set (s, priority);
+  if (r >= 0) {
+    if (creds_type == CREDS_PSK)
+      r = gnutls_credentials_set (s, GNUTLS_CRD_PSK, psk_creds);
+    else {
+      r = gnutls_credentials_set (s, GNUTLS_CRD_CERTIFICATE, x509_creds);
+      if (verify_peer) {
+        /* No certificate, or one that does not verify against the CA
+         * (untrusted, expired, revoked), fails the handshake.
+         */
+        gnutls_certificate_server_set_request (s, GNUTLS_CERT_REQUIRE);
+        gnutls_session_set_verify_cert (s, NULL, 0);
+      }
+    }
+  }
+  if (r < 0)
+    goto fail;
+
+  gnutls_transport_set_ptr (s, conn);
+  gnutls_transport_set_pull_function (s, transport_pull);
+  gnutls_transport_set_pull_timeout_function (s, transport_pull_timeout);
+  gnutls_transport_set_vec_push_function (s, transport_push);
+  /* With a timeout set, GnuTLS waits through pull_timeout, which keeps
+   * the connection's deadline however the client dribbles its bytes.
+   */
+  if (conn->deadline_ns) {
+    uint64_t now = now_ns ();
+    uint64_t left = conn->deadline_ns > now
+      ? (conn->deadline_ns - now) / 1000000 + 1 : 1;
+    gnutls_handshake_set_timeout (s, left < UINT_MAX ? left : UINT_MAX);
+  }
+  else
+    gnutls_handshake_set_timeout (s, GNUTLS_INDEFINITE_TIMEOUT);
+
+  do
+    r = gnutls_handshake (s);
+  while (r < 0 && !gnutls_error_is_fatal (r) && r != GNUTLS_E_TIMEDOUT);
+  if (r < 0)
+    goto fail;
+
+  conn->tls_active = true;
+  if (NBDKIT_TLS_HANDSHAKE_DONE_ENABLED () || conn->cfg->verbose) {
+    char *desc = gnutls_session_get_desc (s);
+    char *who = peer_identity (s, false);
+    NBDKIT_TLS_HANDSHAKE_DONE (conn->id, (int64_t) probe_u64 (1),
+                               desc ? desc : "", who ? who : "");
+    nbdkit_debug ("TLS: connection %" PRIu64 " secured: %s, peer \"%s\"",
+                  conn->id, desc ? desc : "", who ? who : "");
+    gnutls_free (desc);
+    free (who);
+  }
+  return 0;
+
+ fail:
+  if (r == GNUTLS_E_TIMEDOUT) {
+    NBDKIT_LIMIT_HIT (conn->id, "handshake_timeout");
+    conn_set_closing (conn, "handshake timeout");
+  }
+  NBDKIT_TLS_HANDSHAKE_DONE (conn->id, (int64_t) probe_u64 (0),
+                             gnutls_strerror (r), "");
+  nbdkit_debug ("TLS: handshake with connection %" PRIu64 " failed: %s",
+                conn->id, gnutls_strerror (r));
+  gnutls_deinit (s);
+  conn->tls = NULL;
+  return -1;
+}
+
+ssize_t
+tls_recv (struct connection *conn, void *buf, size_t len)
+{
+  gnutls_session_t s = conn->tls;
+  /* During negotiation every wait is bounded by the deadline (the
+   * pull_timeout function clamps it); afterwards reads block.
+   */
+  gnutls_record_set_timeout (s, conn->deadline_ns ? 3600 * 1000 : 0);
+  for (;;) {
+    ssize_t r = gnutls_record_recv (s, buf, len);
+    if (r >= 0)
+      return r;
+    switch (r) {
+    case GNUTLS_E_INTERRUPTED:
+    case GNUTLS_E_AGAIN:
+      continue;
+    case GNUTLS_E_PREMATURE_TERMINATION:
+      return 0;                 /* gone without close_notify: EOF */
+    case GNUTLS_E_TIMEDOUT:
+      NBDKIT_LIMIT_HIT (conn->id, "handshake_timeout");
+      conn_set_closing (conn, "handshake timeout");
+      errno = ETIMEDOUT;
+      return -1;
+    default:
+      nbdkit_debug ("TLS: connection %" PRIu64 ": receive: %s",
+                    conn->id, gnutls_strerror ((int) r));
+      errno = EIO;
+      return -1;
+    }
+  }
+}
+
+static int
+send_all (gnutls_session_t s, const char *p, size_t len)
+{
+  while (len > 0) {
+    ssize_t r = gnutls_record_send (s, p, len);
+    if (r == GNUTLS_E_INTERRUPTED || r == GNUTLS_E_AGAIN)
+      continue;
+    if (r < 0) {
+      errno = EIO;
+      return -1;
+    }
+    p += r;
+    len -= r;
+  }
+  return 0;
+}
+
+/* Small replies are corked into as few records as fit; large ones go
+ * out piece by piece, so no copy of a whole read reply is made.
+ */
+int
+tls_sendv (struct connection *conn, const struct iovec *iov, int iovcnt)
+{
+  gnutls_session_t s = conn->tls;
+  size_t total = 0;
+  for (int i = 0; i < iovcnt; i++)
+    total += iov[i].iov_len;
+  bool cork = total <= 64 * 1024 && iovcnt > 1;
+
+  if (cork)
+    gnutls_record_cork (s);
+  for (int i = 0; i < iovcnt; i++)
+    if (send_all (s, iov[i].iov_base, iov[i].iov_len) == -1) {
+      if (cork)
+        gnutls_record_uncork (s, 0);
+      return -1;
+    }
+  if (cork) {
+    int r;
+    do
+      r = gnutls_record_uncork (s, GNUTLS_RECORD_WAIT);
+    while (r == GNUTLS_E_INTERRUPTED || r == GNUTLS_E_AGAIN);
+    if (r < 0) {
+      errno = EIO;
+      return -1;
+    }
+  }
+  return 0;
+}
+
+bool
+tls_pending (struct connection *conn)
+{
+  return gnutls_record_check_pending (conn->tls) > 0;
+}
+
+void
+tls_end (struct connection *conn)
+{
+  if (!conn->tls)
+    return;
+  /* Tell the client we are done, without waiting for its answer, and
+   * without blocking on a client that has stopped reading: the socket
+   * is closed next anyway.
+   */
+  if (conn->tls_active) {
+    if (conn->sockout_is_socket) {
+      int flags = fcntl (conn->sockout, F_GETFL);
+      if (flags != -1)
+        fcntl (conn->sockout, F_SETFL, flags | O_NONBLOCK);
+    }
+    gnutls_bye (conn->tls, GNUTLS_SHUT_WR);
+  }
+  gnutls_deinit (conn->tls);
+  conn->tls = NULL;
+  conn->tls_active = false;
+}
+
+char *
+tls_peer_dn (struct connection *conn, bool issuer)
+{
+  if (!conn->tls_active ||
+      gnutls_auth_get_type (conn->tls) != GNUTLS_CRD_CERTIFICATE)
+    return strdup ("");
+  return peer_identity (conn->tls, issuer);
+}
+
+char *
+tls_peer_username (struct connection *conn)
+{
+  if (!conn->tls_active ||
+      gnutls_auth_get_type (conn->tls) != GNUTLS_CRD_PSK)
+    return strdup ("");
+  return peer_identity (conn->tls, false);
+}
+
+#else /* !HAVE_GNUTLS */
+
+bool
+tls_available (void)
+{
+  return false;
+}
+
+const char *
+tls_credentials_name (void)
+{
+  return "none";
+}
+
+int
+tls_load (const struct config *cfg)
+{
+  if (cfg->tls == TLS_OFF)
+    return 0;
+  nbdkit_error ("this nbdkit was built without TLS (GnuTLS)");
+  return -1;
+}
+
+int
+tls_start (struct connection *conn)
+{
+  errno = ENOTSUP;
+  return -1;
+}
+
+ssize_t
+tls_recv (struct connection *conn, void *buf, size_t len)
+{
+  errno = ENOTSUP;
+  return -1;
+}
+
+int
+tls_sendv (struct connection *conn, const struct iovec *iov, int iovcnt)
+{
+  errno = ENOTSUP;
+  return -1;
+}
+
+bool
+tls_pending (struct connection *conn)
+{
+  return false;
+}
+
+void
+tls_end (struct connection *conn)
+{
+}
+
+char *
+tls_peer_dn (struct connection *conn, bool issuer)
+{
+  return strdup ("");
+}
+
+char *
+tls_peer_username (struct connection *conn)
+{
+  return strdup ("");
+}
+
+#endif /* !HAVE_GNUTLS */
