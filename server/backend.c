@@ -9,6 +9,8 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -387,6 +389,59 @@ const struct nbdkit_next_ops layer_next_ops = {
 
 /* ---- contexts ---- */
 
+/* A plugin or filter that crashes in open (SIGSEGV, SIGBUS, SIGFPE or
+ * SIGILL in the thread running the open) fails that connection, not the
+ * server: the handler jumps back to the open in progress.  Anywhere else
+ * the signal keeps its default action: the handler restores it and
+ * raises it again, so the process dies (and dumps core) as it would
+ * have.  What the crashed open held (a lock, memory) stays held; the
+ * server says so in its log.
+ */
+static __thread sigjmp_buf *open_escape;
+
+static void
+on_crash (int sig)
+{
+  sigjmp_buf *escape = open_escape;
+  if (escape) {
+    open_escape = NULL;
+    siglongjmp (*escape, sig);
+  }
+  signal (sig, SIG_DFL);
+  raise (sig);
+}
+
+void
+layer_contain_open_crashes (void)
+{
+  static const int sigs[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL };
+  struct sigaction sa = { .sa_handler = on_crash, .sa_flags = SA_NODEFER };
+  sigemptyset (&sa.sa_mask);
+  for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+    sigaction (sigs[i], &sa, NULL);
+}
+
+/* The layer's open, with a crash inside it turned into a failure. */
+static int
+guarded_open (struct context *c, int readonly, const char *exportname,
+              int is_tls)
+{
+  sigjmp_buf escape, *outer = open_escape;
+  volatile int r = -1;
+  int sig = sigsetjmp (escape, 1);
+  if (sig == 0) {
+    open_escape = &escape;
+    r = c->layer->ops->open (c, readonly, exportname, is_tls);
+  }
+  else
+    nbdkit_error ("%s \"%s\" crashed in open (signal %d: %s): this "
+                  "connection fails; what the %s held stays held",
+                  c->layer->type, c->layer->name, sig, strsignal (sig),
+                  c->layer->type);
+  open_escape = outer;
+  return r;
+}
+
 struct context *
 layer_open (struct connection *conn, struct layer *layer, int readonly,
             const char *exportname, int is_tls)
@@ -401,7 +456,7 @@ layer_open (struct connection *conn, struct layer *layer, int readonly,
   c->conn = conn;
   const char *outer = log_swap_layer_name (layer->name);
   call_start (conn, layer, "open", 0, 0);
-  int r = layer->ops->open (c, readonly, exportname, is_tls);
+  int r = guarded_open (c, readonly, exportname, is_tls);
   call_done (conn, layer, "open", ctl_err (r));
   log_swap_layer_name (outer);
   if (r == -1) {

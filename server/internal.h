@@ -171,6 +171,7 @@ extern struct context *layer_open (struct connection *conn,
                                    const char *exportname, int is_tls);
 extern int layer_prepare_all (struct context *c, int readonly);
 extern void layer_close_all (struct context *c);
+extern void layer_contain_open_crashes (void);
 extern void layer_unload_all (struct layer *top);
 extern int layer_set_debug_flag (struct layer *top, const char *arg);
 extern void layer_set_cookie (uint64_t cookie);

@@ -16,13 +16,16 @@
  *
  * Calls are also steered by the export name a client asks for, so one
  * server can treat its clients differently: "fail-open" makes open
- * fail, "slow-open" makes open take delay-ms.
+ * fail, "slow-open" makes open take delay-ms, "crash-open" makes open
+ * write to an unmapped address (a real SIGSEGV; not address 0, which
+ * UBSan would catch first in a sanitizer build).
  */
 #include <config.h>
 
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -199,6 +202,9 @@ fault_get_ready (void)
   return 0;
 }
 
+/* An address nothing is mapped at, out of the compiler's sight. */
+static volatile uintptr_t unmapped = 16;
+
 static void *
 fault_open (int readonly)
 {
@@ -210,6 +216,8 @@ fault_open (int readonly)
     nbdkit_error ("fault: open refused for export \"%s\"", name);
     return NULL;
   }
+  if (name && strcmp (name, "crash-open") == 0)
+    *(volatile int *) unmapped = 1;
   return NBDKIT_HANDLE_NOT_NEEDED;
 }
 

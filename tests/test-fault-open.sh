@@ -6,7 +6,9 @@
 #     the server's log, and the server keeps running;
 #   - while a client of "slow-open" waits, another client connects,
 #     writes and reads back before that open has finished;
-#   - the slow client then gets its connection and works too.
+#   - the slow client then gets its connection and works too;
+#   - a client of "crash-open", where the plugin's open takes a real
+#     SIGSEGV, fails alone: the crash is logged and the server goes on.
 source "$(dirname "$0")/functions.sh"
 requires_cmd nbdsh
 
@@ -50,3 +52,18 @@ grep -q '^open-done$' "$log" || fail "no open-done in the log"
 
 # Still serving after all that.
 t nbdsh -u "$uri" -c 'assert h.pread(4, 0) == b"slow"'
+
+# A plugin that crashes (SIGSEGV) in open: that connection fails, the
+# server says why, and keeps serving; twice, so the containment holds
+# after it has been used once.
+for i in 1 2; do
+  if t nbdsh -u "$base/crash-open$q" -c 'pass' 2> "$tmpdir/crash.err"; then
+    fail "a client of crash-open was served"
+  fi
+  kill -0 "$server_pid" || fail "the server died when the plugin crashed in open"
+  t nbdsh -u "$uri" -c 'assert h.pread(4, 0) == b"slow"' ||
+    fail "not serving after a crash in open"
+done
+[ "$(grep -c 'crashed in open (signal 11' "$tmpdir/server.err")" -eq 2 ] ||
+  { cat "$tmpdir/server.err"; fail "the crashes in open were not logged"; }
+grep 'crashed in open' "$tmpdir/server.err" | head -1
