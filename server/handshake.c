@@ -392,6 +392,12 @@ opt_meta (struct connection *conn, uint32_t option, const char *data,
     return send_error (conn, option, NBD_REP_ERR_INVALID,
                        "export name length is wrong");
   const char *name = data + 4;
+  /* A NUL would cut the name short when it is kept as a C string, and
+   * the contexts would then seem chosen for another export.
+   */
+  if (memchr (name, '\0', namelen))
+    return send_error (conn, option, NBD_REP_ERR_INVALID,
+                       "export name contains NUL");
   uint32_t nrqueries = get32 (data + 4 + namelen);
   if (nrqueries > MAX_META_QUERIES)
     return send_error (conn, option, NBD_REP_ERR_TOO_BIG,
