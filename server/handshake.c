@@ -381,6 +381,11 @@ opt_meta (struct connection *conn, uint32_t option, const char *data,
 {
   bool set = option == NBD_OPT_SET_META_CONTEXT;
 
+  /* A SET that fails, for whatever reason, leaves nothing selected: the
+   * client cannot tell which of its earlier choices would survive.
+   */
+  if (set)
+    conn->meta_base_allocation = false;
   if (!conn->structured)
     return send_error (conn, option, NBD_REP_ERR_INVALID,
                        "structured replies must be negotiated first");
