@@ -34,6 +34,15 @@ static pthread_cond_t registry_empty = PTHREAD_COND_INITIALIZER;
 static struct connection **registry;
 static size_t n_registry, cap_registry;
 
+/* Connections the accept loop admitted (conn_admit) and that have not
+ * yet finished (conn_release).  A connection counts from the moment it
+ * is accepted, before its thread runs and joins the registry: so a
+ * burst of clients cannot slip past --max-connections, and shutdown
+ * waits for, and the plugin outlives, connections not yet registered.
+ * Guarded by registry_lock.
+ */
+static unsigned n_admitted;
+
 /* Set once the server is stopping (conn_shutdown_all). */
 static _Atomic bool stopping;
 
@@ -79,7 +88,25 @@ registry_remove (struct connection *conn)
       registry[i] = registry[--n_registry];
       break;
     }
-  if (n_registry == 0)
+  if (n_registry == 0 && n_admitted == 0)
+    pthread_cond_broadcast (&registry_empty);
+}
+
+bool
+conn_admit (unsigned max)
+{
+  LOCK_FOR_SCOPE (&registry_lock);
+  if (n_admitted >= max)
+    return false;
+  n_admitted++;
+  return true;
+}
+
+void
+conn_release (void)
+{
+  LOCK_FOR_SCOPE (&registry_lock);
+  if (--n_admitted == 0 && n_registry == 0)
     pthread_cond_broadcast (&registry_empty);
 }
 
@@ -87,7 +114,7 @@ uint64_t
 conn_count_active (void)
 {
   LOCK_FOR_SCOPE (&registry_lock);
-  return n_registry;
+  return n_admitted > n_registry ? n_admitted : n_registry;
 }
 
 /* Stop reading from every connection: requests in flight finish and
@@ -105,7 +132,7 @@ conn_shutdown_all (int timeout_s)
   LOCK_FOR_SCOPE (&registry_lock);
   for (size_t i = 0; i < n_registry; i++)
     shutdown (registry[i]->sockin, SHUT_RD);
-  while (n_registry > 0)
+  while (n_registry > 0 || n_admitted > 0)
     if (pthread_cond_timedwait (&registry_empty, &registry_lock,
                                 &deadline) == ETIMEDOUT)
       break;
@@ -128,24 +155,40 @@ conn_is_closing (struct connection *conn)
   return conn->closing;
 }
 
-/* Before the deadline (the handshake's), wait for input; -1 with
- * ETIMEDOUT once it has passed, however slowly the client drips bytes.
+/* Wait up to MS milliseconds (-1: no limit of its own) for input,
+ * never past the connection's deadline (the handshake's, if set).
+ * Returns >0 when readable, 0 when the time or the deadline ran out, -1
+ * on error.  Plain reads and the TLS session's reads both wait here.
+ */
+int
+conn_poll_input (struct connection *conn, int ms)
+{
+  for (;;) {
+    int wait = ms;
+    if (conn->deadline_ns) {
+      uint64_t now = now_ns ();
+      if (now >= conn->deadline_ns)
+        return 0;
+      uint64_t left = (conn->deadline_ns - now + 999999) / 1000000;
+      if (wait < 0 || left < (uint64_t) wait)
+        wait = left;
+    }
+    struct pollfd p = { .fd = conn->sockin, .events = POLLIN };
+    int r = poll (&p, 1, wait);
+    if (r >= 0 || errno != EINTR)
+      return r;
+  }
+}
+
+/* Before the deadline, wait for input; -1 with ETIMEDOUT once it has
+ * passed, however slowly the client drips bytes.
  */
 static int
 wait_for_input (struct connection *conn)
 {
-  for (;;) {
-    uint64_t now = now_ns ();
-    if (now >= conn->deadline_ns)
-      break;
-    struct pollfd p = { .fd = conn->sockin, .events = POLLIN };
-    int ms = (conn->deadline_ns - now + 999999) / 1000000;
-    int r = poll (&p, 1, ms);
-    if (r > 0)
-      return 0;
-    if (r == -1 && errno != EINTR)
-      return -1;
-  }
+  int r = conn_poll_input (conn, -1);
+  if (r != 0)
+    return r > 0 ? 0 : -1;
   NBDKIT_LIMIT_HIT (conn->id, "handshake_timeout");
   conn_set_closing (conn, "handshake timeout");
   errno = ETIMEDOUT;

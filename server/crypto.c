@@ -22,7 +22,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,8 +52,8 @@ tls_available (void)
   return true;
 }
 
-const char *
-tls_credentials_name (void)
+static const char *
+credentials_name (void)
 {
   return creds_type == CREDS_PSK ? "psk" : "x509";
 }
@@ -302,33 +301,18 @@ transport_pull (gnutls_transport_ptr_t p, void *buf, size_t len)
   return r;
 }
 
-/* Wait up to MS for input, never past the handshake deadline.
- * Returns >0 when readable, 0 on timeout, -1 on error.
+/* GnuTLS waits for input here: >0 readable, 0 timed out (at MS or at
+ * the handshake deadline, whichever comes first), -1 on error.
  */
 static int
 transport_pull_timeout (gnutls_transport_ptr_t p, unsigned int ms)
 {
   struct connection *conn = p;
-  for (;;) {
-    int wait = ms == GNUTLS_INDEFINITE_TIMEOUT || ms > INT_MAX
-      ? -1 : (int) ms;
-    if (conn->deadline_ns) {
-      uint64_t now = now_ns ();
-      if (now >= conn->deadline_ns)
-        return 0;
-      uint64_t left = (conn->deadline_ns - now + 999999) / 1000000;
-      if (wait == -1 || left < (uint64_t) wait)
-        wait = left;
-    }
-    struct pollfd pfd = { .fd = conn->sockin, .events = POLLIN };
-    int r = poll (&pfd, 1, wait);
-    if (r >= 0)
-      return r;
-    if (errno != EINTR) {
-      gnutls_transport_set_errno (conn->tls, errno);
-      return -1;
-    }
-  }
+  int r = conn_poll_input (conn, ms == GNUTLS_INDEFINITE_TIMEOUT ||
+                                 ms > INT_MAX ? -1 : (int) ms);
+  if (r == -1)
+    gnutls_transport_set_errno (conn->tls, errno);
+  return r;
 }
 
 static ssize_t
@@ -390,7 +374,7 @@ tls_start (struct connection *conn)
   gnutls_session_t s;
   int r;
 
-  NBDKIT_TLS_HANDSHAKE_START (conn->id, tls_credentials_name ());
+  NBDKIT_TLS_HANDSHAKE_START (conn->id, credentials_name ());
   r = gnutls_init (&s, GNUTLS_SERVER);
   if (r < 0) {
     nbdkit_error ("TLS: gnutls_init: %s", gnutls_strerror (r));
@@ -548,12 +532,6 @@ tls_sendv (struct connection *conn, const struct iovec *iov, int iovcnt)
   return 0;
 }
 
-bool
-tls_pending (struct connection *conn)
-{
-  return gnutls_record_check_pending (conn->tls) > 0;
-}
-
 void
 tls_end (struct connection *conn)
 {
@@ -602,12 +580,6 @@ tls_available (void)
   return false;
 }
 
-const char *
-tls_credentials_name (void)
-{
-  return "none";
-}
-
 int
 tls_load (const struct config *cfg)
 {
@@ -636,12 +608,6 @@ tls_sendv (struct connection *conn, const struct iovec *iov, int iovcnt)
 {
   errno = ENOTSUP;
   return -1;
-}
-
-bool
-tls_pending (struct connection *conn)
-{
-  return false;
 }
 
 void

@@ -285,7 +285,10 @@ extern bool conn_is_closing (struct connection *conn);
 extern struct connection *conn_current (void);
 extern void conn_set_current (struct connection *conn);
 extern uint64_t conn_count_active (void);
+extern bool conn_admit (unsigned max);
+extern void conn_release (void);
 extern void conn_shutdown_all (int timeout_s);
+extern int conn_poll_input (struct connection *conn, int ms);
 
 /* handshake.c: returns 0 to go on to transmission, -1 to close. */
 extern int hs_negotiate (struct connection *conn);
@@ -297,13 +300,11 @@ extern const char *tx_command_name (uint16_t cmd);
 
 /* ---- crypto.c: TLS ---- */
 extern bool tls_available (void);
-extern const char *tls_credentials_name (void);
 extern int tls_load (const struct config *cfg);
 extern int tls_start (struct connection *conn);
 extern ssize_t tls_recv (struct connection *conn, void *buf, size_t len);
 extern int tls_sendv (struct connection *conn, const struct iovec *iov,
                       int iovcnt);
-extern bool tls_pending (struct connection *conn);
 extern void tls_end (struct connection *conn);
 extern char *tls_peer_dn (struct connection *conn, bool issuer);
 extern char *tls_peer_username (struct connection *conn);

@@ -206,6 +206,16 @@ fput_uri_escaped (FILE *fp, const char *s)
   }
 }
 
+/* "USER@" in a URI's authority, or nothing without a USER. */
+static void
+fput_userinfo (FILE *fp, const char *user)
+{
+  if (user) {
+    fput_uri_escaped (fp, user);
+    fputc ('@', fp);
+  }
+}
+
 /* The first username in a psktool key file ("user:hexkey" lines). */
 static char *
 psk_first_user (const char *path)
@@ -237,22 +247,12 @@ make_uri (const struct config *cfg)
   const char *scheme = cfg->tls != TLS_OFF ? "nbds" : "nbd";
   char sep = '?';
   /* The PSK username goes in the authority, as libnbd expects. */
-  char *user = NULL, *at = NULL;
-  if (cfg->tls != TLS_OFF && cfg->tls_psk &&
-      (user = psk_first_user (cfg->tls_psk)) != NULL) {
-    size_t ulen = strlen (user);
-    at = malloc (3 * ulen + 2);
-    if (at) {
-      char *q = at;
-      for (const char *u = user; *u; u++)
-        q += isalnum ((unsigned char) *u) || strchr ("-._~", *u)
-          ? sprintf (q, "%c", *u) : sprintf (q, "%%%02X", (unsigned char) *u);
-      strcpy (q, "@");
-    }
-    free (user);
-  }
+  char *user = cfg->tls != TLS_OFF && cfg->tls_psk
+    ? psk_first_user (cfg->tls_psk) : NULL;
   if (cfg->unixsocket) {
-    fprintf (fp, "%s+unix://%s/", scheme, at ? at : "");
+    fprintf (fp, "%s+unix://", scheme);
+    fput_userinfo (fp, user);
+    fprintf (fp, "/");
     fput_uri_escaped (fp, name);
     fprintf (fp, "?socket=");
     fput_uri_escaped (fp, cfg->unixsocket);
@@ -260,8 +260,9 @@ make_uri (const struct config *cfg)
   }
   else {
     const char *host = cfg->ipaddr ? cfg->ipaddr : "localhost";
-    fprintf (fp, strchr (host, ':') ? "%s://%s[%s]" : "%s://%s%s", scheme,
-             at ? at : "", host);
+    fprintf (fp, "%s://", scheme);
+    fput_userinfo (fp, user);
+    fprintf (fp, strchr (host, ':') ? "[%s]" : "%s", host);
     if (cfg->port && strcmp (cfg->port, "10809") != 0)
       fprintf (fp, ":%s", cfg->port);
     fprintf (fp, "/");
@@ -280,7 +281,7 @@ make_uri (const struct config *cfg)
     fput_uri_escaped (fp, cfg->tls_certificates);
   }
   fclose (fp);
-  free (at);
+  free (user);
   return uri;
 }
 

@@ -166,21 +166,13 @@ struct accepted {
   const char *transport;
 };
 
-/* Connections accepted and not yet finished, counted here rather than
- * in connection.c's registry: a connection joins the registry only once
- * its thread runs, so a burst of clients would all pass a limit checked
- * against the registry.  The accept loop increments it, each connection
- * thread decrements it as it ends.
- */
-static _Atomic unsigned accepted_live;
-
 static void *
 connection_thread (void *arg)
 {
   struct accepted a = *(struct accepted *) arg;
   free (arg);
   conn_handle (a.cfg, a.fd, a.fd, a.transport);
-  accepted_live--;
+  conn_release ();
   return NULL;
 }
 
@@ -235,7 +227,7 @@ accept_one (const struct config *cfg, int lfd, bool stopping)
     reject (fd, "shutdown");
     return 0;
   }
-  if (accepted_live >= cfg->max_connections) {
+  if (!conn_admit (cfg->max_connections)) {
     NBDKIT_LIMIT_HIT (probe_u64 (0), "connections");
     nbdkit_debug ("refusing a connection: %u connections already",
                   cfg->max_connections);
@@ -255,6 +247,7 @@ accept_one (const struct config *cfg, int lfd, bool stopping)
 
   struct accepted *a = malloc (sizeof *a);
   if (!a) {
+    conn_release ();
     close (fd);
     return 0;
   }
@@ -264,11 +257,10 @@ accept_one (const struct config *cfg, int lfd, bool stopping)
   pthread_t t;
   pthread_attr_init (&attr);
   pthread_attr_setdetachstate (&attr, PTHREAD_CREATE_DETACHED);
-  accepted_live++;
   int e = pthread_create (&t, &attr, connection_thread, a);
   pthread_attr_destroy (&attr);
   if (e != 0) {
-    accepted_live--;
+    conn_release ();
     errno = e;
     nbdkit_error ("pthread_create: %m");
     close (fd);
