@@ -1,11 +1,18 @@
-/* A test plugin whose reads take 20 ms, and which records the most reads
- * it ever had in progress at once.  test-worker-pool.sh uses it to see
- * the server give slow requests more workers; the count comes out as a
+/* A test plugin for the worker pool, whose reads behave by offset:
+ *
+ *   below 32 MiB     sleep 20 ms (waiting: off the CPU)
+ *   32 to 48 MiB     return at once (fast)
+ *   48 MiB and up    spin on the CPU for 2 ms (busy)
+ *
+ * It records the most reads it ever had in progress at once.
+ * test-worker-pool.sh uses it to see the server give waiting requests
+ * more workers, and not busy or fast ones; the count comes out as a
  * debug message when a connection closes (visible with -v).
  */
 #include <config.h>
 
 #include <stdatomic.h>
+#include <stdint.h>
 #include <string.h>
 #include <time.h>
 
@@ -14,7 +21,19 @@
 
 #define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
 
+#define FAST_FROM (32 * 1024 * 1024)
+#define BUSY_FROM (48 * 1024 * 1024)
+
 static _Atomic int in_flight, max_in_flight;
+
+/* This thread's CPU time. */
+static uint64_t
+cpu_ns (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec * UINT64_C (1000000000) + ts.tv_nsec;
+}
 
 static void *
 slow_open (int readonly)
@@ -43,8 +62,15 @@ slow_pread (void *handle, void *buf, uint32_t count, uint64_t offset,
   while (now > seen &&
          !atomic_compare_exchange_weak (&max_in_flight, &seen, now))
     ;
-  struct timespec ts = { .tv_sec = 0, .tv_nsec = 20 * 1000 * 1000 };
-  nanosleep (&ts, NULL);
+  if (offset < FAST_FROM) {
+    struct timespec ts = { .tv_sec = 0, .tv_nsec = 20 * 1000 * 1000 };
+    nanosleep (&ts, NULL);
+  }
+  else if (offset >= BUSY_FROM) {
+    uint64_t end = cpu_ns () + 2 * 1000 * 1000;
+    while (cpu_ns () < end)
+      ;
+  }
   memset (buf, 0, count);
   in_flight--;
   return 0;

@@ -1,37 +1,69 @@
 #!/usr/bin/env bash
-# A connection starts with one worker and grows its pool only when
-# requests are slow.  Against a plugin whose reads take 20 ms, a client
-# with 16 reads in flight gets them served side by side (the plugin saw
-# more than one read at once); against the memory plugin, whose reads
-# take microseconds, the pool never grows (no "workers" debug message).
+# A connection starts with one worker and grows its pool only while
+# running requests side by side pays:
+#  - reads that sleep 20 ms (waiting) are served side by side, and once
+#    reads turn fast again on the same connection, workers are parked
+#    and every read still returns its bytes;
+#  - reads that spin on the CPU for 2 ms (busy) get no more workers than
+#    half the CPUs (one, below 4 CPUs);
+#  - the memory plugin, whose reads take microseconds, never grows.
 source "$(dirname "$0")/functions.sh"
 requires_cmd nbdsh
 
 slow="$abs_top_builddir/tests/.libs/slow-plugin.so"
 [ -f "$slow" ] || fail "$slow was not built"
-# The pool grows on measured time: other tests running beside this one
+# The pool decides on measured time: other tests running beside this one
 # (make -j) stretch fast requests, so run alone.
 tracing_lock
 
-aio_reads='
-for round in range(4):
-    bufs = [nbd.Buffer(4096) for i in range(16)]
-    cookies = [h.aio_pread(bufs[i], 4096 * i) for i in range(16)]
+mib=$((1024 * 1024))
+# ROUNDS rounds of DEPTH reads of 4 KiB in flight, from BASE.
+aio_reads () {
+  local base=$1 rounds=$2 depth=$3
+  echo "
+for round in range($rounds):
+    bufs = [nbd.Buffer(4096) for i in range($depth)]
+    cookies = [h.aio_pread(bufs[i], $base + 4096 * i) for i in range($depth)]
     while h.aio_in_flight() > 0:
         h.poll(-1)
-    for c in cookies:
+    for i, c in enumerate(cookies):
         assert h.aio_command_completed(c)
-'
-t "$NBDKIT" -v -U - "$slow" --run "nbdsh -u \"\$uri\" -c '$aio_reads'" \
+        assert bufs[i].to_bytearray() == bytearray(4096)
+"
+}
+most_in_flight () {
+  sed -n 's/.*most reads in flight at once: \([0-9]*\).*/\1/p' "$1" | tail -1
+}
+
+# Waiting reads, then 3000 fast ones on the same connection.
+script="$(aio_reads 0 4 16)
+$(aio_reads $((32 * mib)) 188 16)"
+t "$NBDKIT" -v -U - "$slow" --run "nbdsh -u \"\$uri\" -c '$script'" \
   2> "$tmpdir/slow.err" || { cat "$tmpdir/slow.err"; fail "slow run failed"; }
 grep 'most reads in flight\|workers' "$tmpdir/slow.err" || :
-most=$(sed -n 's/.*most reads in flight at once: \([0-9]*\).*/\1/p' \
-         "$tmpdir/slow.err" | tail -1)
+most=$(most_in_flight "$tmpdir/slow.err")
 [ -n "$most" ] || fail "the slow plugin did not report"
 [ "$most" -gt 1 ] ||
-  fail "slow requests were never run side by side (most in flight: $most)"
+  fail "waiting requests were never run side by side (most in flight: $most)"
+grep -q 'slow requests: 2 workers' "$tmpdir/slow.err" ||
+  fail "the pool did not grow for waiting requests"
+grep -q 'fast requests: [0-9]* workers' "$tmpdir/slow.err" ||
+  fail "the pool did not park workers once requests were fast"
 
-t "$NBDKIT" -v -U - memory 64M --run "nbdsh -u \"\$uri\" -c '$aio_reads'" \
+# Busy reads: 64 of them, 16 in flight.
+cpus=$(getconf _NPROCESSORS_ONLN)
+busy_max=$(( cpus >= 4 ? cpus / 2 : 1 ))
+t "$NBDKIT" -v -U - "$slow" \
+  --run "nbdsh -u \"\$uri\" -c '$(aio_reads $((48 * mib)) 4 16)'" \
+  2> "$tmpdir/busy.err" || { cat "$tmpdir/busy.err"; fail "busy run failed"; }
+grep 'most reads in flight\|workers' "$tmpdir/busy.err" || :
+most=$(most_in_flight "$tmpdir/busy.err")
+[ -n "$most" ] || fail "the slow plugin did not report (busy)"
+[ "$most" -le "$busy_max" ] ||
+  fail "busy requests ran $most at once on $cpus CPUs (at most $busy_max)"
+
+t "$NBDKIT" -v -U - memory 64M \
+  --run "nbdsh -u \"\$uri\" -c '$(aio_reads 0 4 16)'" \
   2> "$tmpdir/fast.err" || { cat "$tmpdir/fast.err"; fail "memory run failed"; }
 if grep 'workers' "$tmpdir/fast.err"; then
   fail "the pool grew for requests that take microseconds"
