@@ -226,6 +226,21 @@ wait_for ()
   return 1
 }
 
+# Stop a tracer (bpftrace, or a tool that execs it) with ^C so that it
+# prints its maps, and wait for it.  Under load a single SIGINT has been
+# seen to go unheeded until the tracer's own timeout, so the signal is
+# repeated every 2 s, for at most 20 s.
+interrupt_tracer ()
+{
+  local pid="$1" i
+  for (( i = 0; i < 200; i++ )); do
+    (( i % 20 == 0 )) && { kill -INT "$pid" 2>/dev/null || break; }
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  wait "$pid" || :
+}
+
 _kill_pid ()
 {
   local pid="$1" i

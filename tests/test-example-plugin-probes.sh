@@ -120,8 +120,7 @@ sleep 2                      # attaching is announced before it is done
 t "$NBDKIT" -U - example size=1M --run "$run" ||
   fail "the server under bpftrace failed"
 sleep 1
-kill -INT "$bt"
-wait "$bt" || :
+interrupt_tracer "$bt"
 pid="$(cat "$tmpdir/server-pid")"
 cat "$tmpdir/bt.out"
 # Reads are stamped with their time: bpftrace prints each CPU's events

@@ -35,8 +35,7 @@ sleep 2                      # attaching is announced before it is done
 
 t "$NBDKIT" -U - memory 1M --run 'nbdsh -u "$uri" -c "h.pread(4096, 8192)"'
 sleep 1
-kill -INT "$bt"
-wait "$bt" || :
+interrupt_tracer "$bt"
 # bpftrace prints each CPU's events in turn, so lines from threads on
 # different CPUs can come out of order: sort by the timestamp, drop it.
 grep -E '^[0-9]+ ' "$tmpdir/out" | sort -n -k1,1 | cut -d' ' -f2- \

@@ -32,8 +32,7 @@ h.pwrite(b"x" * 512, 4096)
 assert h.pread(512, 4096) == b"x" * 512
 h.shutdown()'
 sleep 1
-kill -INT "$bt"
-wait "$bt" || :
+interrupt_tracer "$bt"
 
 grep -E '^[0-9]+ ' "$tmpdir/out" | sort -n -k1,1 | cut -d' ' -f2- \
   > "$tmpdir/got"

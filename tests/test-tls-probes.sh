@@ -41,8 +41,7 @@ if t nbdinfo "nbds+unix://alice@/?socket=$sock&tls-psk-file=$tmpdir/wrong.psk" \
   fail "wrong PSK accepted"
 fi
 sleep 1
-kill -INT "$bt"
-wait "$bt" || :
+interrupt_tracer "$bt"
 cat "$tmpdir/out"
 
 grep -Eq '^start 1 psk$' "$tmpdir/out" || fail "no tls_handshake_start 1 psk"
@@ -69,8 +68,7 @@ t nbdinfo "nbds+unix://alice@/?socket=$sock&tls-psk-file=$tmpdir/keys.psk" \
 t nbdinfo "nbds+unix://alice@/?socket=$sock&tls-psk-file=$tmpdir/wrong.psk" \
   >/dev/null 2>&1 && fail "wrong PSK accepted"
 sleep 0.5
-kill -INT "$tool"
-wait "$tool" || :
+interrupt_tracer "$tool"
 cat "$out"
 grep -Eq '^[0-9]+ +1 +tls +start psk$' "$out" || fail "tool: no tls start"
 grep -Eq '^[0-9]+ +1 +tls +secured \(TLS1\.[23]\).* peer "alice"$' "$out" ||

@@ -30,8 +30,7 @@ for (( i = 0; i < 100; i++ )); do
   [ "$(grep -c ' close ' "$out")" -ge 3 ] && break
   sleep 0.1
 done
-kill -INT "$tool"
-wait "$tool" || :
+interrupt_tracer "$tool"
 cat "$out"
 
 check () { [ "$2" -eq "$3" ] || fail "$1: expected $3, saw $2"; }

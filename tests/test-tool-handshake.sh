@@ -38,8 +38,7 @@ s.sendall(struct.pack(">I", 1) + b"NOTMAGIC" + struct.pack(">II", 1, 0))
 s.recv(1)
 ' "$sock"
 sleep 0.5
-kill -INT "$tool"
-wait "$tool" || :
+interrupt_tracer "$tool"
 cat "$out"
 
 n () { awk "$1" "$out" | wc -l; }

@@ -33,8 +33,7 @@ except nbd.Error as e:
     assert e.errno == "EINVAL", e.errno
 '
 sleep 0.5
-kill -INT "$tool"
-wait "$tool" || :
+interrupt_tracer "$tool"
 cat "$out"
 
 # Sum a histogram's bucket counts: hist MAP KEY

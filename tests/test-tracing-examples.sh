@@ -100,8 +100,7 @@ start_tracer ()
 stop_tracer ()
 {
   sleep 1
-  kill -INT "$tracer"
-  wait "$tracer" || :
+  interrupt_tracer "$tracer"
   tracer=
   cat "$tmpdir/$1.out"
   grep -v RLIMIT_MEMLOCK "$tmpdir/$1.err" >&2 || :
