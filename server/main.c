@@ -193,13 +193,16 @@ is_key (const char *s, size_t len)
   return true;
 }
 
-/* Percent-encode an export name for a URI path. */
+/* Percent-encode S for a URI: unreserved characters, and those in
+ * KEEP ("/" in a path or query value, nothing in a userinfo), go as
+ * they are.
+ */
 static void
-fput_uri_escaped (FILE *fp, const char *s)
+fput_uri_escaped (FILE *fp, const char *s, const char *keep)
 {
   for (; *s; s++) {
     unsigned char c = *s;
-    if (isalnum (c) || strchr ("-._~/", c))
+    if (isalnum (c) || strchr ("-._~", c) || strchr (keep, c))
       fputc (c, fp);
     else
       fprintf (fp, "%%%02X", c);
@@ -211,7 +214,7 @@ static void
 fput_userinfo (FILE *fp, const char *user)
 {
   if (user) {
-    fput_uri_escaped (fp, user);
+    fput_uri_escaped (fp, user, "");
     fputc ('@', fp);
   }
 }
@@ -253,9 +256,9 @@ make_uri (const struct config *cfg)
     fprintf (fp, "%s+unix://", scheme);
     fput_userinfo (fp, user);
     fprintf (fp, "/");
-    fput_uri_escaped (fp, name);
+    fput_uri_escaped (fp, name, "/");
     fprintf (fp, "?socket=");
-    fput_uri_escaped (fp, cfg->unixsocket);
+    fput_uri_escaped (fp, cfg->unixsocket, "/");
     sep = '&';
   }
   else {
@@ -266,7 +269,7 @@ make_uri (const struct config *cfg)
     if (cfg->port && strcmp (cfg->port, "10809") != 0)
       fprintf (fp, ":%s", cfg->port);
     fprintf (fp, "/");
-    fput_uri_escaped (fp, name);
+    fput_uri_escaped (fp, name, "/");
   }
   /* Enough for a client on this machine to authenticate (libnbd reads
    * these query parameters): the PSK file and its first user, or the
@@ -274,11 +277,11 @@ make_uri (const struct config *cfg)
    */
   if (cfg->tls != TLS_OFF && cfg->tls_psk) {
     fprintf (fp, "%ctls-psk-file=", sep);
-    fput_uri_escaped (fp, cfg->tls_psk);
+    fput_uri_escaped (fp, cfg->tls_psk, "/");
   }
   else if (cfg->tls != TLS_OFF && cfg->tls_certificates) {
     fprintf (fp, "%ctls-certificates=", sep);
-    fput_uri_escaped (fp, cfg->tls_certificates);
+    fput_uri_escaped (fp, cfg->tls_certificates, "/");
   }
   fclose (fp);
   free (user);

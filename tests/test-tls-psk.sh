@@ -22,6 +22,17 @@ grep -Eq '^uri=nbds\+unix://alice@/\?socket=.*&tls-psk-file=.*keys\.psk$' \
   "$tmpdir/out" || fail "captive \$uri is not an nbds+unix URI with the PSK"
 grep -q 'with TLS' "$tmpdir/out" || fail "nbdinfo did not negotiate TLS"
 
+# A PSK username with characters a URI's userinfo cannot hold as they
+# are ("/" would end the authority) is percent-encoded, and libnbd
+# decodes it back into the user the key file names.
+printf 'team/ops+1:%s\n' "$(sed -n '1s/^[^:]*://p' "$psk")" > "$tmpdir/odd.psk"
+t "$NBDKIT" -U - --tls=require --tls-psk="$tmpdir/odd.psk" memory 1M \
+  --run 'echo "uri=$uri"; nbdinfo "$uri"' > "$tmpdir/odd"
+cat "$tmpdir/odd"
+grep -q '^uri=nbds+unix://team%2Fops%2B1@/?socket=' "$tmpdir/odd" ||
+  fail "the PSK username is not percent-encoded in the captive \$uri"
+grep -q 'with TLS' "$tmpdir/odd" || fail "nbdinfo could not use the encoded URI"
+
 start_server --tls=require --tls-psk="$psk" memory 16M
 good="nbds+unix://alice@/?socket=$sock&tls-psk-file=$psk"
 bad="nbds+unix://alice@/?socket=$sock&tls-psk-file=$tmpdir/tls/wrong.psk"
