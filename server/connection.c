@@ -404,8 +404,10 @@ conn_handle (const struct config *cfg, int sockin, int sockout,
   if (serialize)
     pthread_mutex_lock (&one_connection_lock);
 
-  if (!registered)
+  if (!registered) {
+    NBDKIT_HANDSHAKE_FAIL (conn->id, "out of memory");
     conn_set_closing (conn, "out of memory");
+  }
   else if (layer_preconnect (cfg->top, cfg->readonly) == -1) {
     NBDKIT_HANDSHAKE_FAIL (conn->id, "preconnect refused");
     conn_set_closing (conn, "preconnect refused");

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # tools/nbdkit-handshake.bt (through tools/nbdkit-trace -p PID): three
-# good connections (each asks for base:allocation) and one raw client
-# that sends a bad option magic.  The trace must show exactly 4 starts,
-# 3 dones with export "" and structured replies, 3 accepted
-# base:allocation meta contexts, 3 export lines with the 64M size, and
-# 1 failure "bad option magic"; each good connection's options include
+# good connections (each asks for base:allocation), one raw client that
+# sends a bad option magic and one that sends NBD_OPT_EXPORT_NAME with a
+# 5000-byte name.  The trace must show exactly 5 starts, 3 dones with
+# export "" and structured replies, 3 accepted base:allocation meta
+# contexts, 3 export lines with the 64M size, and 2 failures, one
+# each: "bad option magic", "export name too long" (handshake_fail
+# fires once per connection); each good connection's options include
 # go (or opt_go) and set_meta_context; the summary counts match.
 # EXPECT_DONE overrides the expected number of good handshakes.
 source "$(dirname "$0")/functions.sh"
@@ -26,31 +28,41 @@ for i in 1 2 3; do
   t nbdsh -c 'h.add_meta_context("base:allocation")' -u "$uri" \
     -c 'assert h.can_meta_context("base:allocation")' -c 'h.pread(512, 0)'
 done
-# Fixed newstyle greeting, then client flags, then a bad option magic.
-t python3 -c '
+# Fixed newstyle greeting, client flags, then a bad option magic or an
+# EXPORT_NAME whose name is longer than the protocol allows.
+raw_client='
 import socket, struct, sys
 s = socket.socket(socket.AF_UNIX)
 s.connect(sys.argv[1])
 g = b""
 while len(g) < 18:
     g += s.recv(18 - len(g))
-s.sendall(struct.pack(">I", 1) + b"NOTMAGIC" + struct.pack(">II", 1, 0))
+if sys.argv[2] == "magic":
+    s.sendall(struct.pack(">I", 1) + b"NOTMAGIC" + struct.pack(">II", 1, 0))
+else:
+    s.sendall(struct.pack(">IQII", 1, 0x49484156454F5054, 1, 5000) +
+              b"n" * 5000)
 s.recv(1)
-' "$sock"
+'
+t python3 -c "$raw_client" "$sock" magic
+t python3 -c "$raw_client" "$sock" name
 sleep 0.5
 interrupt_tracer "$tool"
 cat "$out"
 
 n () { awk "$1" "$out" | wc -l; }
 check () { [ "$2" -eq "$3" ] || fail "$1: expected $3, saw $2"; }
-check starts "$(n '$3 == "start"')" 4
+check starts "$(n '$3 == "start"')" 5
 check dones "$(n '$3 == "done" && $5 == "\"\"" && $7 == 1')" "$expect_done"
 check metas "$(n '$3 == "meta" && $4 == "\"base:allocation\"" && $NF == "accepted"')" 3
 check exports "$(n '$3 == "export" && $6 == 67108864')" 3
-check failures "$(grep -c ' fail  *bad option magic$' "$out")" 1
-failed_id="$(awk '$3 == "fail" { print $2 }' "$out")"
+check failures "$(n '$3 == "fail"')" 2
+check "bad magic" "$(grep -c ' fail  *bad option magic$' "$out")" 1
+check "long name" "$(grep -c ' fail  *export name too long$' "$out")" 1
+failed_ids="$(awk '$3 == "fail" { print $2 }' "$out")"
 for id in $(awk '$3 == "done" { print $2 }' "$out"); do
-  [ "$id" != "$failed_id" ] || fail "connection $id both done and failed"
+  ! grep -qx "$id" <<<"$failed_ids" ||
+    fail "connection $id both done and failed"
   awk -v id="$id" '$2 == id && $3 == "option"' "$out" |
     grep -Eq ' (opt_)?go ' || fail "connection $id: no go option"
   awk -v id="$id" '$2 == id && $3 == "option"' "$out" |
