@@ -30,6 +30,7 @@
 # nbdcopy, nbdinfo and python3 (exit 77 without fio); a peer that is not
 # installed is left out; the limit needs a C compiler (cc).
 set -euo pipefail
+source "$(dirname "$0")/lib.sh"
 export PATH="/usr/bin:$PATH"    # libnbd's tools, Debian's nbdkit is a peer
 export LC_ALL=C
 
@@ -61,8 +62,6 @@ esac
 build="$(cd "$build" 2>/dev/null && pwd)" || {
   echo "$0: no build directory ${build}" >&2; exit 1; }
 
-die () { echo "$0: $*" >&2; exit 1; }
-note () { echo "# [$SECONDS s] $*" >&2; }   # progress, on stderr
 
 command -v fio >/dev/null || { echo "$0: fio not found" >&2; exit 77; }
 for c in nbdcopy nbdinfo python3 timeout; do
@@ -96,20 +95,6 @@ pids=()                 # background commands we started
 note "work directories: $work $shm"
 srv_pid=""              # the running server (nbd-server daemonises)
 
-kill_pid ()
-{
-  local pid="$1" i
-  kill "$pid" 2>/dev/null || return 0
-  for (( i = 0; i < 50; i++ )); do
-    kill -0 "$pid" 2>/dev/null || return 0
-    sleep 0.1
-  done
-  kill -9 "$pid" 2>/dev/null || :
-}
-children ()
-{
-  cat /proc/"$1"/task/*/children 2>/dev/null || :
-}
 cleanup ()
 {
   local status=$? p
@@ -135,18 +120,6 @@ trap 'exit 129' HUP
 # bounded SECONDS LOG CMD...: run CMD under timeout in the background and
 # wait for it, so that a signal to this script is handled at once (bash
 # runs traps only between foreground commands) and kills it too.
-bounded ()
-{
-  local limit="$1" log="$2" pid status=0
-  shift 2
-  timeout -k 5 "$limit" "$@" >"$log" 2>&1 &
-  pid=$!
-  pids+=("$pid")
-  wait "$pid" || status=$?
-  unset 'pids[${#pids[@]}-1]'
-  return $status
-}
-
 # --- Servers ---------------------------------------------------------------
 
 free_port ()
@@ -244,25 +217,8 @@ stop_server ()
 
 # nbd-server's per-connection children are counted (cutime, cstime) only
 # once reaped: wait for them to go before reading the clock.
-wait_children ()
-{
-  local i
-  for (( i = 0; i < 50; i++ )); do
-    [ -z "$(children "$srv_pid")" ] && return 0
-    sleep 0.1
-  done
-}
-
 # cpu_ticks PID: utime+stime+cutime+cstime (dead threads and reaped
 # children included).
-cpu_ticks ()
-{
-  local stat
-  stat="$(cat "/proc/$1/stat")" || die "server $1 is gone"
-  stat="${stat##*) }"                   # fields from 3 on
-  set -- $stat
-  echo $(( ${12} + ${13} + ${14} + ${15} ))   # fields 14 to 17
-}
 clk_tck="$(getconf CLK_TCK)"
 
 # hwm_kib PID: VmHWM of PID plus that of its children (bash builtins only:

@@ -28,6 +28,7 @@
 # memory plugin is measured, as "ours".  Needs nbdcopy, nbdinfo, nbdsh,
 # fio (ioengine=nbd) and python3.
 set -euo pipefail
+source "$(dirname "$0")/lib.sh"
 export PATH="/usr/bin:$PATH"
 export LC_ALL=C
 
@@ -58,8 +59,6 @@ build="$(cd "$build" 2>/dev/null && pwd)" || {
 [ ${#variants[@]} -eq 0 ] &&
   variants=("ours=$build/plugins/memory/.libs/nbdkit-memory-plugin.so")
 
-die () { echo "$0: $*" >&2; exit 1; }
-note () { echo "# [$SECONDS s] $*" >&2; }
 
 for c in nbdcopy nbdinfo nbdsh fio python3 timeout; do
   command -v $c >/dev/null || { echo "$0: $c not found" >&2; exit 77; }
@@ -80,17 +79,6 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/memfw.XXXXXX")"
 shm="$(mktemp -d /dev/shm/memfw.XXXXXX)"
 srv_pid=""
 
-kill_pid ()
-{
-  local pid="$1" i
-  kill "$pid" 2>/dev/null || return 0
-  for (( i = 0; i < 50; i++ )); do
-    kill -0 "$pid" 2>/dev/null || return 0
-    sleep 0.1
-  done
-  kill -9 "$pid" 2>/dev/null || :
-}
-children () { cat /proc/"$1"/task/*/children 2>/dev/null || :; }
 stop_server ()
 {
   local c
@@ -135,18 +123,10 @@ start_server ()
     sleep 0.1
   done
   srv_pid="$(cat "$pidfile")" || die "$name did not start: $(cat "$work/log")"
-  wait_children
+  wait_children 10
 }
 
 # nbd-server's children count (cutime, cminflt) once reaped.
-wait_children ()
-{
-  local i
-  for (( i = 0; i < 100; i++ )); do
-    [ -z "$(children "$srv_pid")" ] && return 0
-    sleep 0.1
-  done
-}
 
 # usage_of PID: "cpu-ticks minor-faults", the process and reaped children.
 usage_of ()
@@ -178,7 +158,7 @@ for (( r = 1; r <= rounds; r++ )); do
     timeout 300 nbdcopy --request-size=262144 "$shm/src.img" "$srv_uri" ||
       die "nbdcopy into $name failed"
     s1="$(date +%s.%N)"
-    wait_children
+    wait_children 10
     read -r t1 f1 < <(usage_of "$srv_pid")
     echo "copy $name $r $(python3 -c "print($s1 - $s0)") \
 $(( t1 - t0 )) $(( f1 - f0 )) $(rss_kib "$srv_pid")" >>"$work/data"

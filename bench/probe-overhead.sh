@@ -26,6 +26,7 @@
 # --noprobes (default $NOPROBES_BUILD or /tmp/build-noprobes), each a
 # configured and built out-of-tree build directory.
 set -euo pipefail
+source "$(dirname "$0")/lib.sh"
 export PATH="/usr/bin:$PATH"    # libnbd tools, Debian's python3
 export LC_ALL=C PERF_PAGER=cat
 
@@ -57,8 +58,6 @@ case "$rounds$runtime" in *[!0-9]*)
   echo "$0: --rounds and --runtime take whole numbers" >&2; exit 2 ;;
 esac
 
-die () { echo "$0: $*" >&2; exit 1; }
-note () { echo "# [$SECONDS s] $*" >&2; }   # progress, on stderr
 
 command -v fio >/dev/null || { echo "$0: fio not found" >&2; exit 77; }
 command -v python3 >/dev/null || { echo "$0: python3 not found" >&2; exit 77; }
@@ -77,16 +76,6 @@ uprobe_group=""         # our private tracefs group, if we made one
 tracefs=/sys/kernel/tracing
 [ -d "$tracefs/events" ] || tracefs=/sys/kernel/debug/tracing
 
-kill_pid ()
-{
-  local pid="$1" i
-  kill "$pid" 2>/dev/null || return 0
-  for (( i = 0; i < 50; i++ )); do
-    kill -0 "$pid" 2>/dev/null || return 0
-    sleep 0.1
-  done
-  kill -9 "$pid" 2>/dev/null || :
-}
 cleanup ()
 {
   local status=$? p
@@ -128,30 +117,11 @@ start_server ()
 }
 
 # cpu_ticks PID: utime+stime of the whole process (dead threads included).
-cpu_ticks ()
-{
-  local stat
-  stat="$(cat "/proc/$1/stat")" || die "server $1 is gone"
-  stat="${stat##*) }"                   # fields from 3 on
-  set -- $stat
-  echo $(( ${12} + ${13} ))             # fields 14 and 15
-}
 clk_tck="$(getconf CLK_TCK)"
 
 # bounded SECONDS LOG CMD...: run CMD under timeout in the background and
 # wait for it, so that a signal to this script is handled at once (bash
 # runs traps only between foreground commands) and kills it too.
-bounded ()
-{
-  local limit="$1" log="$2" pid status=0
-  shift 2
-  timeout -k 5 "$limit" "$@" >"$log" 2>&1 &
-  pid=$!
-  pids+=("$pid")
-  wait "$pid" || status=$?
-  unset 'pids[${#pids[@]}-1]'
-  return $status
-}
 
 # fio_run URI RW BS QD OUT.json: one bounded fio run.
 fio_run ()

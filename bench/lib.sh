@@ -1,0 +1,60 @@
+# Helpers shared by the bench/ scripts (sourced, not run).  A script
+# that uses bounded keeps the background pids it must clean up in the
+# array "pids"; one that uses wait_children keeps its server in
+# "srv_pid".
+
+die () { echo "$0: $*" >&2; exit 1; }
+note () { echo "# [$SECONDS s] $*" >&2; }   # progress, on stderr
+
+# Stop PID: SIGTERM, then SIGKILL if it is still there after 5 s.
+kill_pid ()
+{
+  local pid="$1" i
+  kill "$pid" 2>/dev/null || return 0
+  for (( i = 0; i < 50; i++ )); do
+    kill -0 "$pid" 2>/dev/null || return 0
+    sleep 0.1
+  done
+  kill -9 "$pid" 2>/dev/null || :
+}
+
+# The pids of PID's children (nbd-server forks one per connection).
+children ()
+{
+  cat /proc/"$1"/task/*/children 2>/dev/null || :
+}
+
+# Wait up to SECS (default 5) for the server's children to exit.
+wait_children ()
+{
+  local i limit=$(( ${1:-5} * 10 ))
+  for (( i = 0; i < limit; i++ )); do
+    [ -z "$(children "$srv_pid")" ] && return 0
+    sleep 0.1
+  done
+}
+
+# bounded LIMIT LOG CMD...: run CMD with its output in LOG, killed after
+# LIMIT seconds; its exit status.
+bounded ()
+{
+  local limit="$1" log="$2" pid status=0
+  shift 2
+  timeout -k 5 "$limit" "$@" >"$log" 2>&1 &
+  pid=$!
+  pids+=("$pid")
+  wait "$pid" || status=$?
+  unset 'pids[${#pids[@]}-1]'
+  return $status
+}
+
+# CPU time of PID and its reaped children, in clock ticks:
+# utime + stime + cutime + cstime from /proc/PID/stat.
+cpu_ticks ()
+{
+  local stat
+  stat="$(cat "/proc/$1/stat")" || die "server $1 is gone"
+  stat="${stat##*) }"                   # fields from 3 on
+  set -- $stat
+  echo $(( ${12} + ${13} + ${14} + ${15} ))   # fields 14 to 17
+}
