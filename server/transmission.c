@@ -897,7 +897,8 @@ tx_serve (struct connection *conn)
   pool.busy_max = cpus >= 4 ? cpus / 2 : 1;
   if (pool.busy_max > pool.max)
     pool.busy_max = pool.max;
-  pool.started = pool.active = 1;       /* worker 0 is this thread */
+  pool.started = 1;             /* worker 0 is this thread */
+  pool.active = 1;
   worker_loop (&pool.workers[0]);
 
   /* Worker 0 never parks, so it returns only when the connection is
