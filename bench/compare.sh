@@ -604,19 +604,4 @@ PY
 } >"$work/section.md"
 cat "$work/section.md"
 
-if [ "$write_results" -eq 1 ]; then
-  results="$srcdir/bench/RESULTS.md"
-  [ -f "$results" ] || printf '# Benchmark results\n\n' >"$results"
-  # Replace the "## Peers" section (up to the next "## "), keep the
-  # rest; append it if absent.
-  python3 - "$results" "$work/section.md" <<'PY'
-import re, sys
-path, new = sys.argv[1], open(sys.argv[2]).read().rstrip() + "\n"
-text = open(path).read()
-m = re.search(r"^## Peers\n.*?(?=^## (?!#)|\Z)", text, re.S | re.M)
-text = text[:m.start()] + new + "\n" + text[m.end():] if m \
-       else text.rstrip() + "\n\n" + new
-open(path, "w").write(text.rstrip() + "\n")
-PY
-  note "wrote the \"Peers\" section of $results"
-fi
+[ "$write_results" -eq 0 ] || write_section "Peers" "$work/section.md"

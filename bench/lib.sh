@@ -1,7 +1,8 @@
 # Helpers shared by the bench/ scripts (sourced, not run).  A script
 # that uses bounded keeps the background pids it must clean up in the
 # array "pids"; one that uses wait_children keeps its server in
-# "srv_pid".
+# "srv_pid"; one that uses write_section sets "srcdir" to the source
+# tree.
 
 die () { echo "$0: $*" >&2; exit 1; }
 note () { echo "# [$SECONDS s] $*" >&2; }   # progress, on stderr
@@ -57,4 +58,24 @@ cpu_ticks ()
   stat="${stat##*) }"                   # fields from 3 on
   set -- $stat
   echo $(( ${12} + ${13} + ${14} + ${15} ))   # fields 14 to 17
+}
+
+# write_section TITLE FILE: put FILE (a section starting "## TITLE")
+# into bench/RESULTS.md in place of the section of that title (up to
+# the next "## "), keeping the rest; append it if absent.
+write_section ()
+{
+  local results="$srcdir/bench/RESULTS.md"
+  [ -f "$results" ] || printf '# Benchmark results\n\n' >"$results"
+  python3 - "$results" "$2" "$1" <<'PY'
+import re, sys
+path, new, title = sys.argv[1], open(sys.argv[2]).read().rstrip() + "\n", sys.argv[3]
+text = open(path).read()
+m = re.search(r"^## " + re.escape(title) + r"\n.*?(?=^## (?!#)|\Z)", text,
+              re.S | re.M)
+text = text[:m.start()] + new + "\n" + text[m.end():] if m \
+       else text.rstrip() + "\n\n" + new
+open(path, "w").write(text.rstrip() + "\n")
+PY
+  note "wrote the \"$1\" section of $results"
 }

@@ -521,19 +521,4 @@ PY
 } >"$work/section.md"
 cat "$work/section.md"
 
-if [ "$write_results" -eq 1 ]; then
-  results="$srcdir/bench/RESULTS.md"
-  [ -f "$results" ] || printf '# Benchmark results\n\n' >"$results"
-  # Replace the "## Probe overhead" section (up to the next "## "), keep
-  # the rest; append it if absent.
-  python3 - "$results" "$work/section.md" <<'PY'
-import re, sys
-path, new = sys.argv[1], open(sys.argv[2]).read().rstrip() + "\n"
-text = open(path).read()
-m = re.search(r"^## Probe overhead\n.*?(?=^## (?!#)|\Z)", text, re.S | re.M)
-text = text[:m.start()] + new + "\n" + text[m.end():] if m \
-       else text.rstrip() + "\n\n" + new
-open(path, "w").write(text.rstrip() + "\n")
-PY
-  note "wrote the \"Probe overhead\" section of $results"
-fi
+[ "$write_results" -eq 0 ] || write_section "Probe overhead" "$work/section.md"
