@@ -226,6 +226,21 @@ wait_for ()
   return 1
 }
 
+# start_tool OUT REGEX CMD...: run a tracing tool against the server in
+# the background, for at most 120 s, its output in OUT and its errors
+# in OUT.err; wait until OUT has a line matching REGEX (the tool says it
+# is attached) or fail showing both.  The tool's pid is left in $tool.
+start_tool ()
+{
+  local out="$1" regex="$2"
+  shift 2
+  timeout -k 5 120 "$@" > "$out" 2> "$out.err" &
+  tool=$!
+  cleanup_fn _kill_pid "$tool"
+  wait_for_output "$out" "$regex" "$tool" ||
+    { cat "$out" "$out.err"; fail "$* did not start"; }
+}
+
 # Stop a tracer (bpftrace, or a tool that execs it) with ^C so that it
 # prints its maps, and wait for it.  Under load a single SIGINT has been
 # seen to go unheeded until the tracer's own timeout, so the signal is

@@ -56,12 +56,8 @@ grep -Eq '^fail 2 TLS handshake failed$' "$tmpdir/out" ||
 # The handshake view shows the same, one line per TLS event.
 start_server --tls=require --tls-psk="$tmpdir/keys.psk" memory 1M
 out="$tmpdir/tool.out"
-timeout -k 5 120 "$abs_top_srcdir/tools/nbdkit-trace" -p "$server_pid" \
-  handshake > "$out" 2> "$tmpdir/tool.err" &
-tool=$!
-cleanup_fn _kill_pid "$tool"
-wait_for_output "$out" '^TIME' "$tool" ||
-  { cat "$out" "$tmpdir/tool.err"; fail "nbdkit-trace handshake did not start"; }
+start_tool "$out" '^TIME' \
+  "$abs_top_srcdir/tools/nbdkit-trace" -p "$server_pid" handshake
 sleep 1
 t nbdinfo "nbds+unix://alice@/?socket=$sock&tls-psk-file=$tmpdir/keys.psk" \
   >/dev/null

@@ -18,11 +18,8 @@ expect_done="${EXPECT_DONE:-3}"
 
 start_server memory 64M
 out="$tmpdir/out"
-timeout -k 5 120 "$abs_top_srcdir/tools/nbdkit-trace" -p "$server_pid" \
-  handshake > "$out" 2> "$tmpdir/err" &
-tool=$!
-cleanup_fn _kill_pid "$tool"
-wait_for_output "$out" '^TIME' "$tool" || { cat "$out" "$tmpdir/err"; fail "no start"; }
+start_tool "$out" '^TIME' \
+  "$abs_top_srcdir/tools/nbdkit-trace" -p "$server_pid" handshake
 
 for i in 1 2 3; do
   t nbdsh -c 'h.add_meta_context("base:allocation")' -u "$uri" \

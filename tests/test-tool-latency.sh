@@ -15,11 +15,8 @@ expect_reads="${EXPECT_READS:-10}"
 
 start_server memory 64M
 out="$tmpdir/out"
-timeout -k 5 120 "$abs_top_srcdir/tools/nbdkit-trace" -p "$server_pid" \
-  latency > "$out" 2> "$tmpdir/err" &
-tool=$!
-cleanup_fn _kill_pid "$tool"
-wait_for_output "$out" '^Tracing' "$tool" || { cat "$out" "$tmpdir/err"; fail "no start"; }
+start_tool "$out" '^Tracing' \
+  "$abs_top_srcdir/tools/nbdkit-trace" -p "$server_pid" latency
 
 t nbdsh -u "$uri" -c '
 for i in range(10):

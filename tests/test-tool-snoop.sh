@@ -14,12 +14,9 @@ expect_reads="${EXPECT_READS:-10}"
 
 start_server memory 64M
 out="$tmpdir/out"
-timeout -k 5 120 "$abs_top_srcdir/tools/nbdkit-trace" -p "$server_pid" snoop \
-  > "$out" 2> "$tmpdir/err" &
-tool=$!
-cleanup_fn _kill_pid "$tool"
 # BEGIN prints the header once every probe is attached.
-wait_for_output "$out" '^TIME' "$tool" || { cat "$out" "$tmpdir/err"; fail "snoop did not start"; }
+start_tool "$out" '^TIME' \
+  "$abs_top_srcdir/tools/nbdkit-trace" -p "$server_pid" snoop
 
 t nbdsh -u "$uri" -c '
 for i in range(10):

@@ -16,13 +16,9 @@ expect_reads="${EXPECT_READS:-11}"
 
 start_server memory 64M
 out="$tmpdir/out"
-timeout -k 5 120 python3 "$abs_top_srcdir/tools/nbdkit-top" \
-  -p "$server_pid" --batch --delay 0.5 --iterations 200 \
-  > "$out" 2> "$tmpdir/err" &
-tool=$!
-cleanup_fn _kill_pid "$tool"
-wait_for_output "$out" '^nbdkit-top: attached' "$tool" ||
-  { cat "$out" "$tmpdir/err"; fail "nbdkit-top did not attach"; }
+start_tool "$out" '^nbdkit-top: attached' \
+  python3 "$abs_top_srcdir/tools/nbdkit-top" \
+  -p "$server_pid" --batch --delay 0.5 --iterations 200
 
 t nbdsh -u "$uri" -c '
 for i in range(10):
