@@ -226,6 +226,22 @@ wait_for ()
   return 1
 }
 
+# What the tool tests' client does (an nbdsh script): 10 reads of
+# 4 KiB, 5 writes of 64 KiB, then 1 read past the end, which the server
+# must refuse with EINVAL at the edge.
+tool_test_io='
+for i in range(10):
+    h.pread(4096, i * 4096)
+for i in range(5):
+    h.pwrite(b"w" * 65536, 1048576 + i * 65536)
+h.set_strict_mode(0)
+try:
+    h.pread(512, 64 * 1024 * 1024)
+    raise Exception("read past the end succeeded")
+except nbd.Error as e:
+    assert e.errno == "EINVAL", e.errno
+'
+
 # start_tool OUT REGEX CMD...: run a tracing tool against the server in
 # the background, for at most 120 s, its output in OUT and its errors
 # in OUT.err; wait until OUT has a line matching REGEX (the tool says it

@@ -18,19 +18,7 @@ out="$tmpdir/out"
 start_tool "$out" '^TIME' \
   "$abs_top_srcdir/tools/nbdkit-trace" -p "$server_pid" snoop
 
-t nbdsh -u "$uri" -c '
-for i in range(10):
-    h.pread(4096, i * 4096)
-for i in range(5):
-    h.pwrite(b"w" * 65536, 1048576 + i * 65536)
-h.set_strict_mode(0)
-try:
-    h.pread(512, 64 * 1024 * 1024)
-    raise Exception("read past the end succeeded")
-except nbd.Error as e:
-    assert e.errno == "EINVAL", e.errno
-h.shutdown()
-'
+t nbdsh -u "$uri" -c "$tool_test_io" -c 'h.shutdown()'
 # The disconnect line is the last one: wait for it, then stop.
 for (( i = 0; i < 100; i++ )); do
   grep -q ' disc ' "$out" && break

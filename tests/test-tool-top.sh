@@ -20,17 +20,7 @@ start_tool "$out" '^nbdkit-top: attached' \
   python3 "$abs_top_srcdir/tools/nbdkit-top" \
   -p "$server_pid" --batch --delay 0.5 --iterations 200
 
-t nbdsh -u "$uri" -c '
-for i in range(10):
-    h.pread(4096, i * 4096)
-for i in range(5):
-    h.pwrite(b"w" * 65536, 1048576 + i * 65536)
-h.set_strict_mode(0)
-try:
-    h.pread(512, 64 * 1024 * 1024)
-except nbd.Error as e:
-    assert e.errno == "EINVAL", e.errno
-'
+t nbdsh -u "$uri" -c "$tool_test_io"
 # Wait until an interval has shown the closed connection, then stop.
 for (( i = 0; i < 100; i++ )); do
   grep -q '^closed connection' "$out" && break
