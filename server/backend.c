@@ -212,6 +212,29 @@ layer_pread (struct context *c, void *buf, uint32_t count, uint64_t offset,
              c->layer->ops->pread (c, buf, count, offset, flags, err));
 }
 
+/* A read the top layer can describe in place (common/zerocopy.h)?
+ * The same probes fire as for pread; the copy happens in the send.
+ */
+bool
+layer_has_map_read (struct context *c)
+{
+  return c->layer->ops->has_map_read && c->layer->ops->has_map_read (c);
+}
+
+int
+layer_map_read (struct context *c, uint32_t count, uint64_t offset,
+                struct iovec *iov, int *niov, int *err)
+{
+  DATA_CALL (c, "pread", offset, count,
+             c->layer->ops->map_read (c, count, offset, iov, niov, err));
+}
+
+void
+layer_unmap_read (struct context *c)
+{
+  c->layer->ops->unmap_read (c);
+}
+
 int
 layer_pwrite (struct context *c, const void *buf, uint32_t count,
               uint64_t offset, uint32_t flags, int *err)

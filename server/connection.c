@@ -314,6 +314,35 @@ conn_sendv (struct connection *conn, const struct iovec *iov_in, int iovcnt)
   return 0;
 }
 
+/* One sendmsg that does not wait: bytes taken (maybe 0), or -1 with
+ * errno set on a real error.  Only for a plain socket (see
+ * conn_can_send_nowait).
+ */
+ssize_t
+conn_sendv_nowait (struct connection *conn, const struct iovec *iov,
+                   int iovcnt)
+{
+  struct msghdr msg = { .msg_iov = (struct iovec *) iov,
+                        .msg_iovlen = iovcnt };
+  for (;;) {
+    ssize_t r = sendmsg (conn->sockout, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (r >= 0) {
+      conn->bytes_out += r;
+      return r;
+    }
+    if (errno == EAGAIN || errno == EWOULDBLOCK)
+      return 0;
+    if (errno != EINTR)
+      return -1;
+  }
+}
+
+bool
+conn_can_send_nowait (const struct connection *conn)
+{
+  return conn->sockout_is_socket && !conn->tls_active;
+}
+
 int
 conn_send (struct connection *conn, const void *buf, size_t len)
 {

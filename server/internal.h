@@ -135,6 +135,14 @@ struct layer_ops {
                   uint32_t flags, struct nbdkit_extents *extents, int *err);
   int (*cache) (struct context *c, uint32_t count, uint64_t offset,
                 uint32_t flags, int *err);
+
+  /* Reads straight from a plugin's memory (common/zerocopy.h): only a
+   * plugin that exports nbdkit_zerocopy_ops has them; NULL elsewhere.
+   */
+  bool (*has_map_read) (struct context *c);
+  int (*map_read) (struct context *c, uint32_t count, uint64_t offset,
+                   struct iovec *iov, int *niov, int *err);
+  void (*unmap_read) (struct context *c);
 };
 
 struct layer {
@@ -200,6 +208,10 @@ extern int layer_can_multi_conn (struct context *c);
 extern int layer_can_cache (struct context *c);
 extern int layer_pread (struct context *c, void *buf, uint32_t count,
                         uint64_t offset, uint32_t flags, int *err);
+extern bool layer_has_map_read (struct context *c);
+extern int layer_map_read (struct context *c, uint32_t count, uint64_t offset,
+                           struct iovec *iov, int *niov, int *err);
+extern void layer_unmap_read (struct context *c);
 extern int layer_pwrite (struct context *c, const void *buf, uint32_t count,
                          uint64_t offset, uint32_t flags, int *err);
 extern int layer_flush (struct context *c, uint32_t flags, int *err);
@@ -277,6 +289,9 @@ struct connection {
 extern void conn_handle (const struct config *cfg, int sockin, int sockout,
                          const char *transport);
 extern int conn_recv (struct connection *conn, void *buf, size_t len);
+extern ssize_t conn_sendv_nowait (struct connection *conn,
+                                  const struct iovec *iov, int iovcnt);
+extern bool conn_can_send_nowait (const struct connection *conn);
 extern int conn_send (struct connection *conn, const void *buf, size_t len);
 extern int conn_sendv (struct connection *conn, const struct iovec *iov,
                        int iovcnt);

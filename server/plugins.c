@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "zerocopy.h"
 
 /* The plugin's struct as the plugin filled it in, and the version 1
  * view of the same memory (the data callbacks live at other offsets).
@@ -28,6 +29,7 @@ struct plugin_priv {
   int (*flush_v1) (void *);
   int (*trim_v1) (void *, uint32_t, uint64_t);
   int (*zero_v1) (void *, uint32_t, uint64_t, int);
+  const struct nbdkit_zerocopy_ops *zc; /* or NULL */
 };
 
 static struct nbdkit_plugin *
@@ -467,6 +469,28 @@ plugin_can_cache (struct context *c)
   return p->cache ? NBDKIT_CACHE_NATIVE : NBDKIT_CACHE_NONE;
 }
 
+static bool
+plugin_has_map_read (struct context *c)
+{
+  return PP (c)->zc != NULL;
+}
+
+static int
+plugin_map_read (struct context *c, uint32_t count, uint64_t offset,
+                 struct iovec *iov, int *niov, int *err)
+{
+  int r = PP (c)->zc->map_read (c->handle, count, offset, iov, niov);
+  if (r == -1)
+    CALL_FAILED (c, err);
+  return r;
+}
+
+static void
+plugin_unmap_read (struct context *c)
+{
+  PP (c)->zc->unmap_read (c->handle);
+}
+
 static int
 plugin_pread (struct context *c, void *buf, uint32_t count, uint64_t offset,
               uint32_t flags, int *err)
@@ -685,6 +709,9 @@ static const struct layer_ops plugin_ops = {
   .zero = plugin_zero,
   .extents = plugin_extents,
   .cache = plugin_cache,
+  .has_map_read = plugin_has_map_read,
+  .map_read = plugin_map_read,
+  .unmap_read = plugin_unmap_read,
 };
 
 /* ---- loading ---- */
@@ -738,6 +765,10 @@ plugin_load (const char *name, bool by_path)
   pp->flush_v1 = pp->p._flush_v1;
   pp->trim_v1 = pp->p._trim_v1;
   pp->zero_v1 = pp->p._zero_v1;
+  const struct nbdkit_zerocopy_ops *zc = dlsym (l->dl, "nbdkit_zerocopy_ops");
+  if (zc && zc->version == NBDKIT_ZEROCOPY_VERSION && zc->map_read &&
+      zc->unmap_read)
+    pp->zc = zc;
   if (pp->p._api_version == 1) {
     /* The version 2 slots hold version 1 padding: ignore them. */
     pp->p.pread = NULL;

@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <poll.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -50,7 +52,25 @@ struct worker {
   struct nbd_block_descriptor_64 *desc;   /* block status scratch */
   char *out;                    /* replies held back to go out together */
   size_t out_len, out_cap;
+  /* A read mapped in place (common/zerocopy.h): ZC_HEAD free slots for
+   * the held replies and the reply header, then zc_n data pieces.
+   * While zc_mapped, this worker holds the connection's write lock.
+   */
+  bool zerocopy;                /* the top layer can map reads */
+  struct iovec *zc_iov;
+  int zc_n;
+  bool zc_mapped;
 };
+
+/* Reads larger than MAX_HELD_REPLY (smaller replies are worth more
+ * held back and sent together) and up to ZC_MAX_BYTES go out straight
+ * from a plugin that can map them: 1 MiB is 258 pieces at worst for
+ * 4 KiB pages, well inside ZC_MAX_IOV (and the kernel's IOV_MAX of
+ * 1024, with the header).
+ */
+#define ZC_HEAD 4
+#define ZC_MAX_IOV 1020
+#define ZC_MAX_BYTES (1024 * 1024)
 
 /* Replies are held back (and sent together) up to this many bytes;
  * a reply larger than MAX_HELD_REPLY is worth its own sendmsg rather
@@ -422,6 +442,28 @@ run (struct connection *conn, struct worker *w, const struct request *req,
 
   switch (req->type) {
   case NBD_CMD_READ:
+    /* Straight from the plugin's memory, if it can, this worker can
+     * have the write lock at once (so the plugin's memory is never
+     * held while another reply waits on the client), and the worker
+     * has its piece list.
+     */
+    if (w->zerocopy && req->count > MAX_HELD_REPLY &&
+        req->count <= ZC_MAX_BYTES &&
+        (w->zc_iov ||
+         (w->zc_iov = malloc ((ZC_HEAD + ZC_MAX_IOV) * sizeof *w->zc_iov))) &&
+        pthread_mutex_trylock (&conn->write_lock) == 0) {
+      int n = ZC_MAX_IOV;
+      if (layer_map_read (c, req->count, req->offset, w->zc_iov + ZC_HEAD,
+                          &n, &err) == 0) {
+        w->zc_n = n;
+        w->zc_mapped = true;    /* send_mapped lets go of both */
+        break;
+      }
+      pthread_mutex_unlock (&conn->write_lock);
+      if (err != E2BIG)
+        break;
+      err = 0;                  /* too many pieces: copy instead */
+    }
     if (!grow (w, req->count))
       return ENOMEM;
     layer_pread (c, w->buf, req->count, req->offset, 0, &err);
@@ -519,6 +561,91 @@ request_buffered (const struct connection *conn)
                                          : sizeof (struct nbd_request));
 }
 
+/* Send the reply to a read mapped in place: the held replies, the
+ * header HDR (NH pieces) and, with DATA, the mapped pieces, with the
+ * write lock run() took.  Whatever the socket does not take at once is
+ * copied into the worker's buffer, so the plugin's memory is let go
+ * before anything waits on the client; then the rest goes out and the
+ * write lock is let go.
+ */
+static int
+send_mapped (struct connection *conn, struct worker *w,
+             const struct request *req, const struct iovec *hdr, int nh,
+             bool data, const void *simple)
+{
+  struct iovec *v = w->zc_iov + ZC_HEAD - nh;
+  int cnt = nh + (data ? w->zc_n : 0);
+  size_t left = 0;
+  int ret = 0;
+
+  memcpy (v, hdr, nh * sizeof *v);
+  if (NBDKIT_REPLY_SEND_ENABLED ())
+    fire_reply_send (conn, req, v, cnt, simple);
+  if (w->out_len) {
+    *--v = (struct iovec) { w->out, w->out_len };
+    cnt++;
+  }
+  for (int i = 0; i < cnt; i++)
+    left += v[i].iov_len;
+
+  while (left > 0) {
+    ssize_t r = conn_sendv_nowait (conn, v, cnt > IOV_MAX ? IOV_MAX : cnt);
+    if (r <= 0) {
+      ret = r;
+      break;
+    }
+    left -= r;
+    while (cnt > 0 && (size_t) r >= v->iov_len) {
+      r -= v->iov_len;
+      v++;
+      cnt--;
+    }
+    if (cnt > 0) {
+      v->iov_base = (char *) v->iov_base + r;
+      v->iov_len -= r;
+    }
+  }
+
+  bool copied = false;
+  if (ret == 0 && left > 0 && grow (w, left)) {
+    char *p = w->buf;
+    for (int i = 0; i < cnt; i++) {
+      memcpy (p, v[i].iov_base, v[i].iov_len);
+      p += v[i].iov_len;
+    }
+    copied = true;
+  }
+  /* Out of memory for the copy: wait on the socket while mapped. */
+  while (ret == 0 && left > 0 && !copied) {
+    struct pollfd pfd = { .fd = conn->sockout, .events = POLLOUT };
+    ssize_t r;
+    if (poll (&pfd, 1, -1) == -1 && errno != EINTR)
+      ret = -1;
+    else if ((r = conn_sendv_nowait (conn, v,
+                                     cnt > IOV_MAX ? IOV_MAX : cnt)) == -1)
+      ret = -1;
+    else {
+      left -= r;
+      while (cnt > 0 && (size_t) r >= v->iov_len) {
+        r -= v->iov_len;
+        v++;
+        cnt--;
+      }
+      if (cnt > 0) {
+        v->iov_base = (char *) v->iov_base + r;
+        v->iov_len -= r;
+      }
+    }
+  }
+  layer_unmap_read (conn->top);
+  w->zc_mapped = false;
+  w->out_len = 0;
+  if (ret == 0 && copied)
+    ret = conn_send (conn, w->buf, left);
+  pthread_mutex_unlock (&conn->write_lock);
+  return ret;
+}
+
 /* Send (or, with HOLD, hold back) the reply to REQ. */
 static int
 send_reply (struct connection *conn, struct worker *w,
@@ -545,7 +672,7 @@ send_reply (struct connection *conn, struct worker *w,
     simple.error = htobe32 (nerr);
     simple.cookie = htobe64 (req->cookie);
     iov[n++] = (struct iovec) { &simple, sizeof simple };
-    if (data)
+    if (data && !w->zc_mapped)
       iov[n++] = (struct iovec) { w->buf, req->count };
   }
   else {
@@ -593,7 +720,8 @@ send_reply (struct connection *conn, struct worker *w,
       iov[n++] = (struct iovec) { &se, sizeof se };
     else if (data) {
       iov[n++] = (struct iovec) { &be_offset, 8 };
-      iov[n++] = (struct iovec) { w->buf, req->count };
+      if (!w->zc_mapped)
+        iov[n++] = (struct iovec) { w->buf, req->count };
     }
     else if (bs) {
       /* Descriptors go out in place, converted to big-endian. */
@@ -620,6 +748,9 @@ send_reply (struct connection *conn, struct worker *w,
       }
     }
   }
+
+  if (w->zc_mapped)
+    return send_mapped (conn, w, req, iov, n, data, &simple);
 
   /* The probe fires before the reply is written or held back: in wire
    * order (held replies come from the connection's only worker, other
@@ -866,6 +997,7 @@ worker_loop (void *arg)
   free (w->buf);
   free (w->desc);
   free (w->out);
+  free (w->zc_iov);
   return NULL;
 }
 
@@ -886,12 +1018,19 @@ tx_serve (struct connection *conn)
     conn_set_closing (conn, "out of memory");
     return;
   }
+  /* Reads straight from the plugin's memory need a plugin that can map
+   * them with no filter above it, and a plain socket (not TLS, whose
+   * records are built from a copy anyway).
+   */
+  bool zerocopy = layer_has_map_read (conn->top) &&
+    conn_can_send_nowait (conn);
   pthread_mutex_init (&pool.lock, NULL);
   pthread_cond_init (&pool.wake, NULL);
   for (unsigned i = 0; i < pool.max; i++) {
     pool.workers[i].conn = conn;
     pool.workers[i].pool = &pool;
     pool.workers[i].index = i;
+    pool.workers[i].zerocopy = zerocopy;
   }
   long cpus = sysconf (_SC_NPROCESSORS_ONLN);
   pool.busy_max = cpus >= 4 ? cpus / 2 : 1;

@@ -1463,6 +1463,32 @@ def _(ctx):
         c.close() if how == "close" else c.reset()
 
 
+@case("stream", "unread-reads-while-others-trim",
+      "sixteen 1 MiB reads left unanswered on the wire (the socket "
+      "fills), while a second client trims, zeroes, writes and reads the "
+      "same region: the stalled reader must hold nothing the others need")
+def _(ctx):
+    base = ctx.SCRATCH
+    stalled = ctx.good()
+    stalled.write(base, random.Random(3).randbytes(MiB))
+    stalled.send(b"".join(stalled.header(CMD_READ, base, MiB, 0, i)
+                          for i in range(16)))
+    time.sleep(0.5)             # the server is now blocked on this socket
+    other = ctx.good()
+    start = time.monotonic()
+    for typ in (CMD_TRIM, CMD_ZERO):
+        r = other.cmd(typ, base, MiB)
+        expect_err(r.error, 0, CMD_NAMES[typ])
+    data = random.Random(4).randbytes(MiB)
+    other.write(base, data)
+    expect(other.read(base, MiB) == data, "read back after trim and zero")
+    expect(time.monotonic() - start < 3,
+           "trim, zero, write and read took %.1f s beside a stalled reader",
+           time.monotonic() - start)
+    other.disc()
+    stalled.reset()
+
+
 @case("stream", "reset-at-once",
       "50 clients that connect and reset at once, before or after the "
       "greeting, or after GO")

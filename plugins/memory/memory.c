@@ -20,6 +20,7 @@
 #include <nbdkit-plugin.h>
 
 #include "sparse.h"
+#include "zerocopy.h"
 
 /* Set by config, read-only once the server starts serving. */
 static int64_t size = -1;
@@ -110,6 +111,26 @@ memory_pread (void *handle, void *buf, uint32_t count, uint64_t offset,
   sparse_read (store, buf, count, offset);
   return 0;
 }
+
+/* Reads straight from the store (common/zerocopy.h). */
+static int
+memory_map_read (void *handle, uint32_t count, uint64_t offset,
+                 struct iovec *iov, int *niov)
+{
+  return sparse_map_read (store, count, offset, iov, niov);
+}
+
+static void
+memory_unmap_read (void *handle)
+{
+  sparse_unmap_read (store);
+}
+
+NBDKIT_DLL_PUBLIC const struct nbdkit_zerocopy_ops nbdkit_zerocopy_ops = {
+  .version = NBDKIT_ZEROCOPY_VERSION,
+  .map_read = memory_map_read,
+  .unmap_read = memory_unmap_read,
+};
 
 static int
 memory_pwrite (void *handle, const void *buf, uint32_t count,

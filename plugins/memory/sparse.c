@@ -525,6 +525,54 @@ sparse_read (struct sparse *s, void *buf, uint32_t count, uint64_t offset)
   pthread_rwlock_unlock (&s->lock);
 }
 
+/* Pages never written read as zeroes from here. */
+static const unsigned char hole_bytes[SPARSE_PAGE_SIZE];
+
+int
+sparse_map_read (struct sparse *s, uint32_t count, uint64_t offset,
+                 struct iovec *iov, int *niov)
+{
+  struct leaf_cursor c = { .valid = false };
+  int n = 0, max = *niov;
+
+  pthread_rwlock_rdlock (&s->lock);
+  while (count > 0) {
+    uint64_t page = offset >> PAGE_SHIFT;
+    size_t in_page = offset & (SPARSE_PAGE_SIZE - 1);
+    size_t len = SPARSE_PAGE_SIZE - in_page;
+    void *leaf;
+    const unsigned char *data = NULL;
+
+    if (len > count)
+      len = count;
+    leaf = cursor_leaf (s, &c, page, false);
+    if (leaf != NULL)
+      data = leaf_get (leaf, page & (FANOUT - 1));
+    data = data ? data + in_page : hole_bytes + in_page;
+    /* Pages written in order sit side by side in an arena: merge. */
+    if (n > 0 && (const unsigned char *) iov[n-1].iov_base +
+        iov[n-1].iov_len == data)
+      iov[n-1].iov_len += len;
+    else if (n == max) {
+      pthread_rwlock_unlock (&s->lock);
+      errno = E2BIG;
+      return -1;
+    }
+    else
+      iov[n++] = (struct iovec) { (void *) data, len };
+    offset += len;
+    count -= len;
+  }
+  *niov = n;
+  return 0;                     /* the lock stays held */
+}
+
+void
+sparse_unmap_read (struct sparse *s)
+{
+  pthread_rwlock_unlock (&s->lock);
+}
+
 /* Store FRESH, a filled-in page, as page PAGE, creating the path to
  * it.  Returns the page stored there now: FRESH, or another thread's
  * if it won the race; NULL if out of memory.  Lock held shared.

@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 /* Granularity of allocation, and of the extents reported. */
 #define SPARSE_PAGE_SIZE 4096
@@ -33,6 +34,17 @@ extern void sparse_read (struct sparse *s, void *buf, uint32_t count,
  * that is not stored allocate nothing.  Returns -1 (errno ENOMEM) if a
  * page could not be allocated; the pages before it have been written.
  */
+/* Describe [OFFSET, OFFSET + COUNT) as at most *NIOV iovecs into the
+ * store (unwritten pages point at zeroes) and keep the store's lock
+ * shared, so no page can be freed or cleared, until sparse_unmap_read.
+ * Returns -1 with errno E2BIG, holding nothing, if more are needed.
+ * Writes may still change the bytes: a read racing a write to the same
+ * range may see either, as NBD allows.
+ */
+extern int sparse_map_read (struct sparse *s, uint32_t count,
+                            uint64_t offset, struct iovec *iov, int *niov);
+extern void sparse_unmap_read (struct sparse *s);
+
 extern int sparse_write (struct sparse *s, const void *buf, uint32_t count,
                          uint64_t offset);
 
