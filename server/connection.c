@@ -264,6 +264,23 @@ conn_recv (struct connection *conn, void *buf, size_t len)
   return 0;
 }
 
+/* Step past the first LEN bytes of the iovec array *V of *CNT
+ * entries (after a short write), modifying the entry it stops in.
+ */
+void
+iov_advance (struct iovec **v, int *cnt, size_t len)
+{
+  while (*cnt > 0 && len >= (*v)->iov_len) {
+    len -= (*v)->iov_len;
+    (*v)++;
+    (*cnt)--;
+  }
+  if (*cnt > 0) {
+    (*v)->iov_base = (char *) (*v)->iov_base + len;
+    (*v)->iov_len -= len;
+  }
+}
+
 /* Write a whole iovec array, resuming after short writes. */
 int
 conn_sendv (struct connection *conn, const struct iovec *iov_in, int iovcnt)
@@ -300,15 +317,7 @@ conn_sendv (struct connection *conn, const struct iovec *iov_in, int iovcnt)
         continue;
       return -1;
     }
-    while (iovcnt > 0 && (size_t) r >= v->iov_len) {
-      r -= v->iov_len;
-      v++;
-      iovcnt--;
-    }
-    if (iovcnt > 0) {
-      v->iov_base = (char *) v->iov_base + r;
-      v->iov_len -= r;
-    }
+    iov_advance (&v, &iovcnt, r);
   }
   conn->bytes_out += total;
   return 0;

@@ -595,15 +595,7 @@ send_mapped (struct connection *conn, struct worker *w,
       break;
     }
     left -= r;
-    while (cnt > 0 && (size_t) r >= v->iov_len) {
-      r -= v->iov_len;
-      v++;
-      cnt--;
-    }
-    if (cnt > 0) {
-      v->iov_base = (char *) v->iov_base + r;
-      v->iov_len -= r;
-    }
+    iov_advance (&v, &cnt, r);
   }
 
   bool copied = false;
@@ -626,15 +618,7 @@ send_mapped (struct connection *conn, struct worker *w,
       ret = -1;
     else {
       left -= r;
-      while (cnt > 0 && (size_t) r >= v->iov_len) {
-        r -= v->iov_len;
-        v++;
-        cnt--;
-      }
-      if (cnt > 0) {
-        v->iov_base = (char *) v->iov_base + r;
-        v->iov_len -= r;
-      }
+      iov_advance (&v, &cnt, r);
     }
   }
   layer_unmap_read (conn->top);
