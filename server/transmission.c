@@ -774,14 +774,16 @@ send_reply (struct connection *conn, struct worker *w,
  *    one worker and 1900 MiB/s with sixteen.
  *
  * A worker's CPU time costs a system call, so it is read only while
- * requests are slow.  The pool moves towards what GROW_AFTER requests
- * in a row want (more) or SHRINK_AFTER in a row want (fewer).  A single
- * slow request proves nothing: on a busy machine the scheduler can
- * stretch any request by a whole time slice.
+ * requests are slow.  The pool grows when GROW_AFTER requests in a row
+ * want more workers, and parks one when at least half of a window of
+ * SHRINK_WINDOW requests wanted fewer.  A single slow request proves
+ * nothing: on a busy machine the scheduler can stretch any request by
+ * a whole time slice, and the more workers there are the more often
+ * it does, so shrinking must not wait for a perfect run of fast ones.
  */
 #define SLOW_REQUEST_NS 20000
 #define GROW_AFTER 4
-#define SHRINK_AFTER 1024
+#define SHRINK_WINDOW 1024
 
 struct pool {
   struct connection *conn;
@@ -793,7 +795,9 @@ struct pool {
   bool done;                    /* the connection is over: exit */
   struct worker *workers;       /* max of them */
   pthread_t *threads;
-  _Atomic unsigned grow_run, shrink_run;  /* requests in a row */
+  _Atomic unsigned grow_run;    /* requests in a row that want more */
+  _Atomic unsigned window, fewer; /* requests, and those that want fewer */
+  _Atomic bool shrink;          /* the highest worker is to park */
   _Atomic bool slow;            /* the last request was slow */
 };
 
@@ -858,27 +862,30 @@ pool_account (struct pool *pool, struct worker *w, uint64_t wall,
 
   unsigned active = pool->active;
   if (target > active) {
-    if (pool->shrink_run)
-      pool->shrink_run = 0;
     if (atomic_fetch_add (&pool->grow_run, 1) + 1 >= GROW_AFTER) {
       pool->grow_run = 0;
+      pool->shrink = false;
       pool_grow (pool);
     }
     return false;
   }
   if (pool->grow_run)
     pool->grow_run = 0;
-  if (target == active) {
-    if (pool->shrink_run)
-      pool->shrink_run = 0;
+  if (active == 1)
     return false;
+
+  if (target < active)
+    pool->fewer++;
+  if (atomic_fetch_add (&pool->window, 1) + 1 >= SHRINK_WINDOW) {
+    if (pool->fewer >= SHRINK_WINDOW / 2)
+      pool->shrink = true;
+    pool->window = 0;
+    pool->fewer = 0;
   }
-  if (atomic_fetch_add (&pool->shrink_run, 1) + 1 < SHRINK_AFTER ||
-      w->index + 1 != active || w->index == 0)
+  if (!pool->shrink || w->index + 1 != active || w->index == 0 ||
+      !atomic_compare_exchange_strong (&pool->active, &active, w->index))
     return false;
-  if (!atomic_compare_exchange_strong (&pool->active, &active, w->index))
-    return false;
-  pool->shrink_run = 0;
+  pool->shrink = false;
   nbdkit_debug ("%s requests: %u workers", slow ? "busy" : "fast", w->index);
   return true;
 }
