@@ -451,7 +451,7 @@ fi
 
 # --- Report ------------------------------------------------------------------
 
-ver () { "$@" 2>&1 | head -1 || echo none; }
+ver () { local v; v="$("$@" 2>&1 | head -1)" || :; echo "${v:-none}"; }
 ver_ours="$(ver "$build/nbdkit" --version)"
 ver_nbdkit="$(command -v nbdkit >/dev/null && ver nbdkit --version || echo 'not installed')"
 ver_qemu="$(command -v qemu-nbd >/dev/null && ver qemu-nbd --version || echo 'not installed')"
