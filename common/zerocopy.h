@@ -14,6 +14,20 @@
  * what the socket does not take at once is copied out first).  It
  * returns -1 with errno set if it cannot (E2BIG: more pieces than
  * *niov), and then holds nothing: the server falls back to pread.
+ *
+ * From version 2, writes too (both pointers, or neither).  For a
+ * write without FUA, map_write may hand out memory of its own, as at
+ * most *niov iovecs describing [offset, offset + count), for the server
+ * to receive the payload into; it holds no lock meanwhile (the server
+ * may wait on the client while filling it), and the data is not the
+ * plugin's yet.  Once the request runs, the server calls unmap_write
+ * with the same range and iovecs: with keep = 1 the bytes become the
+ * plugin's data, exactly as pwrite would have written them (-1 with
+ * errno set if that fails); with keep = 0 (the payload never all
+ * arrived) the memory is just given back and nothing is written.
+ * map_write returns -1 with errno set, holding nothing, when it would
+ * rather not (for example where the data would only be copied again):
+ * the server then receives into its own buffer and calls pwrite.
  */
 #ifndef NBDKIT_ZEROCOPY_H
 #define NBDKIT_ZEROCOPY_H
@@ -21,13 +35,18 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
-#define NBDKIT_ZEROCOPY_VERSION 1
+#define NBDKIT_ZEROCOPY_VERSION 2
 
 struct nbdkit_zerocopy_ops {
   uint32_t version;             /* NBDKIT_ZEROCOPY_VERSION */
   int (*map_read) (void *handle, uint32_t count, uint64_t offset,
                    struct iovec *iov, int *niov);
   void (*unmap_read) (void *handle);
+  /* Version 2. */
+  int (*map_write) (void *handle, uint32_t count, uint64_t offset,
+                    struct iovec *iov, int *niov);
+  int (*unmap_write) (void *handle, uint32_t count, uint64_t offset,
+                      const struct iovec *iov, int keep);
 };
 
 #endif /* NBDKIT_ZEROCOPY_H */

@@ -235,6 +235,35 @@ layer_unmap_read (struct context *c)
   c->layer->ops->unmap_read (c);
 }
 
+/* A write whose payload the top layer takes into memory of its own
+ * (common/zerocopy.h)?  Mapping is only a loan of memory, untraced;
+ * keeping the bytes is the write, traced as pwrite.
+ */
+bool
+layer_has_map_write (struct context *c)
+{
+  return c->layer->ops->has_map_write && c->layer->ops->has_map_write (c);
+}
+
+int
+layer_map_write (struct context *c, uint32_t count, uint64_t offset,
+                 struct iovec *iov, int *niov)
+{
+  return c->layer->ops->map_write (c, count, offset, iov, niov);
+}
+
+int
+layer_unmap_write (struct context *c, uint32_t count, uint64_t offset,
+                   const struct iovec *iov, int keep, int *err)
+{
+  if (!keep) {
+    *err = 0;
+    return c->layer->ops->unmap_write (c, count, offset, iov, 0, err);
+  }
+  DATA_CALL (c, "pwrite", offset, count,
+             c->layer->ops->unmap_write (c, count, offset, iov, 1, err));
+}
+
 int
 layer_pwrite (struct context *c, const void *buf, uint32_t count,
               uint64_t offset, uint32_t flags, int *err)

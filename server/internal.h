@@ -143,6 +143,12 @@ struct layer_ops {
   int (*map_read) (struct context *c, uint32_t count, uint64_t offset,
                    struct iovec *iov, int *niov, int *err);
   void (*unmap_read) (struct context *c);
+  /* Write payloads received straight into its memory (version 2). */
+  bool (*has_map_write) (struct context *c);
+  int (*map_write) (struct context *c, uint32_t count, uint64_t offset,
+                    struct iovec *iov, int *niov);
+  int (*unmap_write) (struct context *c, uint32_t count, uint64_t offset,
+                      const struct iovec *iov, int keep, int *err);
 };
 
 struct layer {
@@ -212,6 +218,12 @@ extern bool layer_has_map_read (struct context *c);
 extern int layer_map_read (struct context *c, uint32_t count, uint64_t offset,
                            struct iovec *iov, int *niov, int *err);
 extern void layer_unmap_read (struct context *c);
+extern bool layer_has_map_write (struct context *c);
+extern int layer_map_write (struct context *c, uint32_t count,
+                            uint64_t offset, struct iovec *iov, int *niov);
+extern int layer_unmap_write (struct context *c, uint32_t count,
+                              uint64_t offset, const struct iovec *iov,
+                              int keep, int *err);
 extern int layer_pwrite (struct context *c, const void *buf, uint32_t count,
                          uint64_t offset, uint32_t flags, int *err);
 extern int layer_flush (struct context *c, uint32_t flags, int *err);

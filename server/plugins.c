@@ -491,6 +491,30 @@ plugin_unmap_read (struct context *c)
   PP (c)->zc->unmap_read (c->handle);
 }
 
+static bool
+plugin_has_map_write (struct context *c)
+{
+  const struct nbdkit_zerocopy_ops *zc = PP (c)->zc;
+  return zc != NULL && zc->version >= 2 && zc->map_write && zc->unmap_write;
+}
+
+static int
+plugin_map_write (struct context *c, uint32_t count, uint64_t offset,
+                  struct iovec *iov, int *niov)
+{
+  return PP (c)->zc->map_write (c->handle, count, offset, iov, niov);
+}
+
+static int
+plugin_unmap_write (struct context *c, uint32_t count, uint64_t offset,
+                    const struct iovec *iov, int keep, int *err)
+{
+  int r = PP (c)->zc->unmap_write (c->handle, count, offset, iov, keep);
+  if (r == -1)
+    CALL_FAILED (c, err);
+  return r;
+}
+
 static int
 plugin_pread (struct context *c, void *buf, uint32_t count, uint64_t offset,
               uint32_t flags, int *err)
@@ -712,6 +736,9 @@ static const struct layer_ops plugin_ops = {
   .has_map_read = plugin_has_map_read,
   .map_read = plugin_map_read,
   .unmap_read = plugin_unmap_read,
+  .has_map_write = plugin_has_map_write,
+  .map_write = plugin_map_write,
+  .unmap_write = plugin_unmap_write,
 };
 
 /* ---- loading ---- */
@@ -766,8 +793,8 @@ plugin_load (const char *name, bool by_path)
   pp->trim_v1 = pp->p._trim_v1;
   pp->zero_v1 = pp->p._zero_v1;
   const struct nbdkit_zerocopy_ops *zc = dlsym (l->dl, "nbdkit_zerocopy_ops");
-  if (zc && zc->version == NBDKIT_ZEROCOPY_VERSION && zc->map_read &&
-      zc->unmap_read)
+  if (zc && zc->version >= 1 && zc->version <= NBDKIT_ZEROCOPY_VERSION &&
+      zc->map_read && zc->unmap_read)
     pp->zc = zc;
   if (pp->p._api_version == 1) {
     /* The version 2 slots hold version 1 padding: ignore them. */

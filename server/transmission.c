@@ -57,6 +57,8 @@ struct worker {
    * While zc_mapped, this worker holds the connection's write lock.
    */
   bool zerocopy;                /* the top layer can map reads */
+  bool zc_write;                /* and take write payloads */
+  int zc_wn;                    /* pieces of a mapped write, or 0 */
   struct iovec *zc_iov;
   int zc_n;
   bool zc_mapped;
@@ -71,6 +73,13 @@ struct worker {
 #define ZC_HEAD 4
 #define ZC_MAX_IOV 1020
 #define ZC_MAX_BYTES (1024 * 1024)
+
+/* Write payloads larger than this, up to ZC_MAX_BYTES, are received
+ * straight into memory the plugin lends, if it will: the memory plugin
+ * does only where no page is stored yet, and for a small write its
+ * look at the pages would cost about what the copy saves.
+ */
+#define ZC_MIN_WRITE (64 * 1024)
 
 /* Replies are held back (and sent together) up to this many bytes;
  * a reply larger than MAX_HELD_REPLY is worth its own sendmsg rather
@@ -236,6 +245,33 @@ validate (struct connection *conn, const struct request *req)
   return 0;
 }
 
+/* Receive a write's payload straight into memory the plugin lends
+ * (zc_iov), for run() to hand back as the write.  Returns 0 when it
+ * is all in, 1 if the plugin would rather not (nothing read: take the
+ * copying path), -1 when the connection is over (the memory given
+ * back, nothing written).
+ */
+static int
+recv_mapped (struct connection *conn, struct worker *w, struct request *req)
+{
+  struct context *c = conn->top;
+  int n = ZC_MAX_IOV, err;
+
+  if ((!w->zc_iov &&
+       !(w->zc_iov = malloc ((ZC_HEAD + ZC_MAX_IOV) * sizeof *w->zc_iov))) ||
+      layer_map_write (c, req->count, req->offset, w->zc_iov, &n) == -1)
+    return 1;
+  for (int i = 0; i < n; i++)
+    if (conn_recv (conn, w->zc_iov[i].iov_base, w->zc_iov[i].iov_len) == -1) {
+      layer_unmap_write (c, req->count, req->offset, w->zc_iov, 0, &err);
+      NBDKIT_PROTOCOL_VIOLATION (conn->id, "write payload cut short");
+      conn_set_closing (conn, "read error");
+      return -1;
+    }
+  w->zc_wn = n;
+  return 0;
+}
+
 /* Read one request.  Returns 0 with *req filled in (req->error set if
  * it must not run), 1 for NBD_CMD_DISC, 2 when the reply to *req must
  * be the last thing on this connection, -1 when the connection is over.
@@ -313,6 +349,13 @@ recv_request (struct connection *conn, struct worker *w, struct request *req)
     return 2;
   }
   if (req->type == NBD_CMD_WRITE) {
+    req->error = validate (conn, req);
+    if (req->error == 0 && w->zc_write && payload > ZC_MIN_WRITE &&
+        payload <= ZC_MAX_BYTES && !(req->flags & NBD_CMD_FLAG_FUA)) {
+      int r = recv_mapped (conn, w, req);
+      if (r <= 0)
+        return r;
+    }
     if (!grow (w, payload)) {
       req->error = ENOMEM;
       return discard (conn, w, payload) == -1 ? -1 : 0;
@@ -322,6 +365,7 @@ recv_request (struct connection *conn, struct worker *w, struct request *req)
       conn_set_closing (conn, "read error");
       return -1;
     }
+    return 0;
   }
   else if (payload > 0) {
     if (discard (conn, w, payload) == -1) {
@@ -469,7 +513,12 @@ run (struct connection *conn, struct worker *w, const struct request *req,
     layer_pread (c, w->buf, req->count, req->offset, 0, &err);
     break;
   case NBD_CMD_WRITE:
-    layer_pwrite (c, w->buf, req->count, req->offset, f, &err);
+    if (w->zc_wn) {             /* received into the plugin's memory */
+      w->zc_wn = 0;
+      layer_unmap_write (c, req->count, req->offset, w->zc_iov, 1, &err);
+    }
+    else
+      layer_pwrite (c, w->buf, req->count, req->offset, f, &err);
     break;
   case NBD_CMD_FLUSH:
     layer_flush (c, 0, &err);
@@ -1015,6 +1064,10 @@ tx_serve (struct connection *conn)
    */
   bool zerocopy = layer_has_map_read (conn->top) &&
     conn_can_send_nowait (conn);
+  /* Write payloads straight into its memory: any transport will do
+   * (TLS decrypts into it).
+   */
+  bool zc_write = layer_has_map_write (conn->top);
   pthread_mutex_init (&pool.lock, NULL);
   pthread_cond_init (&pool.wake, NULL);
   for (unsigned i = 0; i < pool.max; i++) {
@@ -1022,6 +1075,7 @@ tx_serve (struct connection *conn)
     pool.workers[i].pool = &pool;
     pool.workers[i].index = i;
     pool.workers[i].zerocopy = zerocopy;
+    pool.workers[i].zc_write = zc_write;
   }
   long cpus = sysconf (_SC_NPROCESSORS_ONLN);
   pool.busy_max = cpus >= 4 ? cpus / 2 : 1;

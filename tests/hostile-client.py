@@ -1489,6 +1489,110 @@ def _(ctx):
     stalled.reset()
 
 
+@case("stream", "stalled-write-payload-while-others-trim",
+      "1 MiB writes whose payload stops half way for 0.5 s, over a hole "
+      "(the memory plugin lends new pages for it) and over data, while a "
+      "second client trims, zeroes, writes and reads the same region: the "
+      "stalled writer must hold nothing the others need; then the rest "
+      "arrives and its whole payload lands over the other's data")
+def _(ctx):
+    base = ctx.SCRATCH
+    off = base + 1000           # partial pages at both ends
+    for over_data in (False, True):
+        other = ctx.good()
+        r = other.cmd(CMD_TRIM, base, 2 * MiB)
+        expect_err(r.error, 0, "trim")
+        if over_data:
+            other.write(base, random.Random(10).randbytes(2 * MiB))
+        payload = random.Random(11).randbytes(MiB)
+        stalled = ctx.good()
+        stalled.send(write_header(stalled, off, MiB, cookie=5) +
+                     payload[:MiB // 2])
+        # No reply may come for a write whose payload has not all arrived.
+        stalled.s.settimeout(0.5)
+        try:
+            got = stalled.s.recv(16)
+            raise CaseFailed("the server answered a write without all its "
+                             "payload (%r)" % got)
+        except socket.timeout:
+            pass
+        stalled.s.settimeout(TIMEOUT)
+        start = time.monotonic()
+        for typ in (CMD_TRIM, CMD_ZERO):
+            r = other.cmd(typ, base, 2 * MiB)
+            expect_err(r.error, 0, CMD_NAMES[typ])
+        expect(other.read(base, 2 * MiB) == bytes(2 * MiB),
+               "read back after trim and zero")
+        data = random.Random(12).randbytes(2 * MiB)
+        other.write(base, data)
+        expect(other.read(base, 2 * MiB) == data, "read back after write")
+        took = time.monotonic() - start
+        expect(took < 3, "trim, zero, write and read took %.1f s beside a "
+               "stalled writer", took)
+        # The rest of the payload: the write succeeds, and all of it is
+        # there, over the other client's data.
+        stalled.send(payload[MiB // 2:])
+        r = stalled.reply({5: Req(CMD_WRITE, off, MiB)})
+        expect(r.cookie == 5, "reply cookie %d, expected 5", r.cookie)
+        expect_err(r.error, 0, "the stalled write, completed")
+        want = data[:1000] + payload + data[1000 + MiB:]
+        for c, who in ((stalled, "the writer"), (other, "the other client")):
+            got = c.read(base, 2 * MiB)
+            if got != want:
+                bad = next(i for i in range(2 * MiB) if got[i] != want[i])
+                raise CaseFailed("%s reads byte %d of the region wrong "
+                                 "(offset %d from the write; over %s)"
+                                 % (who, bad, bad - 1000,
+                                    "data" if over_data else "a hole"))
+        stalled.disc()
+        other.disc()
+
+
+@case("stream", "write-payload-reset-midway",
+      "1 MiB writes reset after 300 KiB of their payload, over a hole "
+      "(into pages the memory plugin lends) and over data: nothing of "
+      "them lands, and another client then writes and reads the region "
+      "back correctly")
+def _(ctx):
+    base = ctx.SCRATCH + 2 * MiB
+    off = base + 64 * 1024 + 517
+    sent = 300 * 1024
+    payload = random.Random(14).randbytes(MiB)
+    for over_data in (False, True):
+        other = ctx.good()
+        r = other.cmd(CMD_TRIM, base, 2 * MiB)
+        expect_err(r.error, 0, "trim")
+        before = bytes(2 * MiB)
+        if over_data:
+            before = random.Random(13).randbytes(2 * MiB)
+            other.write(base, before)
+        c = ctx.good()
+        c.send(write_header(c, off, MiB, cookie=9) + payload[:sent])
+        time.sleep(0.2)
+        c.reset()
+        time.sleep(0.1)
+        got = other.read(base, 2 * MiB)
+        if got != before:
+            bad = next(i for i in range(2 * MiB) if got[i] != before[i])
+            raise CaseFailed("byte %d of the region (%d from the write, "
+                             "over %s) changed by a write never completed"
+                             % (bad, bad - (off - base),
+                                "data" if over_data else "a hole"))
+        data = random.Random(15).randbytes(2 * MiB)
+        other.write(base, data)
+        expect(other.read(base, 2 * MiB) == data, "read back after the reset")
+        # Nothing of the reset write lands late.
+        time.sleep(0.2)
+        g = ctx.good()
+        expect(g.read(base, 2 * MiB) == data, "a new client reads the "
+               "region back wrong")
+        g.write(off, payload)
+        expect(g.read(off, MiB) == payload, "the reset write, made whole "
+               "by another client, reads back wrong")
+        g.disc()
+        other.disc()
+
+
 @case("stream", "reset-at-once",
       "50 clients that connect and reset at once, before or after the "
       "greeting, or after GO")

@@ -126,10 +126,35 @@ memory_unmap_read (void *handle)
   sparse_unmap_read (store);
 }
 
+/* Writes into new pages: the payload is received straight into them. */
+static int
+memory_map_write (void *handle, uint32_t count, uint64_t offset,
+                  struct iovec *iov, int *niov)
+{
+  return sparse_map_write (store, count, offset, iov, niov);
+}
+
+static int
+memory_unmap_write (void *handle, uint32_t count, uint64_t offset,
+                    const struct iovec *iov, int keep)
+{
+  if (sparse_unmap_write (store, count, offset, iov, keep) == -1) {
+    int err = errno;
+
+    nbdkit_error ("pwrite: out of memory storing %" PRIu32
+                  " bytes at offset %" PRIu64, count, offset);
+    errno = err;
+    return -1;
+  }
+  return 0;
+}
+
 NBDKIT_DLL_PUBLIC const struct nbdkit_zerocopy_ops nbdkit_zerocopy_ops = {
   .version = NBDKIT_ZEROCOPY_VERSION,
   .map_read = memory_map_read,
   .unmap_read = memory_unmap_read,
+  .map_write = memory_map_write,
+  .unmap_write = memory_unmap_write,
 };
 
 static int

@@ -594,6 +594,149 @@ store_page (struct sparse *s, struct leaf_cursor *c, uint64_t page,
   return stored;
 }
 
+/* The page that holds the next LEN bytes of a mapped write, found in
+ * the iovecs that describe it: *AT and *INTO are a cursor over them.
+ */
+static unsigned char *
+mapped_at (const struct iovec *iov, int *at, size_t *into, size_t len)
+{
+  unsigned char *p;
+
+  while (*into == iov[*at].iov_len) {
+    ++*at;
+    *into = 0;
+  }
+  p = (unsigned char *) iov[*at].iov_base + *into;
+  *into += len;
+  return p;
+}
+
+/* Store the pages of a mapped write whose payload has all arrived,
+ * as sparse_write would have: a page of zeroes where none is stored
+ * is dropped, and a page another writer stored meanwhile gets the
+ * bytes copied in.  Pages not stored are freed.  With STORE false,
+ * or once a page could not be stored (-1, ENOMEM), they are all just
+ * freed.
+ */
+static int
+finish_write (struct sparse *s, uint32_t count, uint64_t offset,
+              const struct iovec *iov, bool store)
+{
+  struct leaf_cursor c = { .valid = false };
+  int at = 0, r = 0;
+  size_t into = 0;
+  bool freed = false;
+
+  if (store)
+    pthread_rwlock_rdlock (&s->lock);
+  while (count > 0) {
+    uint64_t page = offset >> PAGE_SHIFT;
+    size_t in_page = offset & (SPARSE_PAGE_SIZE - 1);
+    size_t n = SPARSE_PAGE_SIZE - in_page;
+    unsigned char *ours, *cur = NULL;
+    void *leaf;
+
+    if (n > count)
+      n = count;
+    ours = mapped_at (iov, &at, &into, n) - in_page;
+    if (store && r == 0) {
+      leaf = cursor_leaf (s, &c, page, false);
+      if (leaf != NULL)
+        cur = leaf_get (leaf, page & (FANOUT - 1));
+      if (cur == NULL && !is_zero (ours + in_page, n)) {
+        cur = store_page (s, &c, page, ours);
+        if (cur == NULL) {
+          errno = ENOMEM;
+          r = -1;
+        }
+        else if (cur == ours)
+          __atomic_add_fetch (&s->pages, 1, __ATOMIC_RELAXED);
+      }
+      if (cur != NULL && cur != ours)
+        memcpy (cur + in_page, ours + in_page, n);
+    }
+    if (cur != ours) {
+      arena_free (s->arena, ours);
+      freed = true;
+    }
+    offset += n;
+    count -= n;
+  }
+  if (store)
+    pthread_rwlock_unlock (&s->lock);
+  if (freed)
+    arena_release (s->arena);
+  return r;
+}
+
+int
+sparse_map_write (struct sparse *s, uint32_t count, uint64_t offset,
+                  struct iovec *iov, int *niov)
+{
+  struct leaf_cursor c = { .valid = false };
+  uint32_t left;
+  uint64_t pos;
+  int n = 0, max = *niov, err;
+
+  /* Only where nothing is stored yet: an overwrite is better copied
+   * into the pages there than received into new ones and copied over.
+   * (Another writer may store a page before finish_write: it copes.)
+   */
+  pthread_rwlock_rdlock (&s->lock);
+  for (uint64_t page = offset >> PAGE_SHIFT;
+       count > 0 && page <= (offset + count - 1) >> PAGE_SHIFT; ++page) {
+    void *leaf = cursor_leaf (s, &c, page, false);
+
+    if (leaf != NULL && leaf_get (leaf, page & (FANOUT - 1)) != NULL) {
+      pthread_rwlock_unlock (&s->lock);
+      errno = EEXIST;
+      return -1;
+    }
+  }
+  pthread_rwlock_unlock (&s->lock);
+
+  /* New zeroed pages, private to the caller until finish_write. */
+  for (left = count, pos = offset; left > 0; ) {
+    size_t in_page = pos & (SPARSE_PAGE_SIZE - 1);
+    size_t len = SPARSE_PAGE_SIZE - in_page;
+    unsigned char *fresh;
+
+    if (len > left)
+      len = left;
+    fresh = arena_alloc (s->arena);
+    if (fresh == NULL) {
+      err = ENOMEM;
+      goto fail;
+    }
+    if (n > 0 && (unsigned char *) iov[n-1].iov_base +
+        iov[n-1].iov_len == fresh + in_page)
+      iov[n-1].iov_len += len;
+    else if (n == max) {
+      arena_free (s->arena, fresh);
+      err = E2BIG;
+      goto fail;
+    }
+    else
+      iov[n++] = (struct iovec) { fresh + in_page, len };
+    pos += len;
+    left -= len;
+  }
+  *niov = n;
+  return 0;
+
+ fail:
+  finish_write (s, pos - offset, offset, iov, false);
+  errno = err;
+  return -1;
+}
+
+int
+sparse_unmap_write (struct sparse *s, uint32_t count, uint64_t offset,
+                    const struct iovec *iov, bool store)
+{
+  return finish_write (s, count, offset, iov, store);
+}
+
 int
 sparse_write (struct sparse *s, const void *buf, uint32_t count,
               uint64_t offset)

@@ -45,6 +45,26 @@ extern int sparse_map_read (struct sparse *s, uint32_t count,
                             uint64_t offset, struct iovec *iov, int *niov);
 extern void sparse_unmap_read (struct sparse *s);
 
+/* For a write of COUNT bytes at OFFSET where no page is stored yet:
+ * new zeroed pages, described as at most *NIOV iovecs, to receive the
+ * payload into.  They are the caller's until sparse_unmap_write, and
+ * no lock is held meanwhile.  Returns -1 holding nothing, with errno
+ * EEXIST if a page in the range is stored already (write it with
+ * sparse_write), E2BIG if more iovecs are needed, or ENOMEM.
+ */
+extern int sparse_map_write (struct sparse *s, uint32_t count,
+                             uint64_t offset, struct iovec *iov, int *niov);
+
+/* Give back the pages of sparse_map_write (the same COUNT, OFFSET and
+ * IOV).  With STORE, their bytes become the store's, exactly as if
+ * sparse_write had written them; returns -1 (errno ENOMEM) if a page
+ * could not be stored (those before it are).  Without, nothing is
+ * written.
+ */
+extern int sparse_unmap_write (struct sparse *s, uint32_t count,
+                               uint64_t offset, const struct iovec *iov,
+                               bool store);
+
 extern int sparse_write (struct sparse *s, const void *buf, uint32_t count,
                          uint64_t offset);
 
