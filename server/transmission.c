@@ -15,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <limits.h>
-#include <poll.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -73,6 +72,11 @@ struct worker {
 #define ZC_HEAD 4
 #define ZC_MAX_IOV 1020
 #define ZC_MAX_BYTES (1024 * 1024)
+
+/* The most a read reply's header pieces take (an extended structured
+ * reply chunk's header and offset: 40 bytes).
+ */
+#define MAX_REPLY_HEAD 64
 
 /* Write payloads larger than this, up to ZC_MAX_BYTES, are received
  * straight into memory the plugin lends, if it will: the memory plugin
@@ -489,12 +493,14 @@ run (struct connection *conn, struct worker *w, const struct request *req,
     /* Straight from the plugin's memory, if it can, this worker can
      * have the write lock at once (so the plugin's memory is never
      * held while another reply waits on the client), and the worker
-     * has its piece list.
+     * has its piece list and room to copy out whatever of the reply
+     * the socket will not take at once.
      */
     if (w->zerocopy && req->count > MAX_HELD_REPLY &&
         req->count <= ZC_MAX_BYTES &&
         (w->zc_iov ||
          (w->zc_iov = malloc ((ZC_HEAD + ZC_MAX_IOV) * sizeof *w->zc_iov))) &&
+        grow (w, w->out_len + MAX_REPLY_HEAD + req->count) &&
         pthread_mutex_trylock (&conn->write_lock) == 0) {
       int n = ZC_MAX_IOV;
       if (layer_map_read (c, req->count, req->offset, w->zc_iov + ZC_HEAD,
@@ -613,9 +619,9 @@ request_buffered (const struct connection *conn)
 /* Send the reply to a read mapped in place: the held replies, the
  * header HDR (NH pieces) and, with DATA, the mapped pieces, with the
  * write lock run() took.  Whatever the socket does not take at once is
- * copied into the worker's buffer, so the plugin's memory is let go
- * before anything waits on the client; then the rest goes out and the
- * write lock is let go.
+ * copied into the worker's buffer (run() made sure it has room), so
+ * the plugin's memory is let go before anything waits on the client;
+ * then the rest goes out and the write lock is let go.
  */
 static int
 send_mapped (struct connection *conn, struct worker *w,
@@ -647,33 +653,21 @@ send_mapped (struct connection *conn, struct worker *w,
     iov_advance (&v, &cnt, r);
   }
 
-  bool copied = false;
-  if (ret == 0 && left > 0 && grow (w, left)) {
+  if (ret == 0 && left > w->cap) {
+    errno = ENOMEM;             /* cannot happen: see run() */
+    ret = -1;
+  }
+  if (ret == 0) {
     char *p = w->buf;
     for (int i = 0; i < cnt; i++) {
       memcpy (p, v[i].iov_base, v[i].iov_len);
       p += v[i].iov_len;
     }
-    copied = true;
-  }
-  /* Out of memory for the copy: wait on the socket while mapped. */
-  while (ret == 0 && left > 0 && !copied) {
-    struct pollfd pfd = { .fd = conn->sockout, .events = POLLOUT };
-    ssize_t r;
-    if (poll (&pfd, 1, -1) == -1 && errno != EINTR)
-      ret = -1;
-    else if ((r = conn_sendv_nowait (conn, v,
-                                     cnt > IOV_MAX ? IOV_MAX : cnt)) == -1)
-      ret = -1;
-    else {
-      left -= r;
-      iov_advance (&v, &cnt, r);
-    }
   }
   layer_unmap_read (conn->top);
   w->zc_mapped = false;
   w->out_len = 0;
-  if (ret == 0 && copied)
+  if (ret == 0 && left > 0)
     ret = conn_send (conn, w->buf, left);
   pthread_mutex_unlock (&conn->write_lock);
   return ret;
