@@ -28,6 +28,15 @@
  * map_write returns -1 with errno set, holding nothing, when it would
  * rather not (for example where the data would only be copied again):
  * the server then receives into its own buffer and calls pwrite.
+ *
+ * From version 3, a plugin whose data is in a file may set read_fd
+ * instead of (or as well as) the others: it tells the server that
+ * [offset, offset + count) are the bytes at *fd_offset of the file
+ * descriptor *fd, which stays open until the connection closes, and
+ * the server sends them with sendfile (so from the page cache, with
+ * no copy through its own memory).  It returns -1 with errno set if it
+ * cannot, and the server calls pread.  A file that shrinks under a
+ * read in flight closes the connection (the reply has begun).
  */
 #ifndef NBDKIT_ZEROCOPY_H
 #define NBDKIT_ZEROCOPY_H
@@ -35,7 +44,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
-#define NBDKIT_ZEROCOPY_VERSION 2
+#define NBDKIT_ZEROCOPY_VERSION 3
 
 struct nbdkit_zerocopy_ops {
   uint32_t version;             /* NBDKIT_ZEROCOPY_VERSION */
@@ -47,6 +56,9 @@ struct nbdkit_zerocopy_ops {
                     struct iovec *iov, int *niov);
   int (*unmap_write) (void *handle, uint32_t count, uint64_t offset,
                       const struct iovec *iov, int keep);
+  /* Version 3. */
+  int (*read_fd) (void *handle, uint32_t count, uint64_t offset,
+                  int *fd, uint64_t *fd_offset);
 };
 
 #endif /* NBDKIT_ZEROCOPY_H */

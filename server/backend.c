@@ -264,6 +264,23 @@ layer_unmap_write (struct context *c, uint32_t count, uint64_t offset,
              c->layer->ops->unmap_write (c, count, offset, iov, 1, err));
 }
 
+/* A read the top layer can point at in a file (common/zerocopy.h)?
+ * The same probes fire as for pread; the file is read in the send.
+ */
+bool
+layer_has_read_fd (struct context *c)
+{
+  return c->layer->ops->has_read_fd && c->layer->ops->has_read_fd (c);
+}
+
+int
+layer_read_fd (struct context *c, uint32_t count, uint64_t offset,
+               int *fd, uint64_t *fd_offset, int *err)
+{
+  DATA_CALL (c, "pread", offset, count,
+             c->layer->ops->read_fd (c, count, offset, fd, fd_offset, err));
+}
+
 int
 layer_pwrite (struct context *c, const void *buf, uint32_t count,
               uint64_t offset, uint32_t flags, int *err)

@@ -149,6 +149,10 @@ struct layer_ops {
                     struct iovec *iov, int *niov);
   int (*unmap_write) (struct context *c, uint32_t count, uint64_t offset,
                       const struct iovec *iov, int keep, int *err);
+  /* Reads sent from its file descriptor (version 3). */
+  bool (*has_read_fd) (struct context *c);
+  int (*read_fd) (struct context *c, uint32_t count, uint64_t offset,
+                  int *fd, uint64_t *fd_offset, int *err);
 };
 
 struct layer {
@@ -224,6 +228,9 @@ extern int layer_map_write (struct context *c, uint32_t count,
 extern int layer_unmap_write (struct context *c, uint32_t count,
                               uint64_t offset, const struct iovec *iov,
                               int keep, int *err);
+extern bool layer_has_read_fd (struct context *c);
+extern int layer_read_fd (struct context *c, uint32_t count, uint64_t offset,
+                          int *fd, uint64_t *fd_offset, int *err);
 extern int layer_pwrite (struct context *c, const void *buf, uint32_t count,
                          uint64_t offset, uint32_t flags, int *err);
 extern int layer_flush (struct context *c, uint32_t flags, int *err);

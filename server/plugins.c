@@ -472,7 +472,8 @@ plugin_can_cache (struct context *c)
 static bool
 plugin_has_map_read (struct context *c)
 {
-  return PP (c)->zc != NULL;
+  const struct nbdkit_zerocopy_ops *zc = PP (c)->zc;
+  return zc != NULL && zc->map_read && zc->unmap_read;
 }
 
 static int
@@ -510,6 +511,23 @@ plugin_unmap_write (struct context *c, uint32_t count, uint64_t offset,
                     const struct iovec *iov, int keep, int *err)
 {
   int r = PP (c)->zc->unmap_write (c->handle, count, offset, iov, keep);
+  if (r == -1)
+    CALL_FAILED (c, err);
+  return r;
+}
+
+static bool
+plugin_has_read_fd (struct context *c)
+{
+  const struct nbdkit_zerocopy_ops *zc = PP (c)->zc;
+  return zc != NULL && zc->version >= 3 && zc->read_fd;
+}
+
+static int
+plugin_read_fd (struct context *c, uint32_t count, uint64_t offset,
+                int *fd, uint64_t *fd_offset, int *err)
+{
+  int r = PP (c)->zc->read_fd (c->handle, count, offset, fd, fd_offset);
   if (r == -1)
     CALL_FAILED (c, err);
   return r;
@@ -739,6 +757,8 @@ static const struct layer_ops plugin_ops = {
   .has_map_write = plugin_has_map_write,
   .map_write = plugin_map_write,
   .unmap_write = plugin_unmap_write,
+  .has_read_fd = plugin_has_read_fd,
+  .read_fd = plugin_read_fd,
 };
 
 /* ---- loading ---- */
@@ -793,8 +813,7 @@ plugin_load (const char *name, bool by_path)
   pp->trim_v1 = pp->p._trim_v1;
   pp->zero_v1 = pp->p._zero_v1;
   const struct nbdkit_zerocopy_ops *zc = dlsym (l->dl, "nbdkit_zerocopy_ops");
-  if (zc && zc->version >= 1 && zc->version <= NBDKIT_ZEROCOPY_VERSION &&
-      zc->map_read && zc->unmap_read)
+  if (zc && zc->version >= 1 && zc->version <= NBDKIT_ZEROCOPY_VERSION)
     pp->zc = zc;
   if (pp->p._api_version == 1) {
     /* The version 2 slots hold version 1 padding: ignore them. */

@@ -17,6 +17,7 @@
 #include <limits.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/sendfile.h>
 
 #include "internal.h"
 #include "protocol.h"
@@ -61,6 +62,11 @@ struct worker {
   struct iovec *zc_iov;
   int zc_n;
   bool zc_mapped;
+  /* A read the plugin pointed at in a file, to go out with sendfile. */
+  bool fd_read;                 /* the top layer can do that */
+  bool fd_pending;
+  int fd;
+  uint64_t fd_offset;
 };
 
 /* Reads larger than MAX_HELD_REPLY (smaller replies are worth more
@@ -490,6 +496,17 @@ run (struct connection *conn, struct worker *w, const struct request *req,
 
   switch (req->type) {
   case NBD_CMD_READ:
+    /* From the plugin's file, if it can say where: send_fd reads it in
+     * the send.  (Small replies are worth more held back together.)
+     */
+    if (w->fd_read && req->count > MAX_HELD_REPLY) {
+      if (layer_read_fd (c, req->count, req->offset, &w->fd, &w->fd_offset,
+                         &err) == 0) {
+        w->fd_pending = true;
+        break;
+      }
+      err = 0;                  /* it cannot: copy instead */
+    }
     /* Straight from the plugin's memory, if it can, this worker can
      * have the write lock at once (so the plugin's memory is never
      * held while another reply waits on the client), and the worker
@@ -673,6 +690,78 @@ send_mapped (struct connection *conn, struct worker *w,
   return ret;
 }
 
+/* Send the reply to a read the plugin pointed at in a file: the held
+ * replies and the header HDR (NH pieces), then the file's bytes with
+ * sendfile, which hands the page cache's pages to the socket with no
+ * copy through this process.  After the header, any failure leaves the
+ * connection's framing broken: -1, and the caller closes it.
+ */
+static int
+send_fd (struct connection *conn, struct worker *w,
+         const struct request *req, const struct iovec *hdr, int nh,
+         const void *simple)
+{
+  struct iovec v[8];
+  int k = 0;
+
+  w->fd_pending = false;
+  if (NBDKIT_REPLY_SEND_ENABLED ()) {
+    memcpy (v, hdr, nh * sizeof *v);
+    v[nh] = (struct iovec) { NULL, req->count };
+    fire_reply_send (conn, req, v, nh + 1, simple);
+  }
+  if (w->out_len)
+    v[k++] = (struct iovec) { w->out, w->out_len };
+  for (int i = 0; i < nh; i++)
+    v[k++] = hdr[i];
+  w->out_len = 0;
+
+  LOCK_FOR_SCOPE (&conn->write_lock);
+  if (conn_sendv (conn, v, k) == -1)
+    return -1;
+  off_t off = w->fd_offset;
+  size_t left = req->count;
+  while (left > 0) {
+    ssize_t r = sendfile (conn->sockout, w->fd, &off, left);
+    if (r == -1 && errno == EINTR)
+      continue;
+    if (r == -1 && left == req->count &&
+        (errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP)) {
+      /* This file cannot be spliced: read it here, now and from now on. */
+      w->fd_read = false;
+      if (!grow (w, left))
+        return -1;
+      for (char *p = w->buf; left > 0; ) {
+        r = pread (w->fd, p, left, off);
+        if (r == -1 && errno == EINTR)
+          continue;
+        if (r == -1)
+          return -1;
+        if (r == 0)
+          goto short_file;
+        p += r;
+        off += r;
+        left -= r;
+      }
+      return conn_send (conn, w->buf, req->count);
+    }
+    if (r == -1)
+      return -1;
+    if (r == 0)
+      goto short_file;
+    conn->bytes_out += r;
+    left -= r;
+  }
+  return 0;
+
+ short_file:
+  nbdkit_error ("read at %" PRIu64 ": the file ended %zu bytes early "
+                "(did it shrink?); closing the connection",
+                req->offset + (req->count - left), left);
+  errno = EIO;
+  return -1;
+}
+
 /* Send (or, with HOLD, hold back) the reply to REQ. */
 static int
 send_reply (struct connection *conn, struct worker *w,
@@ -699,7 +788,7 @@ send_reply (struct connection *conn, struct worker *w,
     simple.error = htobe32 (nerr);
     simple.cookie = htobe64 (req->cookie);
     iov[n++] = (struct iovec) { &simple, sizeof simple };
-    if (data && !w->zc_mapped)
+    if (data && !w->zc_mapped && !w->fd_pending)
       iov[n++] = (struct iovec) { w->buf, req->count };
   }
   else {
@@ -747,7 +836,7 @@ send_reply (struct connection *conn, struct worker *w,
       iov[n++] = (struct iovec) { &se, sizeof se };
     else if (data) {
       iov[n++] = (struct iovec) { &be_offset, 8 };
-      if (!w->zc_mapped)
+      if (!w->zc_mapped && !w->fd_pending)
         iov[n++] = (struct iovec) { w->buf, req->count };
     }
     else if (bs) {
@@ -778,6 +867,8 @@ send_reply (struct connection *conn, struct worker *w,
 
   if (w->zc_mapped)
     return send_mapped (conn, w, req, iov, n, data, &simple);
+  if (w->fd_pending)
+    return send_fd (conn, w, req, iov, n, &simple);
 
   /* The probe fires before the reply is written or held back: in wire
    * order (held replies come from the connection's only worker, other
@@ -1062,6 +1153,11 @@ tx_serve (struct connection *conn)
    * (TLS decrypts into it).
    */
   bool zc_write = layer_has_map_write (conn->top);
+  /* Reads sent from the plugin's file: not through TLS, which must
+   * encrypt a copy anyway.
+   */
+  bool fd_read = layer_has_read_fd (conn->top) &&
+    conn_can_send_nowait (conn);
   pthread_mutex_init (&pool.lock, NULL);
   pthread_cond_init (&pool.wake, NULL);
   for (unsigned i = 0; i < pool.max; i++) {
@@ -1070,6 +1166,7 @@ tx_serve (struct connection *conn)
     pool.workers[i].index = i;
     pool.workers[i].zerocopy = zerocopy;
     pool.workers[i].zc_write = zc_write;
+    pool.workers[i].fd_read = fd_read;
   }
   long cpus = sysconf (_SC_NPROCESSORS_ONLN);
   pool.busy_max = cpus >= 4 ? cpus / 2 : 1;

@@ -39,6 +39,8 @@
 #define NBDKIT_API_VERSION 2
 #include <nbdkit-plugin.h>
 
+#include "zerocopy.h"
+
 /* Exactly one of these is set by config (as an absolute path), and
  * neither changes once the server starts serving.
  */
@@ -468,6 +470,26 @@ file_pread (void *handle, void *buf, uint32_t count, uint64_t offset,
   }
   return 0;
 }
+
+/* Reads this server sends straight from the file (common/zerocopy.h):
+ * the export's bytes are the file's, at the same offsets, and the
+ * descriptor lives as long as the connection.
+ */
+static int
+file_read_fd (void *handle, uint32_t count, uint64_t offset, int *fd,
+              uint64_t *fd_offset)
+{
+  struct handle *h = handle;
+
+  *fd = h->fd;
+  *fd_offset = offset;
+  return 0;
+}
+
+NBDKIT_DLL_PUBLIC const struct nbdkit_zerocopy_ops nbdkit_zerocopy_ops = {
+  .version = NBDKIT_ZEROCOPY_VERSION,
+  .read_fd = file_read_fd,
+};
 
 static int
 write_all (struct handle *h, const void *buf, uint32_t count,
