@@ -1248,6 +1248,19 @@ def write_header(c, offset, count, cookie=1, flags=0):
     return c.header(CMD_WRITE, offset, count, flags, cookie)
 
 
+def expect_no_reply(c, secs):
+    """Nothing may come back within SECS for a write whose payload has
+    not all arrived."""
+    c.s.settimeout(secs)
+    try:
+        got = c.s.recv(16)
+        raise CaseFailed("the server answered a write without all its "
+                         "payload (%r)" % got)
+    except socket.timeout:
+        pass
+    c.s.settimeout(TIMEOUT)
+
+
 @case("stream", "write-header-only",
       "a write header for the head canary, no payload, then close: "
       "nothing written")
@@ -1286,13 +1299,7 @@ def _(ctx):
 def _(ctx):
     c = ctx.good()
     c.send(write_header(c, 0, 65536) + b"\xee" * 32768)
-    c.s.settimeout(1)
-    try:
-        got = c.s.recv(16)
-        raise CaseFailed("the server answered a write without its payload "
-                         "(%r)" % got)
-    except socket.timeout:
-        pass
+    expect_no_reply(c, 1)
     c.close()
 
 
@@ -1508,15 +1515,7 @@ def _(ctx):
         stalled = ctx.good()
         stalled.send(write_header(stalled, off, MiB, cookie=5) +
                      payload[:MiB // 2])
-        # No reply may come for a write whose payload has not all arrived.
-        stalled.s.settimeout(0.5)
-        try:
-            got = stalled.s.recv(16)
-            raise CaseFailed("the server answered a write without all its "
-                             "payload (%r)" % got)
-        except socket.timeout:
-            pass
-        stalled.s.settimeout(TIMEOUT)
+        expect_no_reply(stalled, 0.5)
         start = time.monotonic()
         for typ in (CMD_TRIM, CMD_ZERO):
             r = other.cmd(typ, base, 2 * MiB)

@@ -134,18 +134,24 @@ memory_map_write (void *handle, uint32_t count, uint64_t offset,
   return sparse_map_write (store, count, offset, iov, niov);
 }
 
+/* A write the store could not take (errno ENOMEM): say so, keep errno. */
+static int
+write_failed (uint32_t count, uint64_t offset)
+{
+  int err = errno;
+
+  nbdkit_error ("pwrite: out of memory storing %" PRIu32
+                " bytes at offset %" PRIu64, count, offset);
+  errno = err;
+  return -1;
+}
+
 static int
 memory_unmap_write (void *handle, uint32_t count, uint64_t offset,
                     const struct iovec *iov, int keep)
 {
-  if (sparse_unmap_write (store, count, offset, iov, keep) == -1) {
-    int err = errno;
-
-    nbdkit_error ("pwrite: out of memory storing %" PRIu32
-                  " bytes at offset %" PRIu64, count, offset);
-    errno = err;
-    return -1;
-  }
+  if (sparse_unmap_write (store, count, offset, iov, keep) == -1)
+    return write_failed (count, offset);
   return 0;
 }
 
@@ -161,14 +167,8 @@ static int
 memory_pwrite (void *handle, const void *buf, uint32_t count,
                uint64_t offset, uint32_t flags)
 {
-  if (sparse_write (store, buf, count, offset) == -1) {
-    int err = errno;
-
-    nbdkit_error ("pwrite: out of memory storing %" PRIu32
-                  " bytes at offset %" PRIu64, count, offset);
-    errno = err;
-    return -1;
-  }
+  if (sparse_write (store, buf, count, offset) == -1)
+    return write_failed (count, offset);
   return 0;
 }
 
