@@ -5,12 +5,12 @@
 # bytes: just over 64 KiB up to 32 MiB, unaligned, up to the end of the
 # file, after writes through the export, with structured replies and
 # without; the server must really call sendfile for them (strace counts
-# the calls), and not through a filter, which turns it off.  A file
+# the calls), and not through a filter or TLS, which turn it off.  A file
 # that shrinks under the export: a read past its new end closes that
 # connection (the reply had begun), the client gets an error, not
 # data, and the server goes on serving.
 source "$(dirname "$0")/functions.sh"
-requires_cmd nbdsh strace
+requires_cmd nbdsh strace psktool certtool
 
 disk="$tmpdir/disk.img"
 head -c 40M /dev/urandom > "$disk"
@@ -72,6 +72,22 @@ run_traced "$tmpdir/strace-filter" --filter=offset file "$disk" offset=0 ||
   fail "reads through a filter differ from the file"
 if grep -q 'sendfile(' "$tmpdir/strace-filter"; then
   fail "sendfile used under a filter"
+fi
+
+# Over TLS the bytes must be encrypted, so they are read and copied as
+# before: the same bytes, and no sendfile.
+[ "$("$NBDKIT" --dump-config | grep '^tls=')" = tls=yes ] ||
+  fail "this build has no TLS (configure found no gnutls)"
+t "$srcdir/make-tls-files.sh" "$tmpdir/tls"
+t env ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+  strace -f -qq -e trace=sendfile -o "$tmpdir/strace-tls" \
+  "$NBDKIT" -U - --tls=require --tls-psk="$tmpdir/tls/keys.psk" \
+  file "$disk" --run "nbdsh -c 'h.set_uri_allow_local_file(True)' \
+    -c \"h.connect_uri('\$uri')\" -c 'assert h.get_tls_negotiated()' \
+    -c \"disk = '$disk'\" -c \"exec(open('$tmpdir/check.py').read())\"" ||
+  fail "reads over TLS differ from the file"
+if grep -q 'sendfile(' "$tmpdir/strace-tls"; then
+  fail "sendfile used under TLS"
 fi
 
 # The file shrinks under the export.

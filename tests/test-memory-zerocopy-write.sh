@@ -13,7 +13,7 @@
 # hole+zero there, while one non-zero byte does make its page data (so
 # the check can fail).
 source "$(dirname "$0")/functions.sh"
-requires_cmd nbdsh
+requires_cmd nbdsh psktool certtool
 
 cat > "$tmpdir/check.py" <<'PY'
 import random
@@ -265,3 +265,14 @@ t "$NBDKIT" -U - --filter=offset memory 36M offset=4M range=32M \
   --run "nbdsh --base-allocation -u \"\$uri\" -c 'want_meta = True' \
     -c \"exec(open('$tmpdir/check.py').read())\"" ||
   fail "writes through a filter differ from the model"
+
+# Over TLS the payload is decrypted straight into the lent pages.
+[ "$("$NBDKIT" --dump-config | grep '^tls=')" = tls=yes ] ||
+  fail "this build has no TLS (configure found no gnutls)"
+t "$srcdir/make-tls-files.sh" "$tmpdir/tls"
+t "$NBDKIT" -U - --tls=require --tls-psk="$tmpdir/tls/keys.psk" memory 32M \
+  --run "nbdsh --base-allocation -c 'h.set_uri_allow_local_file(True)' \
+    -c \"h.connect_uri('\$uri')\" -c 'want_meta = True' \
+    -c 'assert h.get_tls_negotiated()' \
+    -c \"exec(open('$tmpdir/check.py').read())\"" ||
+  fail "writes over TLS differ from the model"
