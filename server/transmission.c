@@ -705,6 +705,8 @@ send_fd (struct connection *conn, struct worker *w,
   int k = 0;
 
   w->fd_pending = false;
+  LOCK_FOR_SCOPE (&conn->write_lock);
+  /* Under the write lock, so that the probe fires in wire order. */
   if (NBDKIT_REPLY_SEND_ENABLED ()) {
     memcpy (v, hdr, nh * sizeof *v);
     v[nh] = (struct iovec) { NULL, req->count };
@@ -715,8 +717,6 @@ send_fd (struct connection *conn, struct worker *w,
   for (int i = 0; i < nh; i++)
     v[k++] = hdr[i];
   w->out_len = 0;
-
-  LOCK_FOR_SCOPE (&conn->write_lock);
   if (conn_sendv (conn, v, k) == -1)
     return -1;
   off_t off = w->fd_offset;
