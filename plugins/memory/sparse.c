@@ -494,6 +494,15 @@ cursor_leaf (struct sparse *s, struct leaf_cursor *c, uint64_t page,
   return c->leaf;
 }
 
+/* The page stored as PAGE, or NULL: a hole. */
+static unsigned char *
+cursor_page (struct sparse *s, struct leaf_cursor *c, uint64_t page)
+{
+  void *leaf = cursor_leaf (s, c, page, false);
+
+  return leaf != NULL ? leaf_get (leaf, page & (FANOUT - 1)) : NULL;
+}
+
 void
 sparse_read (struct sparse *s, void *buf, uint32_t count, uint64_t offset)
 {
@@ -505,14 +514,11 @@ sparse_read (struct sparse *s, void *buf, uint32_t count, uint64_t offset)
     uint64_t page = offset >> PAGE_SHIFT;
     size_t in_page = offset & (SPARSE_PAGE_SIZE - 1);
     size_t n = SPARSE_PAGE_SIZE - in_page;
-    void *leaf;
     const unsigned char *data = NULL;
 
     if (n > count)
       n = count;
-    leaf = cursor_leaf (s, &c, page, false);
-    if (leaf != NULL)
-      data = leaf_get (leaf, page & (FANOUT - 1));
+    data = cursor_page (s, &c, page);
     if (data != NULL)
       memcpy (out, data + in_page, n);
     else
@@ -540,14 +546,11 @@ sparse_map_read (struct sparse *s, uint32_t count, uint64_t offset,
     uint64_t page = offset >> PAGE_SHIFT;
     size_t in_page = offset & (SPARSE_PAGE_SIZE - 1);
     size_t len = SPARSE_PAGE_SIZE - in_page;
-    void *leaf;
     const unsigned char *data = NULL;
 
     if (len > count)
       len = count;
-    leaf = cursor_leaf (s, &c, page, false);
-    if (leaf != NULL)
-      data = leaf_get (leaf, page & (FANOUT - 1));
+    data = cursor_page (s, &c, page);
     data = data ? data + in_page : hole_bytes + in_page;
     /* Pages written in order sit side by side in an arena: merge. */
     if (n > 0 && (const unsigned char *) iov[n-1].iov_base +
@@ -634,15 +637,12 @@ finish_write (struct sparse *s, uint32_t count, uint64_t offset,
     size_t in_page = offset & (SPARSE_PAGE_SIZE - 1);
     size_t n = SPARSE_PAGE_SIZE - in_page;
     unsigned char *ours, *cur = NULL;
-    void *leaf;
 
     if (n > count)
       n = count;
     ours = mapped_at (iov, &at, &into, n) - in_page;
     if (store && r == 0) {
-      leaf = cursor_leaf (s, &c, page, false);
-      if (leaf != NULL)
-        cur = leaf_get (leaf, page & (FANOUT - 1));
+      cur = cursor_page (s, &c, page);
       if (cur == NULL && !is_zero (ours + in_page, n)) {
         cur = store_page (s, &c, page, ours);
         if (cur == NULL) {
@@ -685,9 +685,7 @@ sparse_map_write (struct sparse *s, uint32_t count, uint64_t offset,
   pthread_rwlock_rdlock (&s->lock);
   for (uint64_t page = offset >> PAGE_SHIFT;
        count > 0 && page <= (offset + count - 1) >> PAGE_SHIFT; ++page) {
-    void *leaf = cursor_leaf (s, &c, page, false);
-
-    if (leaf != NULL && leaf_get (leaf, page & (FANOUT - 1)) != NULL) {
+    if (cursor_page (s, &c, page) != NULL) {
       pthread_rwlock_unlock (&s->lock);
       errno = EEXIST;
       return -1;
@@ -750,15 +748,11 @@ sparse_write (struct sparse *s, const void *buf, uint32_t count,
     uint64_t page = offset >> PAGE_SHIFT;
     size_t in_page = offset & (SPARSE_PAGE_SIZE - 1);
     size_t n = SPARSE_PAGE_SIZE - in_page;
-    void *leaf;
     unsigned char *data = NULL;
 
     if (n > count)
       n = count;
-    leaf = cursor_leaf (s, &c, page, false);
-    if (leaf != NULL)
-      data = leaf_get (leaf, page & (FANOUT - 1));
-
+    data = cursor_page (s, &c, page);
     if (data == NULL && !is_zero (in, n)) {
       /* The arena's pages are zero already: just the data. */
       unsigned char *fresh = arena_alloc (s->arena);
