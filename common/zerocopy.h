@@ -35,8 +35,9 @@
  * descriptor *fd, which stays open until the connection closes, and
  * the server sends them with sendfile (so from the page cache, with
  * no copy through its own memory).  It returns -1 with errno set if it
- * cannot, and the server calls pread.  A file that shrinks under a
- * read in flight closes the connection (the reply has begun).
+ * cannot, and the server calls pread.  So it does, from then on, if
+ * the kernel cannot splice from that descriptor.  A file that shrinks
+ * under a read in flight closes the connection (the reply has begun).
  */
 #ifndef NBDKIT_ZEROCOPY_H
 #define NBDKIT_ZEROCOPY_H

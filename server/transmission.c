@@ -255,6 +255,17 @@ validate (struct connection *conn, const struct request *req)
   return 0;
 }
 
+/* The worker's piece list for mapped reads and writes, made on first
+ * use.  False if out of memory.
+ */
+static bool
+have_zc_iov (struct worker *w)
+{
+  if (!w->zc_iov)
+    w->zc_iov = malloc ((ZC_HEAD + ZC_MAX_IOV) * sizeof *w->zc_iov);
+  return w->zc_iov != NULL;
+}
+
 /* Receive a write's payload straight into memory the plugin lends
  * (zc_iov), for run() to hand back as the write.  Returns 0 when it
  * is all in, 1 if the plugin would rather not (nothing read: take the
@@ -267,8 +278,7 @@ recv_mapped (struct connection *conn, struct worker *w, struct request *req)
   struct context *c = conn->top;
   int n = ZC_MAX_IOV, err;
 
-  if ((!w->zc_iov &&
-       !(w->zc_iov = malloc ((ZC_HEAD + ZC_MAX_IOV) * sizeof *w->zc_iov))) ||
+  if (!have_zc_iov (w) ||
       layer_map_write (c, req->count, req->offset, w->zc_iov, &n) == -1)
     return 1;
   for (int i = 0; i < n; i++)
@@ -514,9 +524,7 @@ run (struct connection *conn, struct worker *w, const struct request *req,
      * the socket will not take at once.
      */
     if (w->zerocopy && req->count > MAX_HELD_REPLY &&
-        req->count <= ZC_MAX_BYTES &&
-        (w->zc_iov ||
-         (w->zc_iov = malloc ((ZC_HEAD + ZC_MAX_IOV) * sizeof *w->zc_iov))) &&
+        req->count <= ZC_MAX_BYTES && have_zc_iov (w) &&
         grow (w, w->out_len + MAX_REPLY_HEAD + req->count) &&
         pthread_mutex_trylock (&conn->write_lock) == 0) {
       int n = ZC_MAX_IOV;
@@ -727,23 +735,15 @@ send_fd (struct connection *conn, struct worker *w,
       continue;
     if (r == -1 && left == req->count &&
         (errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP)) {
-      /* This file cannot be spliced: read it here, now and from now on. */
+      /* This file cannot be spliced: the plugin reads it, now and from
+       * now on.  The header is out, so a failure can only close.
+       */
+      int err;
       w->fd_read = false;
-      if (!grow (w, left))
+      if (!grow (w, left) ||
+          layer_pread (conn->top, w->buf, left, req->offset, 0, &err) == -1)
         return -1;
-      for (char *p = w->buf; left > 0; ) {
-        r = pread (w->fd, p, left, off);
-        if (r == -1 && errno == EINTR)
-          continue;
-        if (r == -1)
-          return -1;
-        if (r == 0)
-          goto short_file;
-        p += r;
-        off += r;
-        left -= r;
-      }
-      return conn_send (conn, w->buf, req->count);
+      return conn_send (conn, w->buf, left);
     }
     if (r == -1)
       return -1;
@@ -771,6 +771,8 @@ send_reply (struct connection *conn, struct worker *w,
   int n = 0;
   uint32_t nerr = nbd_errno (err);
   bool data = err == 0 && req->type == NBD_CMD_READ;
+  /* Read data goes out from w->buf unless it is mapped or in a file. */
+  bool data_in_buf = data && !w->zc_mapped && !w->fd_pending;
   bool bs = err == 0 && req->type == NBD_CMD_BLOCK_STATUS;
 
   struct nbd_simple_reply simple;
@@ -788,7 +790,7 @@ send_reply (struct connection *conn, struct worker *w,
     simple.error = htobe32 (nerr);
     simple.cookie = htobe64 (req->cookie);
     iov[n++] = (struct iovec) { &simple, sizeof simple };
-    if (data && !w->zc_mapped && !w->fd_pending)
+    if (data_in_buf)
       iov[n++] = (struct iovec) { w->buf, req->count };
   }
   else {
@@ -836,7 +838,7 @@ send_reply (struct connection *conn, struct worker *w,
       iov[n++] = (struct iovec) { &se, sizeof se };
     else if (data) {
       iov[n++] = (struct iovec) { &be_offset, 8 };
-      if (!w->zc_mapped && !w->fd_pending)
+      if (data_in_buf)
         iov[n++] = (struct iovec) { w->buf, req->count };
     }
     else if (bs) {
