@@ -423,6 +423,7 @@ filter_load (const char *name, struct layer *next)
     nbdkit_error ("%s: not an nbdkit filter (no filter_init)", l->filename);
     goto err;
   }
+  resident_object ((const void *) init);
   struct nbdkit_filter *src = init ();
   if (!src || src->_api_version != NBDKIT_FILTER_API_VERSION ||
       !src->_version || strcmp (src->_version, PACKAGE_VERSION) != 0) {

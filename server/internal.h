@@ -244,6 +244,10 @@ extern int layer_extents (struct context *c, uint32_t count, uint64_t offset,
 extern int layer_cache (struct context *c, uint32_t count, uint64_t offset,
                         uint32_t flags, int *err);
 
+/* resident.c */
+extern void resident_object (const void *addr);
+extern void resident_all (const struct layer *top);
+
 /* plugins.c, filters.c */
 extern struct layer *plugin_load (const char *name, bool by_path);
 extern struct layer *filter_load (const char *name, struct layer *next);

@@ -488,6 +488,7 @@ main (int argc, char *argv[])
   int c;
 
   signal (SIGPIPE, SIG_IGN);
+  resident_object ((const void *) main);  /* for the probes' strings */
   opterr = 0;                   /* we print our own one-line errors */
 
   while ((c = getopt_long (argc, argv, "46D:e:fg:i:op:P:rst:u:U:vV", long_options,
@@ -841,8 +842,12 @@ main (int argc, char *argv[])
     fflush (stdout);
   }
 
-  if (!cfg.foreground && daemonise () == -1)
-    exit (EXIT_FAILURE);
+  if (!cfg.foreground) {
+    if (daemonise () == -1)
+      exit (EXIT_FAILURE);
+    /* fork left the constant data out of this process's page tables. */
+    resident_all (cfg.top);
+  }
   /* From here on this is the process that serves. */
   NBDKIT_SERVER_START (PACKAGE_VERSION, (uint64_t) getpid ());
   log_start_syslog ();

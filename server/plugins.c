@@ -789,6 +789,7 @@ plugin_load (const char *name, bool by_path)
     nbdkit_error ("%s: not an nbdkit plugin (no plugin_init)", l->filename);
     goto err;
   }
+  resident_object ((const void *) init);
   struct nbdkit_plugin *src = init ();
   if (!src) {
     nbdkit_error ("%s: plugin_init returned NULL", l->filename);
