@@ -264,6 +264,50 @@ conn_recv (struct connection *conn, void *buf, size_t len)
   return 0;
 }
 
+/* Read exactly the bytes that fill the N pieces of IOV (at most
+ * IOV_MAX of them), as conn_recv would one after another, but with one
+ * readv for many pieces where it can.  Returns 0, or -1 with errno set.
+ */
+int
+conn_recvv (struct connection *conn, const struct iovec *iov, int n)
+{
+  int i = 0;
+
+  /* What the input buffer holds, and anything over TLS or against a
+   * deadline, goes through conn_recv.
+   */
+  while (i < n && (conn->in_len > 0 || conn->tls_active || conn->deadline_ns))
+    if (conn_recv (conn, iov[i].iov_base, iov[i].iov_len) == -1)
+      return -1;
+    else
+      i++;
+
+  while (i < n) {
+    struct iovec v[64], *p = v;
+    int cnt = n - i < 64 ? n - i : 64;
+    size_t total = 0;
+
+    memcpy (v, iov + i, cnt * sizeof *v);
+    for (int k = 0; k < cnt; k++)
+      total += v[k].iov_len;
+    i += cnt;
+    while (cnt > 0) {
+      ssize_t r = readv (conn->sockin, p, cnt);
+      if (r == -1 && errno == EINTR)
+        continue;
+      if (r == -1)
+        return -1;
+      if (r == 0) {
+        errno = EPIPE;
+        return -1;
+      }
+      iov_advance (&p, &cnt, r);
+    }
+    conn->bytes_in += total;
+  }
+  return 0;
+}
+
 /* Step past the first LEN bytes of the iovec array *V of *CNT
  * entries (after a short write), modifying the entry it stops in.
  */

@@ -312,6 +312,8 @@ struct connection {
 extern void conn_handle (const struct config *cfg, int sockin, int sockout,
                          const char *transport);
 extern int conn_recv (struct connection *conn, void *buf, size_t len);
+extern int conn_recvv (struct connection *conn, const struct iovec *iov,
+                       int n);
 extern void iov_advance (struct iovec **v, int *cnt, size_t len);
 extern ssize_t conn_sendv_nowait (struct connection *conn,
                                   const struct iovec *iov, int iovcnt);

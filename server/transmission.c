@@ -85,9 +85,9 @@ struct worker {
 #define MAX_REPLY_HEAD 64
 
 /* Write payloads larger than this, up to ZC_MAX_BYTES, are received
- * straight into memory the plugin lends, if it will: the memory plugin
- * does only where no page is stored yet, and for a small write its
- * look at the pages would cost about what the copy saves.
+ * straight into memory the plugin lends, if it will (the memory plugin
+ * lends pages that then replace the stored ones).  For a small write
+ * the plugin's bookkeeping would cost about what the copy saves.
  */
 #define ZC_MIN_WRITE (64 * 1024)
 
@@ -281,13 +281,12 @@ recv_mapped (struct connection *conn, struct worker *w, struct request *req)
   if (!have_zc_iov (w) ||
       layer_map_write (c, req->count, req->offset, w->zc_iov, &n) == -1)
     return 1;
-  for (int i = 0; i < n; i++)
-    if (conn_recv (conn, w->zc_iov[i].iov_base, w->zc_iov[i].iov_len) == -1) {
-      layer_unmap_write (c, req->count, req->offset, w->zc_iov, 0, &err);
-      NBDKIT_PROTOCOL_VIOLATION (conn->id, "write payload cut short");
-      conn_set_closing (conn, "read error");
-      return -1;
-    }
+  if (conn_recvv (conn, w->zc_iov, n) == -1) {
+    layer_unmap_write (c, req->count, req->offset, w->zc_iov, 0, &err);
+    NBDKIT_PROTOCOL_VIOLATION (conn->id, "write payload cut short");
+    conn_set_closing (conn, "read error");
+    return -1;
+  }
   w->zc_wn = n;
   return 0;
 }

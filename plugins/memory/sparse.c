@@ -47,6 +47,17 @@
  * overlapping concurrent writes and reads give whatever mix of bytes
  * the CPU produces, as on a real disk; requests that do not overlap
  * never disturb each other.
+ *
+ * Mapped writes (sparse_map_write) receive a payload into pages of
+ * their own and store them when the request runs.  A page the write
+ * covers whole replaces the stored one, in a full level 1 node, by a
+ * compare-and-swap under the shared lock, so an overwrite costs no
+ * copy.  The page it replaced may still be in a reader's hands: it
+ * goes on the OLD list, and only an exclusive holder moves old pages
+ * to the SPARE list, from which mapped writes take pages to receive
+ * into (their stale bytes are all overwritten by the payload).  Both
+ * lists are short (SPARE_MAX, OLD_MAX): the memory they keep is a few
+ * MiB at most, above the pages stored.
  */
 #include <config.h>
 
@@ -95,6 +106,15 @@ struct node {
 
 _Static_assert (FANOUT <= SPARSE_PAGE_SIZE, "index fits below a page");
 
+/* Pages kept for mapped writes to receive into (4 MiB at most), and
+ * pages replaced but maybe still being read.  Once RECYCLE_AT of those
+ * have gathered, the writer takes the lock exclusively for a moment to
+ * make them spare.
+ */
+#define SPARE_MAX 512
+#define OLD_MAX 512
+#define RECYCLE_AT 256
+
 struct small_leaf {
   unsigned cap;                 /* SMALL_CAP_MIN or _MAX, fixed */
   uintptr_t entry[];            /* page | index, or 0; atomic */
@@ -110,6 +130,11 @@ struct sparse {
   pthread_mutex_t retire_lock;  /* protects the three fields below */
   struct small_leaf **retired;  /* replaced small leaves, not yet freed */
   size_t nr_retired, cap_retired;
+  pthread_mutex_t spare_lock;   /* protects the four fields below */
+  unsigned char *spare[SPARE_MAX]; /* pages not in the tree: no reader */
+  size_t nr_spare;
+  unsigned char *old[OLD_MAX];  /* pages replaced: readers may hold them */
+  size_t nr_old;
 };
 
 /* Atomic access to the tree's pointers. */
@@ -368,9 +393,11 @@ sparse_create (uint64_t size)
     return NULL;
   }
   pthread_mutex_init (&s->retire_lock, NULL);
+  pthread_mutex_init (&s->spare_lock, NULL);
   s->arena = arena_create ();
   if (s->arena == NULL) {
     err = errno;
+    pthread_mutex_destroy (&s->spare_lock);
     pthread_mutex_destroy (&s->retire_lock);
     pthread_rwlock_destroy (&s->lock);
     free (s);
@@ -421,7 +448,8 @@ sparse_destroy (struct sparse *s)
     free_subtree (s, s->root, s->depth);
   free_retired (s);
   free (s->retired);
-  arena_destroy (s->arena);
+  arena_destroy (s->arena);     /* spare and old pages too */
+  pthread_mutex_destroy (&s->spare_lock);
   pthread_mutex_destroy (&s->retire_lock);
   pthread_rwlock_destroy (&s->lock);
   free (s);
@@ -614,12 +642,100 @@ mapped_at (const struct iovec *iov, int *at, size_t *into, size_t len)
   return p;
 }
 
+/* Lend a spare page (stale bytes), or NULL if there is none. */
+static unsigned char *
+take_spare (struct sparse *s)
+{
+  unsigned char *page = NULL;
+
+  pthread_mutex_lock (&s->spare_lock);
+  if (s->nr_spare > 0)
+    page = s->spare[--s->nr_spare];
+  pthread_mutex_unlock (&s->spare_lock);
+  return page;
+}
+
+/* Give back a page of a mapped write that was not stored.  WHOLE: the
+ * payload covered it, so it can be lent again as it is; otherwise it
+ * holds part of a payload among zeroes and goes back to the arena
+ * (which hands it to the kernel, to come back zeroed).  Returns true
+ * if the arena got it: arena_release is due.
+ */
+static bool
+drop_page (struct sparse *s, unsigned char *page, bool whole)
+{
+  bool kept = false;
+
+  if (whole) {
+    pthread_mutex_lock (&s->spare_lock);
+    kept = s->nr_spare < SPARE_MAX;
+    if (kept)
+      s->spare[s->nr_spare++] = page;
+    pthread_mutex_unlock (&s->spare_lock);
+  }
+  if (!kept)
+    arena_free (s->arena, page);
+  return !kept;
+}
+
+/* Put OURS in place of *CUR as page I of LEAF, a full node, and keep
+ * *CUR on the old list.  If another writer replaces it first, *CUR
+ * follows and we try again.  False, changing nothing, if the old list
+ * is full (then copy).  Lock held shared, so the slot is never NULL.
+ */
+static bool
+replace_page (struct sparse *s, void *leaf, unsigned i,
+              unsigned char **cur, unsigned char *ours)
+{
+  void **slot = &((struct node *) leaf)->slot[i];
+  bool done = false;
+
+  pthread_mutex_lock (&s->spare_lock);
+  if (s->nr_old < OLD_MAX) {
+    while (!replace_slot (slot, *cur, ours))
+      *cur = load_slot (slot);
+    s->old[s->nr_old++] = *cur;
+    done = true;
+  }
+  pthread_mutex_unlock (&s->spare_lock);
+  return done;
+}
+
+/* Move the old pages to the spare list, or with KEEP false give them
+ * and the spare ones back to the arena.  Lock held exclusively, so no
+ * reader still holds an old page.  Returns true if arena_release is
+ * due.
+ */
+static bool
+recycle_old (struct sparse *s, bool keep)
+{
+  bool freed = false;
+
+  pthread_mutex_lock (&s->spare_lock);
+  while (s->nr_old > 0) {
+    unsigned char *page = s->old[--s->nr_old];
+
+    if (keep && s->nr_spare < SPARE_MAX)
+      s->spare[s->nr_spare++] = page;
+    else {
+      arena_free (s->arena, page);
+      freed = true;
+    }
+  }
+  while (!keep && s->nr_spare > 0) {
+    arena_free (s->arena, s->spare[--s->nr_spare]);
+    freed = true;
+  }
+  pthread_mutex_unlock (&s->spare_lock);
+  return freed;
+}
+
 /* Store the pages of a mapped write whose payload has all arrived,
  * as sparse_write would have: a page of zeroes where none is stored
- * is dropped, and a page another writer stored meanwhile gets the
- * bytes copied in.  Pages not stored are freed.  With STORE false,
- * or once a page could not be stored (-1, ENOMEM), they are all just
- * freed.
+ * is dropped, a page the write covers whole replaces the stored one
+ * (in a full node), and any other stored page gets the bytes copied
+ * in.  Pages not stored are given back.  With STORE false, or once a
+ * page could not be stored (-1, ENOMEM), they are all just given back.
  */
 static int
 finish_write (struct sparse *s, uint32_t count, uint64_t offset,
@@ -628,7 +744,7 @@ finish_write (struct sparse *s, uint32_t count, uint64_t offset,
   struct leaf_cursor c = { .valid = false };
   int at = 0, r = 0;
   size_t into = 0;
-  bool freed = false;
+  bool freed = false, recycle;
 
   if (store)
     pthread_rwlock_rdlock (&s->lock);
@@ -640,6 +756,7 @@ finish_write (struct sparse *s, uint32_t count, uint64_t offset,
 
     if (n > count)
       n = count;
+    bool whole = n == SPARSE_PAGE_SIZE;
     ours = mapped_at (iov, &at, &into, n) - in_page;
     if (store && r == 0) {
       cur = cursor_page (s, &c, page);
@@ -652,18 +769,28 @@ finish_write (struct sparse *s, uint32_t count, uint64_t offset,
         else if (cur == ours)
           __atomic_add_fetch (&s->pages, 1, __ATOMIC_RELAXED);
       }
+      else if (cur != NULL && whole && !is_small (c.leaf) &&
+               replace_page (s, c.leaf, page & (FANOUT - 1), &cur, ours))
+        cur = ours;
       if (cur != NULL && cur != ours)
         memcpy (cur + in_page, ours + in_page, n);
     }
-    if (cur != ours) {
-      arena_free (s->arena, ours);
-      freed = true;
-    }
+    if (cur != ours)
+      freed |= drop_page (s, ours, whole);
     offset += n;
     count -= n;
   }
   if (store)
     pthread_rwlock_unlock (&s->lock);
+
+  pthread_mutex_lock (&s->spare_lock);
+  recycle = s->nr_old >= RECYCLE_AT;
+  pthread_mutex_unlock (&s->spare_lock);
+  if (recycle) {
+    pthread_rwlock_wrlock (&s->lock);
+    freed |= recycle_old (s, true);
+    pthread_rwlock_unlock (&s->lock);
+  }
   if (freed)
     arena_release (s->arena);
   return r;
@@ -677,31 +804,43 @@ sparse_map_write (struct sparse *s, uint32_t count, uint64_t offset,
   uint32_t left;
   uint64_t pos;
   int n = 0, max = *niov, err;
+  const uint64_t mask = SPARSE_PAGE_SIZE - 1;
 
-  /* Only where nothing is stored yet: an overwrite is better copied
-   * into the pages there than received into new ones and copied over.
-   * (Another writer may store a page before finish_write: it copes.)
+  /* A page the write covers only in part gets a new zeroed page, so it
+   * must be a hole: where one is stored, sparse_write merges the bytes
+   * into it better.  (Another writer may store it before finish_write:
+   * that copes.)
    */
-  pthread_rwlock_rdlock (&s->lock);
-  for (uint64_t page = offset >> PAGE_SHIFT;
-       count > 0 && page <= (offset + count - 1) >> PAGE_SHIFT; ++page) {
-    if (cursor_page (s, &c, page) != NULL) {
-      pthread_rwlock_unlock (&s->lock);
+  if (count > 0) {
+    uint64_t end = offset + count;
+    bool stored = false;
+
+    pthread_rwlock_rdlock (&s->lock);
+    if (offset & mask)
+      stored = cursor_page (s, &c, offset >> PAGE_SHIFT) != NULL;
+    if (!stored && (end & mask))
+      stored = cursor_page (s, &c, (end - 1) >> PAGE_SHIFT) != NULL;
+    pthread_rwlock_unlock (&s->lock);
+    if (stored) {
       errno = EEXIST;
       return -1;
     }
   }
-  pthread_rwlock_unlock (&s->lock);
 
-  /* New zeroed pages, private to the caller until finish_write. */
+  /* Pages private to the caller until finish_write: a spare one where
+   * the payload covers the page whole, else a new zeroed one.
+   */
   for (left = count, pos = offset; left > 0; ) {
-    size_t in_page = pos & (SPARSE_PAGE_SIZE - 1);
+    size_t in_page = pos & mask;
     size_t len = SPARSE_PAGE_SIZE - in_page;
-    unsigned char *fresh;
+    unsigned char *fresh = NULL;
 
     if (len > left)
       len = left;
-    fresh = arena_alloc (s->arena);
+    if (len == SPARSE_PAGE_SIZE)
+      fresh = take_spare (s);
+    if (fresh == NULL)
+      fresh = arena_alloc (s->arena);
     if (fresh == NULL) {
       err = ENOMEM;
       goto fail;
@@ -710,7 +849,8 @@ sparse_map_write (struct sparse *s, uint32_t count, uint64_t offset,
         iov[n-1].iov_len == fresh + in_page)
       iov[n-1].iov_len += len;
     else if (n == max) {
-      arena_free (s->arena, fresh);
+      if (drop_page (s, fresh, len == SPARSE_PAGE_SIZE))
+        arena_release (s->arena);
       err = E2BIG;
       goto fail;
     }
@@ -933,6 +1073,7 @@ sparse_zero (struct sparse *s, uint32_t count, uint64_t offset)
 
   pthread_rwlock_wrlock (&s->lock);
   free_retired (s);
+  recycle_old (s, false);       /* release_memory releases them */
   if (s->root == NULL)
     ;
   else if (s->depth == 1)

@@ -45,11 +45,11 @@ extern int sparse_map_read (struct sparse *s, uint32_t count,
                             uint64_t offset, struct iovec *iov, int *niov);
 extern void sparse_unmap_read (struct sparse *s);
 
-/* For a write of COUNT bytes at OFFSET where no page is stored yet:
- * new zeroed pages, described as at most *NIOV iovecs, to receive the
- * payload into.  They are the caller's until sparse_unmap_write, and
- * no lock is held meanwhile.  Returns -1 holding nothing, with errno
- * EEXIST if a page in the range is stored already (write it with
+/* For a write of COUNT bytes at OFFSET: pages of the caller's own,
+ * described as at most *NIOV iovecs, to receive the payload into.
+ * They are the caller's until sparse_unmap_write, and no lock is held
+ * meanwhile.  Returns -1 holding nothing, with errno EEXIST if a page
+ * the write covers only in part is stored already (write it with
  * sparse_write), E2BIG if more iovecs are needed, or ENOMEM.
  */
 extern int sparse_map_write (struct sparse *s, uint32_t count,
