@@ -264,10 +264,12 @@ conn_recv (struct connection *conn, void *buf, size_t len)
   return 0;
 }
 
-/* Read exactly the bytes that fill the N pieces of IOV (at most
- * IOV_MAX of them), as conn_recv would one after another, but with one
- * readv for many pieces where it can.  Returns 0, or -1 with errno set.
+/* Read exactly the bytes that fill the N pieces of IOV, as conn_recv
+ * would one after another, but with one readv for up to RECVV_PIECES
+ * pieces (1 MiB of 4 KiB pages) where it can.  Returns 0, or -1 with
+ * errno set.
  */
+#define RECVV_PIECES 256
 int
 conn_recvv (struct connection *conn, const struct iovec *iov, int n)
 {
@@ -283,8 +285,8 @@ conn_recvv (struct connection *conn, const struct iovec *iov, int n)
       i++;
 
   while (i < n) {
-    struct iovec v[64], *p = v;
-    int cnt = n - i < 64 ? n - i : 64;
+    struct iovec v[RECVV_PIECES], *p = v;
+    int cnt = n - i < RECVV_PIECES ? n - i : RECVV_PIECES;
     size_t total = 0;
 
     memcpy (v, iov + i, cnt * sizeof *v);
