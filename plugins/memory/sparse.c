@@ -55,8 +55,10 @@
  * copy.  The page it replaced may still be in a reader's hands: it
  * goes on the OLD list, and only an exclusive holder moves old pages
  * to the SPARE list, from which mapped writes take pages to receive
- * into (their stale bytes are all overwritten by the payload).  Both
- * lists are short (SPARE_MAX, OLD_MAX): the memory they keep is a few
+ * into (their stale bytes are all overwritten by the payload): the
+ * writer tries the lock exclusively, without waiting, once RECYCLE_AT
+ * old pages have gathered, and trims and zeroes empty both lists.
+ * Both are short (SPARE_MAX, OLD_MAX): the memory they keep is a few
  * MiB at most, above the pages stored.
  */
 #include <config.h>
@@ -106,10 +108,10 @@ struct node {
 
 _Static_assert (FANOUT <= SPARSE_PAGE_SIZE, "index fits below a page");
 
-/* Pages kept for mapped writes to receive into (4 MiB at most), and
- * pages replaced but maybe still being read.  Once RECYCLE_AT of those
- * have gathered, the writer takes the lock exclusively for a moment to
- * make them spare.
+/* Pages kept for mapped writes to receive into, and pages replaced
+ * but maybe still being read (2 MiB of each at most).  Once RECYCLE_AT
+ * of those have gathered, a writer that finds the lock free takes it
+ * exclusively for a moment to make them spare.
  */
 #define SPARE_MAX 512
 #define OLD_MAX 512
@@ -786,8 +788,11 @@ finish_write (struct sparse *s, uint32_t count, uint64_t offset,
   pthread_mutex_lock (&s->spare_lock);
   recycle = s->nr_old >= RECYCLE_AT;
   pthread_mutex_unlock (&s->spare_lock);
-  if (recycle) {
-    pthread_rwlock_wrlock (&s->lock);
+  /* Only if no reader holds the lock: a write never waits for one (nor
+   * makes new readers queue behind it).  Failing that, old pages
+   * gather up to OLD_MAX and writes copy meanwhile.
+   */
+  if (recycle && pthread_rwlock_trywrlock (&s->lock) == 0) {
     freed |= recycle_old (s, true);
     pthread_rwlock_unlock (&s->lock);
   }
