@@ -27,14 +27,15 @@
 #define MADV_POPULATE_READ 22
 #endif
 
+/* Map [START, END), whole pages of PAGE bytes. */
 static void
-populate (uintptr_t start, uintptr_t end)
+populate (uintptr_t start, uintptr_t end, uintptr_t page)
 {
   if (madvise ((void *) start, end - start, MADV_POPULATE_READ) == 0 ||
       errno != EINVAL)
     return;
   /* A kernel older than 5.14: touch each page instead. */
-  for (uintptr_t a = start; a < end; a += (uintptr_t) sysconf (_SC_PAGESIZE))
+  for (uintptr_t a = start; a < end; a += page)
     (void) *(volatile const char *) a;
 }
 
@@ -58,7 +59,8 @@ populate_if_holds (struct dl_phdr_info *info, size_t size, void *addr)
     if (ph->p_type != PT_LOAD || (ph->p_flags & PF_X) || ph->p_filesz == 0)
       continue;
     uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-    populate (lo & ~(page - 1), (lo + ph->p_filesz + page - 1) & ~(page - 1));
+    populate (lo & ~(page - 1), (lo + ph->p_filesz + page - 1) & ~(page - 1),
+              page);
   }
   return 1;                     /* found: stop the walk */
 }

@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
-# Writes of more than 64 KiB up to 1 MiB, without FUA, where the memory
-# plugin has no page stored yet, are received straight into new pages
-# it lends, and stored when the request runs (zero-copy writes); the
-# rest (smaller, larger, FUA, over stored pages, through a filter) go
-# the copying way.  Against a
-# model kept in Python, every write must leave the same bytes the plain
-# path would: over never-written holes, over written pages, over
-# trimmed and zeroed pages, unaligned at both ends, below, at and past
-# the 1 MiB limit, with FUA mixed in, 64 at a time in flight, with
-# structured replies and without, and through a filter.  All-zero data
-# written over a hole must not allocate pages: block status still says
-# hole+zero there, while one non-zero byte does make its page data (so
-# the check can fail).
+# Writes of more than 64 KiB up to 1 MiB, without FUA, are received
+# straight into pages the memory plugin lends, and stored when the
+# request runs (zero-copy writes): new pages over holes, replacing
+# pages over stored ones it covers whole; the rest (smaller, larger,
+# FUA, over a stored page covered in part, through a filter) go the
+# copying way.  Against a model kept in Python, every write must leave
+# the same bytes the plain path would: over never-written holes, over
+# written pages, over trimmed and zeroed pages, unaligned at both ends,
+# below, at and past the 1 MiB limit, with FUA mixed in, 64 at a time
+# in flight, with structured replies and without, and through a
+# filter.  All-zero data written over a hole must not allocate pages:
+# block status still says hole+zero there, while one non-zero byte
+# does make its page data (so the check can fail).
 source "$(dirname "$0")/functions.sh"
 requires_cmd nbdsh psktool certtool
 

@@ -126,7 +126,9 @@ memory_unmap_read (void *handle)
   sparse_unmap_read (store);
 }
 
-/* Writes into new pages: the payload is received straight into them. */
+/* Writes whose payload is received straight into pages of the
+ * store's own, which then fill holes or replace stored pages.
+ */
 static int
 memory_map_write (void *handle, uint32_t count, uint64_t offset,
                   struct iovec *iov, int *niov)
