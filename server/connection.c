@@ -210,6 +210,72 @@ read_some (struct connection *conn, void *buf, size_t len)
   }
 }
 
+/* Over TCP, a thread blocked in read for a large payload is woken by
+ * every segment that arrives, and each wake-up costs the sender too (in
+ * a VM, an interrupt to our CPU).  Saying how many bytes we wait for
+ * (SO_RCVLOWAT) lets the kernel wake us once, when they are all in or
+ * when its buffer or the window runs short.
+ *
+ * Two rules keep that from hanging.  The low mark never exceeds the
+ * bytes the client still owes us, and no read may sleep with it above
+ * 1: the kernel counts only bytes not yet copied against the mark, so a
+ * read that copied part and then slept would wait for more than will
+ * ever come.  So a payload read with the mark set polls first and then
+ * takes what is there without waiting; every other read first puts the
+ * mark back to 1.
+ */
+#define LOWAT_MIN (512 * 1024)  /* payloads this big; smaller gained nothing */
+#define LOWAT_MAX (1024 * 1024)
+
+static int
+set_lowat (struct connection *conn, int v)
+{
+  if (v == conn->lowat)
+    return 0;
+  if (setsockopt (conn->sockin, SOL_SOCKET, SO_RCVLOWAT, &v, sizeof v) == 0)
+    conn->lowat = v;
+  else if (conn->lowat > 1)
+    return -1;                  /* stuck above 1: reads could hang */
+  else
+    conn->lowat = 0;            /* refused from the start: never again */
+  return 0;
+}
+
+/* Before a read that takes whatever there is: the mark back to 1. */
+static int
+lowat_off (struct connection *conn)
+{
+  return conn->lowat > 1 ? set_lowat (conn, 1) : 0;
+}
+
+/* One read into the N pieces of IOV of a payload of TOTAL bytes (0:
+ * read it without the low mark), of which the client still owes LEFT:
+ * bytes, 0 at end of file, -1 on error (EINTR: nothing read, try
+ * again).  Over TLS, or against a deadline, N must be 1.
+ */
+static ssize_t
+read_payload (struct connection *conn, struct iovec *iov, int n,
+              size_t total, size_t left)
+{
+  if (conn->tls_active || conn->deadline_ns)
+    return read_some (conn, iov[0].iov_base, iov[0].iov_len);
+  if (conn->lowat != 0 && total >= LOWAT_MIN &&
+      set_lowat (conn, left > LOWAT_MAX ? LOWAT_MAX : left) == 0 &&
+      conn->lowat > 1) {
+    struct pollfd p = { .fd = conn->sockin, .events = POLLIN };
+    struct msghdr m = { .msg_iov = iov, .msg_iovlen = n };
+    if (poll (&p, 1, -1) == -1)
+      return -1;
+    ssize_t r = recvmsg (conn->sockin, &m, MSG_DONTWAIT);
+    if (r == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
+      errno = EINTR;            /* woken for nothing */
+    return r;
+  }
+  if (lowat_off (conn) == -1)
+    return -1;
+  return readv (conn->sockin, iov, n);
+}
+
 /* Read exactly LEN bytes.  Returns 0, or -1 with errno set (0 at a
  * clean end of file before the first byte).
  *
@@ -239,10 +305,20 @@ conn_recv (struct connection *conn, void *buf, size_t len)
   while (got < len) {
     size_t want = len - got;
     ssize_t r;
-    if (want >= CONN_INBUF_SIZE / 2 || !conn->in_buf)
-      r = read_some (conn, p + got, want);      /* straight in */
+    if (want >= CONN_INBUF_SIZE / 2 || !conn->in_buf) {
+      struct iovec v = { p + got, want };
+      /* Straight in, without the low mark: into the worker's buffer,
+       * whence the plugin copies on, the file plugin's writes came out
+       * slower with it (bench/RESULTS.md).
+       */
+      r = read_payload (conn, &v, 1, 0, want);
+      if (r == -1 && errno == EINTR)
+        continue;
+    }
     else {
-      r = read_some (conn, conn->in_buf, CONN_INBUF_SIZE);
+      r = lowat_off (conn);
+      if (r == 0)
+        r = read_some (conn, conn->in_buf, CONN_INBUF_SIZE);
       if (r > 0) {
         size_t n = (size_t) r < want ? (size_t) r : want;
         memcpy (p + got, conn->in_buf, n);
@@ -265,24 +341,40 @@ conn_recv (struct connection *conn, void *buf, size_t len)
 }
 
 /* Read exactly the bytes that fill the N pieces of IOV, as conn_recv
- * would one after another, but with one readv for up to RECVV_PIECES
- * pieces (1 MiB of 4 KiB pages) where it can.  Returns 0, or -1 with
- * errno set.
+ * would one after another: what the input buffer holds, then one readv
+ * for up to RECVV_PIECES pieces (1 MiB of 4 KiB pages) at a time, the
+ * first of them perhaps begun from the buffer.  These are the plugin's
+ * memory, with nothing to copy on, so over TCP the reads wait with the
+ * low mark (read_payload).  Returns 0, or -1 with errno set.
  */
 #define RECVV_PIECES 256
 int
 conn_recvv (struct connection *conn, const struct iovec *iov, int n)
 {
   int i = 0;
+  size_t skip = 0;              /* bytes of iov[i] already filled */
 
-  /* What the input buffer holds, and anything over TLS or against a
-   * deadline, goes through conn_recv.
-   */
-  while (i < n && (conn->in_len > 0 || conn->tls_active || conn->deadline_ns))
-    if (conn_recv (conn, iov[i].iov_base, iov[i].iov_len) == -1)
-      return -1;
-    else
+  if (conn->tls_active || conn->deadline_ns) {
+    for (; i < n; i++)
+      if (conn_recv (conn, iov[i].iov_base, iov[i].iov_len) == -1)
+        return -1;
+    return 0;
+  }
+
+  while (i < n && conn->in_len > 0) {
+    size_t k = iov[i].iov_len - skip;
+    if (k > conn->in_len)
+      k = conn->in_len;
+    memcpy ((char *) iov[i].iov_base + skip, conn->in_buf + conn->in_pos, k);
+    conn->in_pos += k;
+    conn->in_len -= k;
+    conn->bytes_in += k;
+    skip += k;
+    if (skip == iov[i].iov_len) {
       i++;
+      skip = 0;
+    }
+  }
 
   while (i < n) {
     struct iovec v[RECVV_PIECES], *p = v;
@@ -290,11 +382,15 @@ conn_recvv (struct connection *conn, const struct iovec *iov, int n)
     size_t total = 0;
 
     memcpy (v, iov + i, cnt * sizeof *v);
+    v[0].iov_base = (char *) v[0].iov_base + skip;
+    v[0].iov_len -= skip;
+    skip = 0;
     for (int k = 0; k < cnt; k++)
       total += v[k].iov_len;
     i += cnt;
-    while (cnt > 0) {
-      ssize_t r = readv (conn->sockin, p, cnt);
+    size_t left = total;
+    while (left > 0) {
+      ssize_t r = read_payload (conn, p, cnt, total, left);
       if (r == -1 && errno == EINTR)
         continue;
       if (r == -1)
@@ -304,6 +400,7 @@ conn_recvv (struct connection *conn, const struct iovec *iov, int n)
         return -1;
       }
       iov_advance (&p, &cnt, r);
+      left -= r;
     }
     conn->bytes_in += total;
   }
@@ -467,6 +564,7 @@ conn_handle (const struct config *cfg, int sockin, int sockout,
   conn->sockout = sockout;
   conn->sockout_is_socket = is_socket (sockout);
   conn->transport = transport;
+  conn->lowat = strcmp (transport, "tcp") == 0;
   conn->start_ns = now_ns ();
   /* Without an input buffer, reads are simply unbuffered. */
   conn->in_buf = malloc (CONN_INBUF_SIZE);

@@ -265,6 +265,7 @@ struct connection {
   char *in_buf;                 /* CONN_INBUF_SIZE bytes, or NULL */
   size_t in_pos, in_len;        /* unread bytes: in_buf[in_pos, +in_len) */
   uint64_t deadline_ns;         /* reads fail after this (handshake), or 0 */
+  int lowat;                    /* SO_RCVLOWAT as set (TCP), 0: never set */
   void *tls;                    /* gnutls_session_t after STARTTLS */
   bool tls_active;              /* the TLS handshake succeeded */
   const struct config *cfg;

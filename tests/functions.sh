@@ -302,6 +302,29 @@ start_server ()
   uri="nbd+unix:///?socket=$sock"
 }
 
+# A TCP port on 127.0.0.1 that is free right now.
+free_port ()
+{
+  /usr/bin/python3 -c '
+import socket
+s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# As start_server, but listening on 127.0.0.1:$port (set here).
+start_tcp_server ()
+{
+  port="$(free_port)"
+  pidfile="$tmpdir/server.pid"
+  rm -f "$pidfile"
+  "$NBDKIT" -f -i 127.0.0.1 -p "$port" -P "$pidfile" "$@" &
+  server_pid=$!
+  cleanup_fn _kill_pid "$server_pid"
+  if ! wait_for 20 -s "$pidfile"; then
+    fail "server did not write $pidfile within 20s: $NBDKIT $*"
+  fi
+  uri="nbd://127.0.0.1:$port"
+}
+
 stop_server ()
 {
   if [ -n "$server_pid" ]; then

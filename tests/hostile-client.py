@@ -3,10 +3,11 @@
 # sockets, for tests/test-hostile-*.sh.  Standard library only; run it
 # with /usr/bin/python3.
 #
-#   hostile-client.py SOCKET PID GROUP [--case NAME]... [--list]
+#   hostile-client.py ADDRESS PID GROUP [--case NAME]... [--list]
 #                     [--max-connections N] [--handshake-timeout S]
 #                     [--fd-limit N] [--fd-flood N]
 #
+# ADDRESS is the server's Unix socket, or tcp:HOST:PORT.
 # GROUP is one of handshake, requests, stream, connections (the last
 # group's cases each need a server started with the matching option;
 # see test-hostile-connections.sh).  --list prints the cases.  Before the
@@ -138,10 +139,14 @@ class Reply:
 
 
 class Conn:
-    def __init__(self, path, timeout=TIMEOUT):
-        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.s.settimeout(timeout)
-        self.s.connect(path)
+    def __init__(self, address, timeout=TIMEOUT):
+        if address.startswith("tcp:"):
+            host, port = address[4:].rsplit(":", 1)
+            self.s = socket.create_connection((host, int(port)), timeout)
+        else:
+            self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.s.settimeout(timeout)
+            self.s.connect(address)
         self.structured = self.extended = False
         self.size = self.eflags = None
 
@@ -1378,6 +1383,42 @@ def _(ctx):
     c.disc()
 
 
+@case("stream", "writes-of-many-sizes",
+      "one write at a time of sizes from 1 byte to 4 MiB and 3 bytes, "
+      "around the server's thresholds for reading a payload, each "
+      "answered and read back")
+def _(ctx):
+    c = ctx.good()
+    rnd = random.Random(7)
+    off = Ctx.BIG
+    for n in (1, 4095, 32767, 32768, 65535, 65536, 65537, 262151,
+              512 * 1024 - 1, 512 * 1024, 512 * 1024 + 1,
+              MiB - 1, MiB, MiB + 4097, 4 * MiB + 3):
+        data = rnd.randbytes(n)
+        c.write(off, data)
+        expect(c.read(off, n) == data, "%d bytes at %d read back wrong",
+               n, off)
+        off += n + 511
+    c.disc()
+
+
+@case("stream", "write-payload-dripped",
+      "a 3 MiB write whose payload comes 96 KiB at a time, 20 ms apart: "
+      "answered once it is all in, and read back")
+def _(ctx):
+    c = ctx.good()
+    data = random.Random(8).randbytes(3 * MiB)
+    c.send(write_header(c, Ctx.BIG, len(data), cookie=9))
+    step = 96 * 1024
+    for i in range(0, len(data), step):
+        c.send(data[i:i + step])
+        time.sleep(0.02)
+    r = c.reply({9: Req(CMD_WRITE, Ctx.BIG, len(data))})
+    expect(r.error == 0, "the dripped write failed: error %d", r.error)
+    expect(c.read(Ctx.BIG, len(data)) == data, "dripped write read back wrong")
+    c.disc()
+
+
 def pipeline(ctx, c, n, seed):
     """N mixed requests, correct and not; returns (bytes to send, pending
     map, expected results)."""
@@ -1909,7 +1950,7 @@ def on_alarm(signum, frame):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("socket")
+    p.add_argument("socket", metavar="ADDRESS")
     p.add_argument("pid", type=int)
     p.add_argument("group", choices=sorted(CASES))
     p.add_argument("--case", action="append", default=[],

@@ -4,10 +4,7 @@
 source "$(dirname "$0")/functions.sh"
 requires_cmd nbdinfo
 
-# A port that is free right now.
-port="$(/usr/bin/python3 -c '
-import socket
-s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+port="$(free_port)"
 "$NBDKIT" -f -i 127.0.0.1 -p "$port" -P "$tmpdir/pid" memory 1M &
 pid=$!
 cleanup_fn _kill_pid "$pid"
@@ -17,9 +14,7 @@ t nbdinfo --size "nbd://127.0.0.1:$port" | grep -qx 1048576 ||
 _kill_pid "$pid"
 
 # Captive mode on TCP.
-port2="$(/usr/bin/python3 -c '
-import socket
-s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+port2="$(free_port)"
 t "$NBDKIT" -i 127.0.0.1 -p "$port2" memory 1M --run '
   echo "port=$port uri=$uri"
   [ "$port" = '"$port2"' ] || exit 10

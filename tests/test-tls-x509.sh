@@ -61,9 +61,7 @@ stop_server
 # Over TCP to "localhost": libnbd checks the server's certificate
 # against the host name it dialled (over a Unix socket it has none).
 for srv in server server-expired server-rogue; do
-  port="$(/usr/bin/python3 -c '
-import socket
-s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+  port="$(free_port)"
   "$NBDKIT" -f -i 127.0.0.1 -p "$port" -P "$tmpdir/$srv.pid" \
     --tls=require --tls-certificates="$d/$srv" memory 1M &
   pid=$!
