@@ -250,11 +250,40 @@ start_tool ()
 {
   local out="$1" regex="$2"
   shift 2
-  timeout -k 5 120 "$@" > "$out" 2> "$out.err" &
+  timeout -k 30 120 "$@" > "$out" 2> "$out.err" &
   tool=$!
   cleanup_fn _kill_pid "$tool"
   wait_for_output "$out" "$regex" "$tool" ||
     { cat "$out" "$out.err"; fail "$* did not start"; }
+}
+
+# wait_for_bpftrace PID OUT ERR: PID is bpftrace, or the timeout that
+# runs it, writing to OUT and ERR.  "Attaching N probes..." is printed
+# before the probes are in, which under load has taken longer than any
+# fixed wait (the requests a test then made went unseen); bpftrace first
+# waits in epoll_wait once they are in and BEGIN has run.  Fails the
+# test, showing ERR, if bpftrace exits or 60 s pass first.
+wait_for_bpftrace ()
+{
+  local pid="$1" out="$2" err="$3" bt= i
+  for (( i = 0; i < 600; i++ )); do
+    kill -0 "$pid" 2>/dev/null ||
+      { cat "$err"; fail "bpftrace exited before attaching"; }
+    if [ -z "$bt" ]; then
+      if [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = bpftrace ]; then
+        bt="$pid"
+      else
+        bt="$(pgrep -P "$pid" -x bpftrace || :)"
+      fi
+    fi
+    if [ -n "$bt" ] && grep -qs Attaching "$out" "$err" &&
+       [ "$(cat "/proc/$bt/wchan" 2>/dev/null)" = do_epoll_wait ]; then
+      return 0
+    fi
+    sleep 0.1
+  done
+  cat "$err"
+  fail "bpftrace did not attach within 60 s"
 }
 
 # Stop a tracer (bpftrace, or a tool that execs it) with ^C so that it

@@ -105,17 +105,11 @@ usdt:$so:nbdkit:example_config {
   printf("config %d %s %s\n", pid, str(arg0), str(arg1));
 }
 BT
-timeout -k 5 60 bpftrace "$tmpdir/trace.bt" > "$tmpdir/bt.out" \
+timeout -k 30 60 bpftrace "$tmpdir/trace.bt" > "$tmpdir/bt.out" \
   2> "$tmpdir/bt.err" &
 bt=$!
 cleanup_fn _kill_pid "$bt"
-for (( i = 0; i < 300; i++ )); do
-  grep -qs Attaching "$tmpdir/bt.out" && break
-  kill -0 "$bt" 2>/dev/null || { cat "$tmpdir/bt.err"; fail "bpftrace died"; }
-  sleep 0.1
-done
-[ "$i" -lt 300 ] || fail "bpftrace did not attach within 30s"
-sleep 2                      # attaching is announced before it is done
+wait_for_bpftrace "$bt" "$tmpdir/bt.out" "$tmpdir/bt.err"
 
 t "$NBDKIT" -U - example size=1M --run "$run" ||
   fail "the server under bpftrace failed"

@@ -23,15 +23,10 @@ usdt:$b:nbdkit:request_done {
 }
 usdt:$b:nbdkit:connection_close { printf("%llu close %d\n", nsecs, arg0); }
 BT
-timeout -k 5 60 bpftrace "$tmpdir/trace.bt" > "$tmpdir/out" 2>"$tmpdir/err" &
+timeout -k 30 60 bpftrace "$tmpdir/trace.bt" > "$tmpdir/out" 2>"$tmpdir/err" &
 bt=$!
 cleanup_fn _kill_pid "$bt"
-for i in $(seq 300); do
-  grep -qs Attaching "$tmpdir/out" "$tmpdir/err" && break
-  kill -0 "$bt" 2>/dev/null || { cat "$tmpdir/err"; fail "bpftrace died"; }
-  sleep 0.1
-done
-sleep 2                      # attaching is announced before it is done
+wait_for_bpftrace "$bt" "$tmpdir/out" "$tmpdir/err"
 
 t "$NBDKIT" -U - memory 1M --run 'nbdsh -u "$uri" -c "h.pread(4096, 8192)"'
 sleep 1

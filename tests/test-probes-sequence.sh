@@ -15,17 +15,11 @@ tracing_lock
 
 start_server --filter=offset memory 2M offset=1M
 
-timeout -k 5 60 bpftrace "$srcdir/probes-sequence.bt" "$server_binary" \
+timeout -k 30 60 bpftrace "$srcdir/probes-sequence.bt" "$server_binary" \
   > "$tmpdir/out" 2> "$tmpdir/err" &
 bt=$!
 cleanup_fn _kill_pid "$bt"
-for (( i = 0; i < 300; i++ )); do
-  grep -qs '^Attaching' "$tmpdir/out" && break
-  kill -0 "$bt" 2>/dev/null || { cat "$tmpdir/err"; fail "bpftrace died"; }
-  sleep 0.1
-done
-[ "$i" -lt 300 ] || fail "bpftrace did not attach within 30 s"
-sleep 2                      # attaching is announced before it is done
+wait_for_bpftrace "$bt" "$tmpdir/out" "$tmpdir/err"
 
 t nbdsh -u "$uri" -c '
 h.pwrite(b"x" * 512, 4096)

@@ -26,12 +26,10 @@ usdt:$b:nbdkit:tls_handshake_done {
 }
 usdt:$b:nbdkit:handshake_fail { printf("fail %d %s\n", arg0, str(arg1)); }
 BT
-timeout -k 5 60 bpftrace "$tmpdir/trace.bt" > "$tmpdir/out" 2>"$tmpdir/err" &
+timeout -k 30 60 bpftrace "$tmpdir/trace.bt" > "$tmpdir/out" 2>"$tmpdir/err" &
 bt=$!
 cleanup_fn _kill_pid "$bt"
-wait_for_output "$tmpdir/out" Attaching "$bt" ||
-  { cat "$tmpdir/err"; fail "bpftrace did not attach"; }
-sleep 2                      # attaching is announced before it is done
+wait_for_bpftrace "$bt" "$tmpdir/out" "$tmpdir/err"
 
 start_server --tls=require --tls-psk="$tmpdir/keys.psk" memory 1M
 t nbdinfo "nbds+unix://alice@/?socket=$sock&tls-psk-file=$tmpdir/keys.psk" \
