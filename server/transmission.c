@@ -158,8 +158,8 @@ layer_error_for_reply (int err, uint16_t nbd_flags)
 /* Make the worker's buffer hold NEED bytes; what it held is lost.  It
  * starts on a page: where it happened to sit decided how fast the
  * kernel copied a payload from it into the file plugin's page cache
- * (2.6 times the CPU per 1 MiB write with the buffer 16 bytes short of
- * a page, on the machine measured: bench/RESULTS.md).
+ * (three times the CPU per 1 MiB write with the buffer 16 bytes short
+ * of a page, on the machine measured: bench/RESULTS.md).
  */
 static bool
 grow (struct worker *w, size_t need)

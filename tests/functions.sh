@@ -250,7 +250,7 @@ start_tool ()
 {
   local out="$1" regex="$2"
   shift 2
-  timeout -k 30 120 "$@" > "$out" 2> "$out.err" &
+  timeout -k 120 120 "$@" > "$out" 2> "$out.err" &
   tool=$!
   cleanup_fn _kill_pid "$tool"
   wait_for_output "$out" "$regex" "$tool" ||
@@ -292,12 +292,23 @@ wait_for_bpftrace ()
 # repeated every 2 s, for at most 20 s.
 interrupt_tracer ()
 {
-  local pid="$1" i
+  local pid="$1" i p
   for (( i = 0; i < 200; i++ )); do
     (( i % 20 == 0 )) && { kill -INT "$pid" 2>/dev/null || break; }
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.1
   done
+  # Still there: show where it and its children are stuck, for the log,
+  # then let the tracer's timeout decide.
+  if kill -0 "$pid" 2>/dev/null; then
+    echo "$0: tracer $pid still running 20 s after ^C:" >&2
+    for p in "$pid" $(pgrep -P "$pid" || :); do
+      echo "  $p $(tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null | cut -c1-60)" \
+        "state=$(awk '/^State/ {print $2}' "/proc/$p/status" 2>/dev/null)" \
+        "wchan=$(cat "/proc/$p/wchan" 2>/dev/null)" >&2
+      sed 's/^/    /' "/proc/$p/stack" >&2 2>/dev/null || :
+    done
+  fi
   wait "$pid" || :
 }
 

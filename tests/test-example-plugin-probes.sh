@@ -105,7 +105,7 @@ usdt:$so:nbdkit:example_config {
   printf("config %d %s %s\n", pid, str(arg0), str(arg1));
 }
 BT
-timeout -k 30 60 bpftrace "$tmpdir/trace.bt" > "$tmpdir/bt.out" \
+timeout -k 120 60 bpftrace "$tmpdir/trace.bt" > "$tmpdir/bt.out" \
   2> "$tmpdir/bt.err" &
 bt=$!
 cleanup_fn _kill_pid "$bt"

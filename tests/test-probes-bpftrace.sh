@@ -23,7 +23,7 @@ usdt:$b:nbdkit:request_done {
 }
 usdt:$b:nbdkit:connection_close { printf("%llu close %d\n", nsecs, arg0); }
 BT
-timeout -k 30 60 bpftrace "$tmpdir/trace.bt" > "$tmpdir/out" 2>"$tmpdir/err" &
+timeout -k 120 60 bpftrace "$tmpdir/trace.bt" > "$tmpdir/out" 2>"$tmpdir/err" &
 bt=$!
 cleanup_fn _kill_pid "$bt"
 wait_for_bpftrace "$bt" "$tmpdir/out" "$tmpdir/err"

@@ -15,7 +15,7 @@ tracing_lock
 
 start_server --filter=offset memory 2M offset=1M
 
-timeout -k 30 60 bpftrace "$srcdir/probes-sequence.bt" "$server_binary" \
+timeout -k 120 60 bpftrace "$srcdir/probes-sequence.bt" "$server_binary" \
   > "$tmpdir/out" 2> "$tmpdir/err" &
 bt=$!
 cleanup_fn _kill_pid "$bt"

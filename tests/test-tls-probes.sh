@@ -26,7 +26,7 @@ usdt:$b:nbdkit:tls_handshake_done {
 }
 usdt:$b:nbdkit:handshake_fail { printf("fail %d %s\n", arg0, str(arg1)); }
 BT
-timeout -k 30 60 bpftrace "$tmpdir/trace.bt" > "$tmpdir/out" 2>"$tmpdir/err" &
+timeout -k 120 60 bpftrace "$tmpdir/trace.bt" > "$tmpdir/out" 2>"$tmpdir/err" &
 bt=$!
 cleanup_fn _kill_pid "$bt"
 wait_for_bpftrace "$bt" "$tmpdir/out" "$tmpdir/err"

@@ -15,7 +15,7 @@ expect="${EXPECT_SLOW:-15}"
 start_server memory 64M
 pids=()
 for th in 0 100000000; do
-  timeout -k 5 120 "$abs_top_srcdir/tools/nbdkit-trace" -p "$server_pid" \
+  timeout -k 120 120 "$abs_top_srcdir/tools/nbdkit-trace" -p "$server_pid" \
     slow "$th" > "$tmpdir/out$th" 2> "$tmpdir/err$th" &
   pids+=($!)
   cleanup_fn _kill_pid "$!"

@@ -79,7 +79,7 @@ requires_cmd nbdsh
 requires_root
 tracing_lock
 start_server memory 64M
-timeout -k 5 120 stap -I "$tmpdir/tapset" -x "$server_pid" -e '
+timeout -k 120 120 stap -I "$tmpdir/tapset" -x "$server_pid" -e '
 probe begin { printf("READY\n") }
 probe nbdkit.request_done { n[command] <<< bytes }
 probe end { foreach (c in n) printf("command %d count %d bytes %d\n", c,

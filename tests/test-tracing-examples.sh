@@ -82,9 +82,10 @@ start_tracer ()
   echo "--- example $1:"
   cat "$f"
   { printf 'exec '; cat "$f"; } > "$tmpdir/$1.exec"
-  # timeout passes our ^C on, then kills after 30 s (it once killed
-  # after 5, with no maps printed, in a loaded CI run).
-  ( cd "$run" && exec timeout -k 30 120 bash "$tmpdir/$1.exec" ) \
+  # timeout passes our ^C on, then kills only after 120 s: in loaded
+  # CI runs bpftrace has taken more than 30 s to exit, and its maps,
+  # printed to a file, are lost if it is killed first.
+  ( cd "$run" && exec timeout -k 120 120 bash "$tmpdir/$1.exec" ) \
     > "$tmpdir/$1.out" 2> "$tmpdir/$1.err" &
   tracer=$!
   cleanup_fn _kill_pid "$tracer"
