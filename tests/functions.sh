@@ -289,12 +289,22 @@ wait_for_bpftrace ()
 # Stop a tracer (bpftrace, or a tool that execs it) with ^C so that it
 # prints its maps, and wait for it.  Under load a single SIGINT has been
 # seen to go unheeded until the tracer's own timeout, so the signal is
-# repeated every 2 s, for at most 20 s.
+# repeated every 2 s, for at most 20 s, to bpftrace itself.
 interrupt_tracer ()
 {
   local pid="$1" i p
   for (( i = 0; i < 200; i++ )); do
-    (( i % 20 == 0 )) && { kill -INT "$pid" 2>/dev/null || break; }
+    if (( i % 20 == 0 )); then
+      kill -INT "$pid" 2>/dev/null || break
+      # timeout passes on only the first ^C and ignores the rest, and
+      # bpftrace heeds one only if it lands while bpftrace waits in
+      # epoll_wait (a CI run showed one lost that way): repeat it to
+      # the bpftrace in timeout's process group itself.
+      (( i == 0 )) ||
+        for p in $(pgrep -g "$pid" -x bpftrace || :); do
+          kill -INT "$p" 2>/dev/null || :
+        done
+    fi
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.1
   done

@@ -151,15 +151,11 @@ start_bpftrace ()
   fail "bpftrace ($1) did not attach within 60 s"
 }
 
-# stop_bpftrace: SIGINT, then up to 60 s to detach and print.
+# stop_bpftrace: SIGINT, repeated (interrupt_tracer), then whatever
+# is left is killed.
 stop_bpftrace ()
 {
-  local i
-  kill -INT "$bt_pid" 2>/dev/null || :
-  for (( i = 0; i < 600; i++ )); do
-    kill -0 "$bt_pid" 2>/dev/null || break
-    sleep 0.1
-  done
+  interrupt_tracer "$bt_pid"
   _kill_pid "$bt_pid"
   wait "$bt_pid" 2>/dev/null || :
 }

@@ -33,7 +33,7 @@ for i in range(5):
     h.pwrite(b"w" * 65536, 1048576 + i * 65536)
 '
 sleep 0.5
-for p in "${pids[@]}"; do kill -INT "$p"; wait "$p" || :; done
+for p in "${pids[@]}"; do interrupt_tracer "$p"; done
 cat "$tmpdir/out0" "$tmpdir/out100000000"
 
 # Columns: TIME CONN COMMAND OFFSET BYTES ERR QUEUE LAYER SEND TOTAL

@@ -24,8 +24,7 @@ for (( i = 0; i < 100; i++ )); do
   grep -q ' disc ' "$out" && break
   sleep 0.1
 done
-kill -INT "$tool"
-wait "$tool" || :
+interrupt_tracer "$tool"
 cat "$out"
 
 # Columns: TIME CONN COOKIE COMMAND OFFSET BYTES ERRNO LAT REPLY
