@@ -248,18 +248,16 @@ lowat_off (struct connection *conn)
   return conn->lowat > 1 ? set_lowat (conn, 1) : 0;
 }
 
-/* One read into the N pieces of IOV of a payload of TOTAL bytes (0:
- * read it without the low mark), of which the client still owes LEFT:
- * bytes, 0 at end of file, -1 on error (EINTR: nothing read, try
- * again).  Over TLS, or against a deadline, N must be 1.
+/* One read of a payload into the N pieces of IOV, over plain sockets
+ * (not TLS, no deadline), the client still owing LEFT bytes; with MARK,
+ * waiting with the low mark.  Returns bytes, 0 at end of file, -1 on
+ * error (EINTR: nothing read, try again).
  */
 static ssize_t
 read_payload (struct connection *conn, struct iovec *iov, int n,
-              size_t total, size_t left)
+              bool mark, size_t left)
 {
-  if (conn->tls_active || conn->deadline_ns)
-    return read_some (conn, iov[0].iov_base, iov[0].iov_len);
-  if (conn->lowat != 0 && total >= LOWAT_MIN &&
+  if (mark && conn->lowat != 0 &&
       set_lowat (conn, left > LOWAT_MAX ? LOWAT_MAX : left) == 0 &&
       conn->lowat > 1) {
     struct pollfd p = { .fd = conn->sockin, .events = POLLIN };
@@ -276,55 +274,50 @@ read_payload (struct connection *conn, struct iovec *iov, int n,
   return readv (conn->sockin, iov, n);
 }
 
+/* Copy up to LEN bytes the input buffer holds to BUF: how many. */
+static size_t
+from_buffer (struct connection *conn, void *buf, size_t len)
+{
+  size_t n = conn->in_len < len ? conn->in_len : len;
+  if (n > 0) {
+    memcpy (buf, conn->in_buf + conn->in_pos, n);
+    conn->in_pos += n;
+    conn->in_len -= n;
+  }
+  return n;
+}
+
 /* Read exactly LEN bytes.  Returns 0, or -1 with errno set (0 at a
  * clean end of file before the first byte).
  *
  * Input is buffered: one read() takes in whatever the client has sent,
  * so a client with many requests in flight costs one system call for
  * many request headers.  Large payloads bypass the buffer and land in
- * the caller's memory directly.  Only the thread that holds the
- * connection's read lock (or the handshake) calls this.
+ * the caller's memory directly, without the low mark: into the
+ * worker's buffer, whence the plugin copies on, the file plugin's
+ * writes came out slower with it (bench/RESULTS.md).  Only the thread
+ * that holds the connection's read lock (or the handshake) calls this.
  */
 int
 conn_recv (struct connection *conn, void *buf, size_t len)
 {
   char *p = buf;
-  size_t got = 0;
-
-  /* What the buffer already holds.  (BUF may be NULL when LEN is 0: a
-   * zero-length write payload.)
-   */
-  if (conn->in_len > 0 && len > 0) {
-    size_t n = conn->in_len < len ? conn->in_len : len;
-    memcpy (p, conn->in_buf + conn->in_pos, n);
-    conn->in_pos += n;
-    conn->in_len -= n;
-    got = n;
-  }
+  /* (BUF may be NULL when LEN is 0: a zero-length write payload.) */
+  size_t got = len > 0 ? from_buffer (conn, p, len) : 0;
 
   while (got < len) {
     size_t want = len - got;
-    ssize_t r;
-    if (want >= CONN_INBUF_SIZE / 2 || !conn->in_buf) {
-      struct iovec v = { p + got, want };
-      /* Straight in, without the low mark: into the worker's buffer,
-       * whence the plugin copies on, the file plugin's writes came out
-       * slower with it (bench/RESULTS.md).
-       */
-      r = read_payload (conn, &v, 1, 0, want);
-      if (r == -1 && errno == EINTR)
-        continue;
-    }
+    ssize_t r = lowat_off (conn);
+    if (r == -1)
+      return -1;
+    if (want >= CONN_INBUF_SIZE / 2 || !conn->in_buf)
+      r = read_some (conn, p + got, want);      /* straight in */
     else {
-      r = lowat_off (conn);
-      if (r == 0)
-        r = read_some (conn, conn->in_buf, CONN_INBUF_SIZE);
+      r = read_some (conn, conn->in_buf, CONN_INBUF_SIZE);
       if (r > 0) {
-        size_t n = (size_t) r < want ? (size_t) r : want;
-        memcpy (p + got, conn->in_buf, n);
-        conn->in_pos = n;
-        conn->in_len = r - n;
-        got += n;
+        conn->in_pos = 0;
+        conn->in_len = r;
+        got += from_buffer (conn, p + got, want);
         continue;
       }
     }
@@ -362,12 +355,8 @@ conn_recvv (struct connection *conn, const struct iovec *iov, int n)
   }
 
   while (i < n && conn->in_len > 0) {
-    size_t k = iov[i].iov_len - skip;
-    if (k > conn->in_len)
-      k = conn->in_len;
-    memcpy ((char *) iov[i].iov_base + skip, conn->in_buf + conn->in_pos, k);
-    conn->in_pos += k;
-    conn->in_len -= k;
+    size_t k = from_buffer (conn, (char *) iov[i].iov_base + skip,
+                            iov[i].iov_len - skip);
     conn->bytes_in += k;
     skip += k;
     if (skip == iov[i].iov_len) {
@@ -390,7 +379,7 @@ conn_recvv (struct connection *conn, const struct iovec *iov, int n)
     i += cnt;
     size_t left = total;
     while (left > 0) {
-      ssize_t r = read_payload (conn, p, cnt, total, left);
+      ssize_t r = read_payload (conn, p, cnt, total >= LOWAT_MIN, left);
       if (r == -1 && errno == EINTR)
         continue;
       if (r == -1)
