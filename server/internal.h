@@ -34,6 +34,8 @@
 #define DEFAULT_THREADS    16
 #define DEFAULT_MAX_CONNECTIONS 1024
 #define DEFAULT_HANDSHAKE_TIMEOUT 30            /* seconds */
+#define DEFAULT_BUSY_POLL  50                   /* microseconds */
+#define MAX_BUSY_POLL      10000
 #define CONN_INBUF_SIZE    (64 * 1024)          /* buffered request input */
 
 /* ---- config (main.c) ---- */
@@ -59,6 +61,7 @@ struct config {
   unsigned threads;             /* -t */
   unsigned max_connections;     /* --max-connections */
   unsigned handshake_timeout;   /* --handshake-timeout, seconds, 0 = none */
+  unsigned busy_poll;           /* --busy-poll, microseconds, 0 = none */
   int tls;                      /* --tls: TLS_OFF, TLS_ON, TLS_REQUIRE */
   const char *tls_certificates; /* --tls-certificates DIR */
   const char *tls_psk;          /* --tls-psk FILE */
@@ -266,6 +269,11 @@ struct connection {
   size_t in_pos, in_len;        /* unread bytes: in_buf[in_pos, +in_len) */
   uint64_t deadline_ns;         /* reads fail after this (handshake), or 0 */
   int lowat;                    /* SO_RCVLOWAT as set (TCP), 0: never set */
+  uint64_t poll_ns;             /* --busy-poll window; 0: never poll */
+  unsigned poll_waits;          /* waits so far, to pick the samples */
+  unsigned poll_misses;         /* windows in a row that ran out */
+  unsigned poll_skip;           /* waits left to sleep without polling */
+  bool poll_slept;              /* a wait slept: see conn_poll_feedback */
   void *tls;                    /* gnutls_session_t after STARTTLS */
   bool tls_active;              /* the TLS handshake succeeded */
   const struct config *cfg;
@@ -313,6 +321,7 @@ struct connection {
 extern void conn_handle (const struct config *cfg, int sockin, int sockout,
                          const char *transport);
 extern int conn_recv (struct connection *conn, void *buf, size_t len);
+extern void conn_poll_feedback (struct connection *conn, bool more);
 extern int conn_recvv (struct connection *conn, const struct iovec *iov,
                        int n);
 extern void iov_advance (struct iovec **v, int *cnt, size_t len);

@@ -93,6 +93,9 @@ usage (FILE *fp, const char *program)
 "      --max-connections N  refuse clients beyond N at once (default %d)\n"
 "      --handshake-timeout S  drop clients still negotiating after S\n"
 "                           seconds (default %d; 0 for none)\n"
+"      --busy-poll US       poll for a client's next request for up to US\n"
+"                           microseconds before sleeping (default %d; 0\n"
+"                           for never)\n"
 "      --tls=off|on|require  offer TLS (STARTTLS), or insist on it\n"
 "      --tls-certificates DIR  X.509 files: ca-cert.pem, server-cert.pem,\n"
 "                           server-key.pem (and ca-crl.pem)\n"
@@ -108,14 +111,14 @@ usage (FILE *fp, const char *program)
 "\n"
 "See nbdkit(1) and nbdkit-probes(1).\n",
            program, DEFAULT_THREADS, DEFAULT_MAX_CONNECTIONS,
-           DEFAULT_HANDSHAKE_TIMEOUT);
+           DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_BUSY_POLL);
 }
 
 enum {
   OPT_RUN = 256, OPT_FILTER, OPT_DUMP_CONFIG, OPT_DUMP_PLUGIN, OPT_HELP,
   OPT_VERSION, OPT_PRINT_URI, OPT_EXIT_WITH_PARENT, OPT_NO_SR, OPT_LOG,
   OPT_MAX_CONNECTIONS, OPT_HANDSHAKE_TIMEOUT, OPT_TLS, OPT_TLS_CERTIFICATES,
-  OPT_TLS_PSK, OPT_TLS_VERIFY_PEER,
+  OPT_TLS_PSK, OPT_TLS_VERIFY_PEER, OPT_BUSY_POLL,
 };
 
 static const struct option long_options[] = {
@@ -143,6 +146,7 @@ static const struct option long_options[] = {
   { "log", required_argument, NULL, OPT_LOG },
   { "max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS },
   { "handshake-timeout", required_argument, NULL, OPT_HANDSHAKE_TIMEOUT },
+  { "busy-poll", required_argument, NULL, OPT_BUSY_POLL },
   { "tls", required_argument, NULL, OPT_TLS },
   { "tls-certificates", required_argument, NULL, OPT_TLS_CERTIFICATES },
   { "tls-psk", required_argument, NULL, OPT_TLS_PSK },
@@ -475,6 +479,7 @@ main (int argc, char *argv[])
     .program = "nbdkit",
     .family = AF_UNSPEC,
     .threads = DEFAULT_THREADS,
+    .busy_poll = DEFAULT_BUSY_POLL,
     .max_connections = DEFAULT_MAX_CONNECTIONS,
     .handshake_timeout = DEFAULT_HANDSHAKE_TIMEOUT,
   };
@@ -585,6 +590,16 @@ main (int argc, char *argv[])
         fail (cfg.program, "--handshake-timeout: \"%s\" is not a number of "
               "seconds from 0 to 86400", optarg);
       cfg.handshake_timeout = n;
+      break;
+    }
+    case OPT_BUSY_POLL: {
+      char *end;
+      errno = 0;
+      unsigned long n = strtoul (optarg, &end, 10);
+      if (errno || *end || end == optarg || n > MAX_BUSY_POLL)
+        fail (cfg.program, "--busy-poll: \"%s\" is not a number of "
+              "microseconds from 0 to 10000", optarg);
+      cfg.busy_poll = n;
       break;
     }
     case OPT_LOG:

@@ -1074,6 +1074,7 @@ worker_loop (void *arg)
       break;
     }
     r = recv_request (conn, w, &req);
+    conn_poll_feedback (conn, request_buffered (conn));
     pthread_mutex_unlock (&conn->read_lock);
     if (r == -1 || r == 1) {
       conn_set_closing (conn, "read error");  /* keeps an earlier reason */

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# The busy_poll probe under bpftrace, and what it shows about polling.
+# With a 10 ms window, 300 reads in a row (each sent as soon as the last
+# reply is in) are caught by polling: busy_poll fires with caught = 1,
+# except on the one wait in 32 that sleeps to look at the client.  Then
+# three reads 100 ms apart: each wait before them runs the whole window
+# out (caught = 0, at least 10 ms spent).  A server with --busy-poll=0
+# never polls, so the probe never fires for it.  And polling stops for
+# a client that keeps sending while the server sleeps (below).
+source "$(dirname "$0")/functions.sh"
+requires_cmd bpftrace nbdsh
+requires_root
+requires grep -q '^#define ENABLE_PROBES 1' "$abs_top_builddir/config.h"
+tracing_lock
+
+start_server --busy-poll=10000 memory 1M
+on_pid="$(cat "$pidfile")" on_uri="$uri"
+sock0="$tmpdir/sock0"
+"$NBDKIT" -f -U "$sock0" -P "$tmpdir/off.pid" --busy-poll=0 memory 1M &
+cleanup_fn _kill_pid "$!"
+wait_for 20 -s "$tmpdir/off.pid" || fail "the --busy-poll=0 server did not start"
+off_pid="$(cat "$tmpdir/off.pid")"
+
+timeout -k 120 60 bpftrace -e "
+usdt:$server_binary:nbdkit:busy_poll
+  { printf(\"poll %d %d %d %d\\n\", pid, arg0, arg1, arg2); }" \
+  > "$tmpdir/out" 2> "$tmpdir/err" &
+bt=$!
+cleanup_fn _kill_pid "$bt"
+wait_for_bpftrace "$bt" "$tmpdir/out" "$tmpdir/err"
+
+client='
+import time
+for i in range(300):
+    h.pread(512, 0)
+for i in range(3):
+    time.sleep(0.1)
+    h.pread(512, 0)
+'
+t nbdsh -u "$on_uri" -c "$client"
+t nbdsh -u "nbd+unix:///?socket=$sock0" -c "$client"
+
+# Connections 2 and 3: 40 rounds each of N reads sent in one write, the
+# replies read before the next round, so each round is one wait.  The
+# 32nd wait sleeps to look: with N = 8 the other seven requests are
+# already in, so the connection rests from then on and rounds 33-40 do
+# not poll; with N = 1 nothing else is in, and polling goes on.
+t /usr/bin/python3 - "$sock" <<'PY'
+import socket, struct, sys
+for n in (8, 1):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sys.argv[1])
+    s.settimeout(10)
+    def recv_exact(k):
+        b = b""
+        while len(b) < k:
+            c = s.recv(k - len(b))
+            assert c, "server closed"
+            b += c
+        return b
+    assert recv_exact(18)[8:16] == b"IHAVEOPT"
+    s.sendall(struct.pack(">I", 3))                     # fixed, no zeroes
+    s.sendall(b"IHAVEOPT" + struct.pack(">II", 1, 0))   # EXPORT_NAME ""
+    recv_exact(10)                                      # size, flags
+    for r in range(40):
+        s.sendall(b"".join(struct.pack(">IHHQQI", 0x25609513, 0, 0, i, 0, 512)
+                           for i in range(n)))
+        for i in range(n):
+            magic, err, cookie = struct.unpack(">IIQ", recv_exact(16))
+            assert magic == 0x67446698 and err == 0, (magic, err)
+            recv_exact(512)
+    s.sendall(struct.pack(">IHHQQI", 0x25609513, 0, 2, 0, 0, 0))   # DISC
+    s.close()
+PY
+sleep 1
+interrupt_tracer "$bt"
+
+awk '$1 == "poll"' "$tmpdir/out" > "$tmpdir/polls"
+awk '{ n["pid " $2 " id " $3 " caught=" $4]++ }
+     END { for (k in n) print k ": " n[k] }' "$tmpdir/polls"
+[ "$(awk -v p="$off_pid" '$2 == p' "$tmpdir/polls" | wc -l)" -eq 0 ] ||
+  fail "busy_poll fired for the --busy-poll=0 server"
+caught="$(awk -v p="$on_pid" '$2 == p && $3 == 1 && $4 == 1' "$tmpdir/polls" |
+          wc -l)"
+[ "$caught" -ge 200 ] ||
+  fail "only $caught of 300 back-to-back reads were caught by polling"
+awk -v p="$on_pid" '$2 == p && $4 == 0 && $5 < 10000000 { bad = 1 }
+                    END { exit bad }' "$tmpdir/polls" ||
+  fail "a window ran out before its 10 ms"
+missed="$(awk -v p="$on_pid" '$2 == p && $3 == 1 && $4 == 0' "$tmpdir/polls" |
+          wc -l)"
+[ "$missed" -ge 3 ] || fail "$missed windows ran out, expected 3 or more"
+batched="$(awk -v p="$on_pid" '$2 == p && $3 == 2' "$tmpdir/polls" | wc -l)"
+single="$(awk -v p="$on_pid" '$2 == p && $3 == 3' "$tmpdir/polls" | wc -l)"
+echo "8 requests a round: $batched polls; 1 a round: $single polls"
+[ "$batched" -le 33 ] ||
+  fail "a client sending 8 at a time was still polled for: $batched polls"
+[ "$single" -ge 36 ] ||
+  fail "a client sending 1 at a time stopped being polled for: $single polls"
+awk -v p="$on_pid" '$2 == p && ($3 < 1 || $3 > 3) { bad = 1 } END { exit bad }' \
+  "$tmpdir/polls" || fail "busy_poll carried a connection id other than 1-3"
