@@ -271,6 +271,32 @@ check_bpftrace_slow ()
     fail "the 32 MiB write was not reported as slow"
 }
 
+check_bpftrace_busy_poll ()
+{
+  start_tracer bpftrace-busy-poll
+  # A 10 ms window: back-to-back reads are caught, and the wait before
+  # each read that comes 100 ms later runs the window out.
+  t "$NBDKIT" -U - --busy-poll=10000 memory 1M --run 'nbdsh -u "$uri" -c "
+import time
+for i in range(200): h.pread(512, 0)
+for i in range(2):
+    time.sleep(0.1)
+    h.pread(512, 0)
+"'
+  stop_tracer bpftrace-busy-poll
+  local o="$tmpdir/bpftrace-busy-poll.out" n
+  n="$(sed -n 's/^@windows\[caught\]: //p' "$o")"
+  [ "${n:-0}" -ge 100 ] || fail "only ${n:-0} of 200 back-to-back reads caught"
+  n="$(sed -n 's/^@windows\[ran out\]: //p' "$o")"
+  [ "${n:-0}" -ge 2 ] || fail "${n:-0} windows ran out, expected 2 or more"
+  # A window runs out only after its 10 ms: all in [8K, 16K) or above.
+  n="$(hist_total '@usecs[ran out]' "$o")"
+  [ "$n" -ge 2 ] || fail "the ran-out histogram holds $n, not 2 or more"
+  awk '/^@usecs\[ran out\]:/ { on = 1; next } /^@/ { on = 0 }
+       on && /^\[/ && !/^\[(8K|16K|32K|64K|128K),/ { bad = 1 }
+       END { exit bad }' "$o" || fail "a window ran out in under 8 ms"
+}
+
 check_probes_connections ()
 {
   start_tracer probes-connections
@@ -289,7 +315,7 @@ check_probes_connections ()
 
 order="perf-list perf-probe perf-record perf-record-nbdsh perf-remove
        bpftrace-list bpftrace-list-pid bpftrace-count bpftrace-latency
-       bpftrace-layers bpftrace-slow probes-connections"
+       bpftrace-layers bpftrace-slow bpftrace-busy-poll probes-connections"
 printf '%s\n' $order | sort > "$tmpdir/known"
 diff -u "$tmpdir/known" "$tmpdir/names" ||
   fail "marked examples and the checks of this test differ"
