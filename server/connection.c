@@ -181,7 +181,13 @@ conn_poll_input (struct connection *conn, int ms)
   }
 }
 
-static bool is_socket (int fd);
+static bool
+is_socket (int fd)
+{
+  int type;
+  socklen_t len = sizeof type;
+  return getsockopt (fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0;
+}
 
 /* Before the deadline, wait for input; -1 with ETIMEDOUT once it has
  * passed, however slowly the client drips bytes.
@@ -281,7 +287,7 @@ busy_poll (struct connection *conn, void *buf, size_t len)
       conn->poll_skip = POLL_REST;
     }
   }
-  else {
+  else {                        /* input, end of file or an error */
     if (NBDKIT_BUSY_POLL_ENABLED ())
       NBDKIT_BUSY_POLL (conn->id, (int64_t) 1, now_ns () - start);
     conn->poll_misses = 0;
@@ -640,14 +646,6 @@ describe_peer (struct connection *conn)
   default:
     snprintf (conn->peer, sizeof conn->peer, "family-%d", ss->ss_family);
   }
-}
-
-static bool
-is_socket (int fd)
-{
-  int type;
-  socklen_t len = sizeof type;
-  return getsockopt (fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0;
 }
 
 void

@@ -112,8 +112,9 @@ provider nbdkit {
   probe reply_send (uint64_t id, uint64_t cookie, const char *kind,
                     uint64_t bytes, uint64_t chunks);
 
-  /* Busy-polling for input (--busy-poll) ended: id, 1 if input came
-   * (else 0: the window ran out and the reader sleeps), ns spent. */
+  /* Busy-polling for input (--busy-poll) ended: id, 1 if the socket
+   * turned readable (input, end of file or an error; else 0: the window
+   * ran out and the reader sleeps), ns spent. */
   probe busy_poll (uint64_t id, int64_t caught, uint64_t spent_ns);
 
   /* ---- layers ---- */

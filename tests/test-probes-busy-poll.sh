@@ -45,32 +45,21 @@ t nbdsh -u "nbd+unix:///?socket=$sock0" -c "$client"
 # 32nd wait sleeps to look: with N = 8 the other seven requests are
 # already in, so the connection rests from then on and rounds 33-40 do
 # not poll; with N = 1 nothing else is in, and polling goes on.
-t /usr/bin/python3 - "$sock" <<'PY'
-import socket, struct, sys
+t /usr/bin/python3 - "$sock" "$abs_top_srcdir/tests/hostile-client.py" <<'PY'
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("hostile", sys.argv[2])
+hc = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(hc)
 for n in (8, 1):
-    s = socket.socket(socket.AF_UNIX)
-    s.connect(sys.argv[1])
-    s.settimeout(10)
-    def recv_exact(k):
-        b = b""
-        while len(b) < k:
-            c = s.recv(k - len(b))
-            assert c, "server closed"
-            b += c
-        return b
-    assert recv_exact(18)[8:16] == b"IHAVEOPT"
-    s.sendall(struct.pack(">I", 3))                     # fixed, no zeroes
-    s.sendall(b"IHAVEOPT" + struct.pack(">II", 1, 0))   # EXPORT_NAME ""
-    recv_exact(10)                                      # size, flags
+    c = hc.Conn(sys.argv[1]).open()
+    reqs = {i: hc.Req(hc.CMD_READ, 0, 512) for i in range(n)}
     for r in range(40):
-        s.sendall(b"".join(struct.pack(">IHHQQI", 0x25609513, 0, 0, i, 0, 512)
-                           for i in range(n)))
+        c.send(b"".join(c.header(hc.CMD_READ, 0, 512, cookie=i)
+                        for i in range(n)))
         for i in range(n):
-            magic, err, cookie = struct.unpack(">IIQ", recv_exact(16))
-            assert magic == 0x67446698 and err == 0, (magic, err)
-            recv_exact(512)
-    s.sendall(struct.pack(">IHHQQI", 0x25609513, 0, 2, 0, 0, 0))   # DISC
-    s.close()
+            rep = c.reply(reqs)
+            assert rep.error == 0 and len(rep.data) == 512, rep.error
+    c.disc()
 PY
 sleep 1
 interrupt_tracer "$bt"
