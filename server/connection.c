@@ -215,12 +215,16 @@ wait_for_input (struct connection *conn)
  *
  * Polling pays only while the client waits on us.  A client with many
  * requests in flight does not, and polling would only turn our idle
- * time into CPU time.  So every POLL_SAMPLE-th wait sleeps instead, as
- * do all waits while the connection rests, and conn_poll_feedback
- * looks at what the sleep brought: a second request already behind the
+ * time into CPU time.  So now and then a wait sleeps to look (the
+ * POLL_SAMPLE-th at first), as do all waits while the connection
+ * rests, and conn_poll_feedback looks at what the sleep brought: a second request already behind the
  * first means the client kept sending while we slept, and the
  * connection rests (sleeps without polling) for its next POLL_REST
- * waits, again and again while that holds.  Also:
+ * waits, again and again while that holds.  A look that finds the
+ * client waiting doubles the gap to the next, up to POLL_SAMPLE_MAX,
+ * so that a client that waits on every reply meets few sleeps (each
+ * costs it the wake-up that polling saves); one that keeps sending
+ * puts the gap back to POLL_SAMPLE.  Also:
  *  - a connection whose windows ran out POLL_MISSES times in a row
  *    rests too: an idle or slow client costs a window now and then;
  *  - each turn of the loop yields the CPU, so a client sharing it runs;
@@ -228,6 +232,7 @@ wait_for_input (struct connection *conn)
  *    least one); the others sleep at once.
  */
 #define POLL_SAMPLE 32
+#define POLL_SAMPLE_MAX 256
 #define POLL_MISSES 4
 #define POLL_REST   64
 
@@ -238,6 +243,7 @@ static void
 busy_poll_setup (struct connection *conn, int fd)
 {
   conn->poll_ns = is_socket (fd) ? conn->cfg->busy_poll * UINT64_C (1000) : 0;
+  conn->poll_every = POLL_SAMPLE;
   if (__atomic_load_n (&max_pollers, __ATOMIC_RELAXED) == 0) {
     long cpus = sysconf (_SC_NPROCESSORS_ONLN);
     __atomic_store_n (&max_pollers, cpus > 2 ? (unsigned) cpus - 1 : 1,
@@ -257,8 +263,9 @@ busy_poll (struct connection *conn, void *buf, size_t len)
     conn->poll_slept = true;
     return -2;
   }
-  if (++conn->poll_waits % POLL_SAMPLE == 0) {
-    conn->poll_slept = true;
+  if (++conn->poll_waits >= conn->poll_every) {
+    conn->poll_waits = 0;
+    conn->poll_slept = conn->poll_sampled = true;
     return -2;
   }
   if (__atomic_add_fetch (&pollers, 1, __ATOMIC_RELAXED) >
@@ -303,9 +310,13 @@ void
 conn_poll_feedback (struct connection *conn, bool more)
 {
   if (conn->poll_slept) {
-    conn->poll_slept = false;
-    if (more)
+    if (more) {
       conn->poll_skip = POLL_REST;
+      conn->poll_every = POLL_SAMPLE;
+    }
+    else if (conn->poll_sampled && conn->poll_every < POLL_SAMPLE_MAX)
+      conn->poll_every *= 2;
+    conn->poll_slept = conn->poll_sampled = false;
   }
 }
 

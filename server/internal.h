@@ -270,10 +270,12 @@ struct connection {
   uint64_t deadline_ns;         /* reads fail after this (handshake), or 0 */
   int lowat;                    /* SO_RCVLOWAT as set (TCP), 0: never set */
   uint64_t poll_ns;             /* --busy-poll window; 0: never poll */
-  unsigned poll_waits;          /* waits so far, to pick the samples */
+  unsigned poll_waits;          /* polling waits since the last sample */
+  unsigned poll_every;          /* a sample every this many waits */
   unsigned poll_misses;         /* windows in a row that ran out */
   unsigned poll_skip;           /* waits left to sleep without polling */
   bool poll_slept;              /* a wait slept: see conn_poll_feedback */
+  bool poll_sampled;            /* ... and it was a sample */
   void *tls;                    /* gnutls_session_t after STARTTLS */
   bool tls_active;              /* the TLS handshake succeeded */
   const struct config *cfg;

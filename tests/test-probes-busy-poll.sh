@@ -2,7 +2,7 @@
 # The busy_poll probe under bpftrace, and what it shows about polling.
 # With a 10 ms window, 300 reads in a row (each sent as soon as the last
 # reply is in) are caught by polling: busy_poll fires with caught = 1,
-# except on the one wait in 32 that sleeps to look at the client.  Then
+# except on the few waits that sleep to look at the client.  Then
 # three reads 100 ms apart: each wait before them runs the whole window
 # out (caught = 0, at least 10 ms spent).  A server with --busy-poll=0
 # never polls, so the probe never fires for it.  And polling stops for
@@ -23,7 +23,7 @@ off_pid="$(cat "$tmpdir/off.pid")"
 
 timeout -k 120 60 bpftrace -e "
 usdt:$server_binary:nbdkit:busy_poll
-  { printf(\"poll %d %d %d %d\\n\", pid, arg0, arg1, arg2); }" \
+  { printf(\"poll %d %d %d %d %lld\\n\", pid, arg0, arg1, arg2, nsecs); }" \
   > "$tmpdir/out" 2> "$tmpdir/err" &
 bt=$!
 cleanup_fn _kill_pid "$bt"
@@ -40,26 +40,46 @@ for i in range(3):
 t nbdsh -u "$on_uri" -c "$client"
 t nbdsh -u "nbd+unix:///?socket=$sock0" -c "$client"
 
-# Connections 2 and 3: 40 rounds each of N reads sent in one write, the
-# replies read before the next round, so each round is one wait.  The
-# 32nd wait sleeps to look: with N = 8 the other seven requests are
-# already in, so the connection rests from then on and rounds 33-40 do
-# not poll; with N = 1 nothing else is in, and polling goes on.
-t /usr/bin/python3 - "$sock" "$abs_top_srcdir/tests/hostile-client.py" <<'PY'
-import importlib.util, sys
+# Connections 2 and 3: rounds of N reads sent in one write, the replies
+# read before the next round, so each round is one wait.  Connection 2
+# sends 8 a round, 40 rounds.  Its 32nd wait sleeps to look, finds the
+# other seven requests already in, and the connection rests from then
+# on: rounds 33-40 do not poll.  Connection 3 goes through four phases
+# (the time each began goes to "marks"):
+#  1. 600 rounds of 1.  Nothing else is ever in, so polling goes on, and
+#     each look that finds the client waiting doubles the gap to the
+#     next (32, 64, 128, then 256 waits): 4 looks, not 18.
+#  2. 200 rounds of 8.  Polled until the next look (wait 736), then it
+#     rests: about 135 polls.
+#  3. 90 rounds of 1.  The rest runs out after 64 and polling resumes,
+#     with the gap back at 32 as the pipelining look left it.
+#  4. 100 rounds of 8.  So the look comes within a few waits, and it
+#     rests again: about 5 polls, where a gap left at 256 would poll
+#     all 100.
+t /usr/bin/python3 - "$sock" "$abs_top_srcdir/tests/hostile-client.py" \
+    "$tmpdir/marks" <<'PY'
+import importlib.util, sys, time
 spec = importlib.util.spec_from_file_location("hostile", sys.argv[2])
 hc = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(hc)
-for n in (8, 1):
-    c = hc.Conn(sys.argv[1]).open()
+def rounds(c, n, count):
     reqs = {i: hc.Req(hc.CMD_READ, 0, 512) for i in range(n)}
-    for r in range(40):
+    for r in range(count):
         c.send(b"".join(c.header(hc.CMD_READ, 0, 512, cookie=i)
                         for i in range(n)))
         for i in range(n):
             rep = c.reply(reqs)
             assert rep.error == 0 and len(rep.data) == 512, rep.error
-    c.disc()
+c = hc.Conn(sys.argv[1]).open()
+rounds(c, 8, 40)
+c.disc()
+c = hc.Conn(sys.argv[1]).open()
+with open(sys.argv[3], "w") as marks:
+    for phase, (n, count) in enumerate([(1, 600), (8, 200), (1, 90),
+                                        (8, 100)], 1):
+        print(phase, time.monotonic_ns(), file=marks)
+        rounds(c, n, count)
+c.disc()
 PY
 sleep 1
 interrupt_tracer "$bt"
@@ -80,11 +100,28 @@ missed="$(awk -v p="$on_pid" '$2 == p && $3 == 1 && $4 == 0' "$tmpdir/polls" |
           wc -l)"
 [ "$missed" -ge 3 ] || fail "$missed windows ran out, expected 3 or more"
 batched="$(awk -v p="$on_pid" '$2 == p && $3 == 2' "$tmpdir/polls" | wc -l)"
-single="$(awk -v p="$on_pid" '$2 == p && $3 == 3' "$tmpdir/polls" | wc -l)"
-echo "8 requests a round: $batched polls; 1 a round: $single polls"
+echo "8 requests a round: $batched polls"
 [ "$batched" -le 33 ] ||
   fail "a client sending 8 at a time was still polled for: $batched polls"
-[ "$single" -ge 36 ] ||
-  fail "a client sending 1 at a time stopped being polled for: $single polls"
+# Connection 3's polls by phase: the last phase begun before each fired.
+awk -v p="$on_pid" 'NR == FNR { start[$1] = $2; next }
+  $2 == p && $3 == 3 {
+    ph = 0
+    for (i = 1; i <= 4; i++) if ($6 >= start[i]) ph = i
+    n[ph]++
+  }
+  END { for (i = 0; i <= 4; i++) print i, n[i] + 0 }' \
+  "$tmpdir/marks" "$tmpdir/polls" > "$tmpdir/phases"
+cat "$tmpdir/phases"
+phase () { awk -v i="$1" '$1 == i { print $2 }' "$tmpdir/phases"; }
+[ "$(phase 0)" -eq 0 ] || fail "connection 3 polled before its first phase"
+[ "$(phase 1)" -ge 590 ] ||
+  fail "a client sending 1 at a time was polled for $(phase 1) of 600 waits"
+[ "$(phase 2)" -ge 100 ] && [ "$(phase 2)" -le 150 ] ||
+  fail "phase 2 (8 a round after 600 of 1): $(phase 2) polls, not 100-150"
+[ "$(phase 3)" -ge 20 ] ||
+  fail "polling did not resume for 1 a round after a rest: $(phase 3) polls"
+[ "$(phase 4)" -le 40 ] ||
+  fail "the pipelining look did not put the gap back: $(phase 4) polls"
 awk -v p="$on_pid" '$2 == p && ($3 < 1 || $3 > 3) { bad = 1 } END { exit bad }' \
   "$tmpdir/polls" || fail "busy_poll carried a connection id other than 1-3"
