@@ -217,14 +217,15 @@ wait_for_input (struct connection *conn)
  * requests in flight does not, and polling would only turn our idle
  * time into CPU time.  So now and then a wait sleeps to look (the
  * POLL_SAMPLE-th at first), as do all waits while the connection
- * rests, and conn_poll_feedback looks at what the sleep brought: a second request already behind the
- * first means the client kept sending while we slept, and the
- * connection rests (sleeps without polling) for its next POLL_REST
- * waits, again and again while that holds.  A look that finds the
- * client waiting doubles the gap to the next, up to POLL_SAMPLE_MAX,
- * so that a client that waits on every reply meets few sleeps (each
- * costs it the wake-up that polling saves); one that keeps sending
- * puts the gap back to POLL_SAMPLE.  Also:
+ * rests, and conn_poll_feedback looks at what the sleep brought: a
+ * second request already behind the first means the client kept
+ * sending while we slept, and the connection rests (sleeps without
+ * polling) for its next POLL_REST waits, again and again while that
+ * holds.  A look that finds the client waiting doubles the gap to the
+ * next, up to POLL_SAMPLE_MAX, so that a client that waits on every
+ * reply meets few sleeps (each costs it the wake-up that polling
+ * saves); one that keeps sending puts the gap back to POLL_SAMPLE.
+ * Also:
  *  - a connection whose windows ran out POLL_MISSES times in a row
  *    rests too: an idle or slow client costs a window now and then;
  *  - each turn of the loop yields the CPU, so a client sharing it runs;
