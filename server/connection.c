@@ -317,6 +317,9 @@ conn_poll_feedback (struct connection *conn, bool more)
     }
     else if (conn->poll_sampled && conn->poll_every < POLL_SAMPLE_MAX)
       conn->poll_every *= 2;
+    if (conn->poll_sampled)
+      NBDKIT_BUSY_POLL_LOOK (conn->id, (int64_t) more,
+                             (uint64_t) conn->poll_every);
     conn->poll_slept = conn->poll_sampled = false;
   }
 }

@@ -117,6 +117,12 @@ provider nbdkit {
    * ran out and the reader sleeps), ns spent. */
   probe busy_poll (uint64_t id, int64_t caught, uint64_t spent_ns);
 
+  /* A wait slept to look at the client (--busy-poll): id, 1 if another
+   * request was already in behind the one read (the client keeps
+   * sending: the connection rests), else 0; polling waits until the
+   * next look (after the rest, for 1). */
+  probe busy_poll_look (uint64_t id, int64_t more, uint64_t gap);
+
   /* ---- layers ---- */
 
   /* A plugin or filter callback is called: id, cookie (0 outside a
