@@ -139,7 +139,7 @@ looks () {
     '$2 == p && $3 == c { printf "%s%d %d", s, $4, $5; s = "," }' \
     "$tmpdir/looks"
 }
-echo "looks: 1: $(looks "$on_pid" 1); 2: $(looks "$on_pid" 2); 3: $(looks "$on_pid" 3)"
+for c in 1 2 3; do echo "connection $c looked: $(looks "$on_pid" $c)"; done
 [ "$(looks "$on_pid" 1)" = "0 64,0 128,0 256" ] ||
   fail "connection 1 looked: $(looks "$on_pid" 1)"
 [ "$(looks "$on_pid" 2)" = "1 32" ] ||
