@@ -39,11 +39,6 @@ rounds=3 runtime=5 quick=0 write_results=0
 build="${BENCH_BUILD:-/tmp/build-bench}"
 cmdline="bench/compare.sh $*"
 
-usage ()
-{
-  sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
-  exit "${1:-0}"
-}
 while [ $# -gt 0 ]; do
   case "$1" in
     --rounds) rounds="$2"; shift 2 ;;
@@ -112,10 +107,7 @@ cleanup ()
   fi
   exit $status
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-trap 'exit 129' HUP
+trap_cleanup
 
 # bounded SECONDS LOG CMD...: run CMD under timeout in the background and
 # wait for it, so that a signal to this script is handled at once (bash

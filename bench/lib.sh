@@ -5,6 +5,24 @@
 # tree.
 
 die () { echo "$0: $*" >&2; exit 1; }
+
+# usage [STATUS]: print the script's header comment (from line 2 to the
+# "set -euo" line) as its help, and exit with STATUS (default 0).
+usage ()
+{
+  sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+  exit "${1:-0}"
+}
+
+# trap_cleanup: run the script's cleanup function on every way out,
+# with the conventional status for a signal.
+trap_cleanup ()
+{
+  trap cleanup EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+  trap 'exit 129' HUP
+}
 note () { echo "# [$SECONDS s] $*" >&2; }   # progress, on stderr
 
 # Stop PID: SIGTERM, then SIGKILL if it is still there after 5 s.

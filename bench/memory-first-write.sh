@@ -37,11 +37,6 @@ build="${BENCH_BUILD:-/work/build-mem}"
 variants=()
 cmdline="bench/memory-first-write.sh $*"
 
-usage ()
-{
-  sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
-  exit "${1:-0}"
-}
 while [ $# -gt 0 ]; do
   case "$1" in
     --rounds) rounds="$2"; shift 2 ;;

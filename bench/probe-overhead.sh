@@ -36,11 +36,6 @@ probes_build="${PROBES_BUILD:-/tmp/build-probes}"
 noprobes_build="${NOPROBES_BUILD:-/tmp/build-noprobes}"
 cmdline="bench/probe-overhead.sh $*"
 
-usage ()
-{
-  sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
-  exit "${1:-0}"
-}
 while [ $# -gt 0 ]; do
   case "$1" in
     --rounds) rounds="$2"; shift 2 ;;
@@ -85,10 +80,7 @@ cleanup ()
   [ -n "${KEEP_WORK:-}" ] && echo "# kept $work" >&2 || rm -rf "$work"
   exit $status
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-trap 'exit 129' HUP
+trap_cleanup
 
 # --- Servers ---------------------------------------------------------------
 
