@@ -1,0 +1,189 @@
+#!/usr/bin/env bash
+# bench/client-ceiling.sh: how close each server comes to the client's
+# own ceiling at 4 KiB QD32, one connection, Unix socket.
+#
+# fio's nbd engine runs one thread per connection, and at 4 KiB QD32
+# that thread can fill a CPU by itself; then no server can make it go
+# faster, and a ratio against a peer says little on its own.  The
+# ceiling is measured with bench/null-responder.c: an NBD server that
+# stores nothing, answers at once and never sleeps, so fio never pays
+# to wake it.  In every round, interleaved: the responder, ours (the
+# memory plugin of --build) and nbdkit (Debian's, if installed), each
+# pre-written with 1 MiB writes, then fio 4 KiB randread and randwrite
+# QD32.  Prints a markdown table of medians with the spread, the
+# server's CPU per request, and each server's share of the ceiling;
+# --write-results also puts it in bench/RESULTS.md as the section
+# "## Client ceiling" (other sections are kept).
+#
+#   bench/client-ceiling.sh [--rounds N] [--runtime SECONDS] [--quick]
+#        [--build DIR] [--write-results]
+#
+# --quick: 1 round of 1 s runs on a 128M export (a smoke test).  The
+# build (default $BENCH_BUILD or /tmp/build-bench) is a configured and
+# built build directory.  Needs cc, fio (ioengine=nbd) and python3.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+export PATH="/usr/bin:$PATH"    # libnbd tools, Debian's python3
+export LC_ALL=C
+
+srcdir="$(cd "$(dirname "$0")/.." && pwd)"
+rounds=5 runtime=4 size=1G write_results=0
+build="${BENCH_BUILD:-/tmp/build-bench}"
+cmdline="bench/client-ceiling.sh $*"
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --rounds) rounds="$2"; shift 2 ;;
+    --runtime) runtime="$2"; shift 2 ;;
+    --quick) rounds=1 runtime=1 size=128M; shift ;;
+    --build) build="$2"; shift 2 ;;
+    --write-results) write_results=1; shift ;;
+    -h|--help) usage 0 ;;
+    *) echo "$0: unknown argument: $1" >&2; usage 2 >&2 ;;
+  esac
+done
+case "$rounds$runtime" in *[!0-9]*)
+  echo "$0: --rounds and --runtime take whole numbers" >&2; exit 2 ;;
+esac
+
+for c in cc fio python3; do
+  command -v "$c" >/dev/null || { echo "$0: $c not found" >&2; exit 77; }
+done
+fio --enghelp=nbd >/dev/null 2>&1 || die "this fio has no nbd ioengine"
+[ -x "$build/server/nbdkit" ] || die "$build is not a built build directory"
+servers=(ceiling ours)
+peer_nbdkit=/usr/bin/nbdkit
+[ -x "$peer_nbdkit" ] && servers+=(nbdkit)
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/client-ceiling.XXXXXX")"
+note "work directory: $work"
+pids=()
+srv_pid=""
+cleanup ()
+{
+  local status=$? p
+  set +e
+  for p in "${pids[@]}" $srv_pid; do kill_pid "$p"; done
+  [ -n "${KEEP_WORK:-}" ] && echo "# kept $work" >&2 || rm -rf "$work"
+  exit $status
+}
+trap_cleanup
+
+cc -O2 -o "$work/null-responder" "$srcdir/bench/null-responder.c" \
+  2>"$work/cc.err" || die "cannot build null-responder: $(cat "$work/cc.err")"
+bytes="$(python3 -c 'import sys
+s = sys.argv[1]; m = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+print(int(s[:-1]) * m[s[-1]] if s[-1] in m else int(s))' "$size")"
+
+# start NAME: the server NAME on $work/NAME.sock; sets srv_pid, uri.
+start ()
+{
+  local name="$1" sock="$work/$1.sock" i cmd
+  rm -f "$sock"
+  case "$name" in
+    ceiling) cmd=("$work/null-responder" "$sock" "$bytes") ;;
+    ours) cmd=(env NBDKIT_PLUGINDIR="$build/plugins"
+               NBDKIT_FILTERDIR="$build/filters"
+               "$build/server/nbdkit" -f -U "$sock" memory "$size") ;;
+    nbdkit) cmd=("$peer_nbdkit" -f -U "$sock" memory "$size") ;;
+  esac
+  "${cmd[@]}" 2>"$work/$name.log" &   # env execs: $! is the server
+  srv_pid=$!
+  for (( i = 0; i < 200; i++ )); do
+    [ -S "$sock" ] && break
+    kill -0 "$srv_pid" 2>/dev/null || die "$name died: $(cat "$work/$name.log")"
+    sleep 0.05
+  done
+  [ -S "$sock" ] || die "$name did not listen within 10 s"
+  note "server $name pid $srv_pid"
+  uri="nbd+unix:///?socket=$sock"
+}
+
+# fio_run RW BS QD OUT: one bounded fio run against $uri.
+fio_run ()
+{
+  bounded $(( runtime + 60 )) "$4.err" \
+    fio --name=bench --ioengine=nbd --uri="$uri" --rw="$1" --bs="$2" \
+      --iodepth="$3" --size="$size" --runtime="$runtime" --time_based \
+      --norandommap --randrepeat=0 --output-format=json --output="$4" ||
+    die "fio $1 failed on $uri: $(tail -3 "$4.err")"
+}
+
+: > "$work/data"
+for (( r = 1; r <= rounds; r++ )); do
+  # Rotate the order each round, so no server always goes first.
+  order=("${servers[@]:r % ${#servers[@]}}" "${servers[@]:0:r % ${#servers[@]}}")
+  for name in "${order[@]}"; do
+    start "$name"
+    bounded $(( 120 )) "$work/fill.err" \
+      fio --name=fill --ioengine=nbd --uri="$uri" --rw=write --bs=1M \
+        --iodepth=8 --size="$size" --output-format=terse ||
+      die "fio fill failed on $name: $(tail -3 "$work/fill.err")"
+    for rw in randread randwrite; do
+      out="$work/$name-$rw-$r.json"
+      t0="$(cpu_ticks "$srv_pid")"
+      fio_run "$rw" 4k 32 "$out"
+      t1="$(cpu_ticks "$srv_pid")"
+      python3 - "$out" "$name" "$rw" $(( t1 - t0 )) "$(getconf CLK_TCK)" \
+        >>"$work/data" <<'PY'
+import json, sys
+path, name, rw, ticks, hz = sys.argv[1:6]
+text = open(path).read()
+job = json.loads(text[text.index("{"):])["jobs"][0]
+d = job["read" if rw == "randread" else "write"]
+ios = d["total_ios"] or 1
+print(name, rw, "%.0f" % d["iops"], "%.2f" % (int(ticks) * 1e6 / int(hz) / ios))
+PY
+      note "round $r $name $rw $(tail -1 "$work/data" | cut -d' ' -f3) IOPS"
+    done
+    kill_pid "$srv_pid"
+    srv_pid=""
+  done
+done
+
+python3 - "$work/data" "$rounds" "$runtime" "$size" "$cmdline" \
+  "$(cd "$srcdir" && git rev-parse --short HEAD 2>/dev/null || echo unknown)" \
+  "$(fio --version)" "$("$peer_nbdkit" --version 2>/dev/null | head -1 || :)" \
+  >"$work/report" <<'PY'
+import statistics, sys, time
+data, rounds, runtime, size, cmdline, head, fio, nbdkit = sys.argv[1:9]
+rows = {}
+for line in open(data):
+    name, rw, iops, cpu = line.split()
+    rows.setdefault((name, rw), []).append((float(iops), float(cpu)))
+med = lambda xs: statistics.median(xs)
+print("## Client ceiling\n")
+print("Date: %s; git HEAD: %s; %s; %s." %
+      (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), head, fio,
+       nbdkit or "nbdkit not installed"))
+print("Rounds: %s, %s s per fio run, %s export, one connection, Unix socket;"
+      " servers interleaved, the order rotating each round.\n" %
+      (rounds, runtime, size))
+print("| server | workload | IOPS median | min–max | CPU µs/req | ÷ ceiling | ÷ nbdkit |")
+print("|---|---|---:|---|---:|---:|---:|")
+names = [n for n in ("ceiling", "ours", "nbdkit") if (n, "randread") in rows]
+for rw in ("randread", "randwrite"):
+    top = med([x[0] for x in rows[("ceiling", rw)]])
+    peer = rows.get(("nbdkit", rw))
+    peer = med([x[0] for x in peer]) if peer else None
+    for n in names:
+        xs = rows[(n, rw)]
+        m = med([x[0] for x in xs])
+        print("| %s | 4K %s QD32 | %.0f | %.0f–%.0f | %.2f | %.3f | %s |" %
+              (n, rw, m, min(x[0] for x in xs), max(x[0] for x in xs),
+               med([x[1] for x in xs]), m / top,
+               "%.3f" % (m / peer) if peer else "n/a"))
+print("""
+ceiling: bench/null-responder.c (zeroes read, writes forgotten, never
+sleeps); ours: the memory plugin; nbdkit: its memory plugin.  CPU
+µs/req: the server's utime+stime over the requests fio counted.
+
+```
+%s
+fio --name=fill --ioengine=nbd --uri=URI --rw=write --bs=1M --iodepth=8 --size=%s
+fio --name=bench --ioengine=nbd --uri=URI --rw=randread|randwrite --bs=4k --iodepth=32 --size=%s --runtime=%s --time_based --norandommap --randrepeat=0 --output-format=json
+```""" % (cmdline, size, size, runtime))
+PY
+cat "$work/report"
+[ "$write_results" -eq 1 ] && write_section "Client ceiling" "$work/report"
+exit 0

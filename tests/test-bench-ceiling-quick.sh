@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# bench/client-ceiling.sh --quick still works, and its null responder
+# speaks NBD as libnbd expects.
+#  1. bench/null-responder.c, built here, against nbdsh: the export's
+#     size, structured replies, zeroes read back (also after a write,
+#     which it forgets), a flush, and 64 reads in flight at once.
+#  2. The bench, one short round against this build (and nbdkit where
+#     installed): a row with numbers and ratios for the ceiling and for
+#     ours, both workloads, and nothing left behind.
+source "$(dirname "$0")/functions.sh"
+requires_cmd cc fio nbdsh
+
+# 1. The responder alone.
+cc -O2 -o "$tmpdir/null-responder" "$abs_top_srcdir/bench/null-responder.c" ||
+  fail "cannot build bench/null-responder.c"
+"$tmpdir/null-responder" "$tmpdir/nr.sock" 1048576 &
+cleanup_fn _kill_pid "$!"
+wait_for 20 -S "$tmpdir/nr.sock" || fail "null-responder did not listen"
+t nbdsh -u "nbd+unix:///?socket=$tmpdir/nr.sock" -c '
+assert h.get_size() == 1048576
+assert h.get_structured_replies_negotiated()
+assert h.pread(4096, 4096) == bytes(4096)
+h.pwrite(b"\xff" * 300000, 0)
+assert h.pread(300000, 0) == bytes(300000)
+h.flush()
+bufs = [nbd.Buffer(4096) for i in range(64)]
+for i, b in enumerate(bufs):
+    h.aio_pread(b, i * 4096)
+while h.aio_in_flight() > 0:
+    h.poll(-1)
+assert all(b.to_bytearray() == bytes(4096) for b in bufs)
+'
+
+# 2. The bench.
+bench="$abs_top_srcdir/bench/client-ceiling.sh"
+[ -x "$bench" ] || fail "$bench is missing or not executable"
+# It loads both cores for a few seconds: run it alone, so that the
+# timing-sensitive tests stay calm and its numbers mean something.
+tracing_lock
+status=0
+TMPDIR="$tmpdir" timeout -k 5 60 "$bench" --quick --build "$abs_top_builddir" \
+  > "$tmpdir/out" 2> "$tmpdir/err" || status=$?
+cat "$tmpdir/out"
+[ "$status" -eq 0 ] || { cat "$tmpdir/err"; fail "bench exited with $status"; }
+grep -qF '| server | workload | IOPS median | min–max | CPU µs/req | ÷ ceiling | ÷ nbdkit |' \
+  "$tmpdir/out" || fail "no table header"
+for rw in randread randwrite; do
+  grep -Eq "^\| ceiling \| 4K $rw QD32 \| [0-9]+ \| [0-9]+–[0-9]+ \| [0-9]+\.[0-9]{2} \| 1\.000 \|" \
+    "$tmpdir/out" || fail "no ceiling row for $rw"
+  grep -Eq "^\| ours \| 4K $rw QD32 \| [1-9][0-9]* \| [0-9]+–[0-9]+ \| [0-9]+\.[0-9]{2} \| [0-9]+\.[0-9]{3} \|" \
+    "$tmpdir/out" || fail "no row of ours with a ratio for $rw"
+done
+# Nothing left behind: the work directory, the servers.
+dir="$(sed -n 's/^# \[[0-9]* s\] work directory: //p' "$tmpdir/err")"
+[ -n "$dir" ] || fail "the bench did not say where it works"
+[ ! -e "$dir" ] || fail "the bench left $dir behind"
+pids="$(sed -n 's/^# \[[0-9]* s\] server [^ ]* pid \([0-9]*\)$/\1/p' "$tmpdir/err")"
+[ -n "$pids" ] || fail "the bench started no server"
+for p in $pids; do
+  ! kill -0 "$p" 2>/dev/null || fail "the bench left server $p running"
+done
