@@ -472,6 +472,21 @@ fail (const char *program, const char *fs, const char *arg)
   exit (EXIT_FAILURE);
 }
 
+/* ARG as a whole number from MIN to MAX, or exit saying MESSAGE (a
+ * format taking ARG as its one %s).
+ */
+static unsigned long
+option_number (const char *program, const char *arg, unsigned long min,
+               unsigned long max, const char *message)
+{
+  char *end;
+  errno = 0;
+  unsigned long n = strtoul (arg, &end, 10);
+  if (errno || *end || end == arg || n < min || n > max)
+    fail (program, message, arg);
+  return n;
+}
+
 int
 main (int argc, char *argv[])
 {
@@ -533,29 +548,19 @@ main (int argc, char *argv[])
     case OPT_TLS_VERIFY_PEER: cfg.tls_verify_peer = true; break;
     case 'i': cfg.ipaddr = optarg; break;
     case 'o': cfg.oldstyle = true; break;
-    case 'p': {
-      unsigned port;
-      char *end;
-      errno = 0;
-      port = strtoul (optarg, &end, 10);
-      if (errno || *end || end == optarg || port > 65535)
-        fail (cfg.program, "-p: \"%s\" is not a valid port number", optarg);
+    case 'p':
+      option_number (cfg.program, optarg, 0, 65535,
+                     "-p: \"%s\" is not a valid port number");
       cfg.port = optarg;
       break;
-    }
     case 'P': cfg.pidfile = optarg; break;
     case 'r': cfg.readonly = true; break;
     case 's': cfg.single = true; break;
-    case 't': {
-      char *end;
-      errno = 0;
-      unsigned long n = strtoul (optarg, &end, 10);
-      if (errno || *end || end == optarg || n < 1 || n > 1024)
-        fail (cfg.program, "-t: \"%s\" is not a thread count from 1 to 1024",
-              optarg);
-      cfg.threads = n;
+    case 't':
+      cfg.threads = option_number (cfg.program, optarg, 1, 1024,
+                                   "-t: \"%s\" is not a thread count from 1 "
+                                   "to 1024");
       break;
-    }
     case 'U':
       if (strcmp (optarg, "-") == 0)
         unix_private = true;
@@ -572,36 +577,24 @@ main (int argc, char *argv[])
       break;
     case OPT_EXIT_WITH_PARENT: cfg.exit_with_parent = true; break;
     case OPT_NO_SR: cfg.no_sr = true; break;
-    case OPT_MAX_CONNECTIONS: {
-      char *end;
-      errno = 0;
-      unsigned long n = strtoul (optarg, &end, 10);
-      if (errno || *end || end == optarg || n < 1 || n > 1000000)
-        fail (cfg.program, "--max-connections: \"%s\" is not a count from "
-              "1 to 1000000", optarg);
-      cfg.max_connections = n;
+    case OPT_MAX_CONNECTIONS:
+      cfg.max_connections =
+        option_number (cfg.program, optarg, 1, 1000000,
+                       "--max-connections: \"%s\" is not a count from 1 "
+                       "to 1000000");
       break;
-    }
-    case OPT_HANDSHAKE_TIMEOUT: {
-      char *end;
-      errno = 0;
-      unsigned long n = strtoul (optarg, &end, 10);
-      if (errno || *end || end == optarg || n > 86400)
-        fail (cfg.program, "--handshake-timeout: \"%s\" is not a number of "
-              "seconds from 0 to 86400", optarg);
-      cfg.handshake_timeout = n;
+    case OPT_HANDSHAKE_TIMEOUT:
+      cfg.handshake_timeout =
+        option_number (cfg.program, optarg, 0, 86400,
+                       "--handshake-timeout: \"%s\" is not a number of "
+                       "seconds from 0 to 86400");
       break;
-    }
-    case OPT_BUSY_POLL: {
-      char *end;
-      errno = 0;
-      unsigned long n = strtoul (optarg, &end, 10);
-      if (errno || *end || end == optarg || n > MAX_BUSY_POLL)
-        fail (cfg.program, "--busy-poll: \"%s\" is not a number of "
-              "microseconds from 0 to 10000", optarg);
-      cfg.busy_poll = n;
+    case OPT_BUSY_POLL:
+      cfg.busy_poll =
+        option_number (cfg.program, optarg, 0, MAX_BUSY_POLL,
+                       "--busy-poll: \"%s\" is not a number of "
+                       "microseconds from 0 to 10000");
       break;
-    }
     case OPT_LOG:
       if (strcmp (optarg, "stderr") && strcmp (optarg, "syslog"))
         fail (cfg.program, "--log: \"%s\" must be stderr or syslog", optarg);

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The numeric options refuse what is not a whole number in their range,
+# each with its own message, and take their bounds.
+source "$(dirname "$0")/functions.sh"
+
+refuse ()
+{
+  local opt="$1" bad="$2" msg="$3"
+  if "$NBDKIT" "$opt" "$bad" memory 1M > "$tmpdir/out" 2>&1; then
+    fail "$opt \"$bad\" was accepted"
+  fi
+  grep -qF -e "$opt: \"$bad\" $msg" "$tmpdir/out" ||
+    { cat "$tmpdir/out"; fail "no range message for $opt \"$bad\""; }
+}
+take ()
+{
+  "$NBDKIT" -U - "$1" "$2" memory 1M --run true ||
+    fail "$1 \"$2\" was refused"
+}
+
+for bad in 0 1025 x -3 "" 4k; do
+  refuse -t "$bad" "is not a thread count from 1 to 1024"
+done
+take -t 1; take -t 1024
+for bad in 0 1000001 x; do
+  refuse --max-connections "$bad" "is not a count from 1 to 1000000"
+done
+take --max-connections 1; take --max-connections 1000000
+for bad in 86401 x 1s; do
+  refuse --handshake-timeout "$bad" "is not a number of seconds from 0 to 86400"
+done
+take --handshake-timeout 0; take --handshake-timeout 86400
+for bad in 65536 x; do
+  refuse -p "$bad" "is not a valid port number"
+done
+take --busy-poll 0; take --busy-poll 10000
