@@ -27,7 +27,7 @@ export PATH="/usr/bin:$PATH"    # libnbd tools, Debian's python3
 export LC_ALL=C
 
 srcdir="$(cd "$(dirname "$0")/.." && pwd)"
-rounds=5 runtime=4 size=1G write_results=0
+rounds=5 runtime=4 size=1G size_mib=1024 write_results=0
 build="${BENCH_BUILD:-/tmp/build-bench}"
 cmdline="bench/client-ceiling.sh $*"
 
@@ -35,16 +35,14 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --rounds) rounds="$2"; shift 2 ;;
     --runtime) runtime="$2"; shift 2 ;;
-    --quick) rounds=1 runtime=1 size=128M; shift ;;
+    --quick) rounds=1 runtime=1 size=128M size_mib=128; shift ;;
     --build) build="$2"; shift 2 ;;
     --write-results) write_results=1; shift ;;
     -h|--help) usage 0 ;;
-    *) echo "$0: unknown argument: $1" >&2; usage 2 >&2 ;;
+    *) unknown_argument "$1" ;;
   esac
 done
-case "$rounds$runtime" in *[!0-9]*)
-  echo "$0: --rounds and --runtime take whole numbers" >&2; exit 2 ;;
-esac
+need_counts --rounds "$rounds" --runtime "$runtime"
 
 for c in cc fio python3; do
   command -v "$c" >/dev/null || { echo "$0: $c not found" >&2; exit 77; }
@@ -69,11 +67,10 @@ cleanup ()
 }
 trap_cleanup
 
-cc -O2 -o "$work/null-responder" "$srcdir/bench/null-responder.c" \
-  2>"$work/cc.err" || die "cannot build null-responder: $(cat "$work/cc.err")"
-bytes="$(python3 -c 'import sys
-s = sys.argv[1]; m = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-print(int(s[:-1]) * m[s[-1]] if s[-1] in m else int(s))' "$size")"
+cc -O2 -I "$srcdir/common" -o "$work/null-responder" \
+  "$srcdir/bench/null-responder.c" 2>"$work/cc.err" ||
+  die "cannot build null-responder: $(cat "$work/cc.err")"
+hz="$(getconf CLK_TCK)"
 
 # start NAME: the server NAME on $work/NAME.sock; sets srv_pid, uri.
 start ()
@@ -81,7 +78,7 @@ start ()
   local name="$1" sock="$work/$1.sock" i cmd
   rm -f "$sock"
   case "$name" in
-    ceiling) cmd=("$work/null-responder" "$sock" "$bytes") ;;
+    ceiling) cmd=("$work/null-responder" "$sock" $(( size_mib << 20 ))) ;;
     ours) cmd=(env NBDKIT_PLUGINDIR="$build/plugins"
                NBDKIT_FILTERDIR="$build/filters"
                "$build/server/nbdkit" -f -U "$sock" memory "$size") ;;
@@ -99,14 +96,14 @@ start ()
   uri="nbd+unix:///?socket=$sock"
 }
 
-# fio_run RW BS QD OUT: one bounded fio run against $uri.
+# fio_run RW OUT: one bounded 4 KiB QD32 fio run against $uri.
 fio_run ()
 {
-  bounded $(( runtime + 60 )) "$4.err" \
-    fio --name=bench --ioengine=nbd --uri="$uri" --rw="$1" --bs="$2" \
-      --iodepth="$3" --size="$size" --runtime="$runtime" --time_based \
-      --norandommap --randrepeat=0 --output-format=json --output="$4" ||
-    die "fio $1 failed on $uri: $(tail -3 "$4.err")"
+  bounded $(( runtime + 60 )) "$2.err" \
+    fio --name=bench --ioengine=nbd --uri="$uri" --rw="$1" --bs=4k \
+      --iodepth=32 --size="$size" --runtime="$runtime" --time_based \
+      --norandommap --randrepeat=0 --output-format=json --output="$2" ||
+    die "fio $1 failed on $uri: $(tail -3 "$2.err")"
 }
 
 : > "$work/data"
@@ -115,16 +112,16 @@ for (( r = 1; r <= rounds; r++ )); do
   order=("${servers[@]:r % ${#servers[@]}}" "${servers[@]:0:r % ${#servers[@]}}")
   for name in "${order[@]}"; do
     start "$name"
-    bounded $(( 120 )) "$work/fill.err" \
+    bounded 120 "$work/fill.err" \
       fio --name=fill --ioengine=nbd --uri="$uri" --rw=write --bs=1M \
         --iodepth=8 --size="$size" --output-format=terse ||
       die "fio fill failed on $name: $(tail -3 "$work/fill.err")"
     for rw in randread randwrite; do
       out="$work/$name-$rw-$r.json"
       t0="$(cpu_ticks "$srv_pid")"
-      fio_run "$rw" 4k 32 "$out"
+      fio_run "$rw" "$out"
       t1="$(cpu_ticks "$srv_pid")"
-      python3 - "$out" "$name" "$rw" $(( t1 - t0 )) "$(getconf CLK_TCK)" \
+      python3 - "$out" "$name" "$rw" $(( t1 - t0 )) "$hz" \
         >>"$work/data" <<'PY'
 import json, sys
 path, name, rw, ticks, hz = sys.argv[1:6]

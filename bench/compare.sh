@@ -47,13 +47,11 @@ while [ $# -gt 0 ]; do
     --build) build="$2"; shift 2 ;;
     --write-results) write_results=1; shift ;;
     -h|--help) usage 0 ;;
-    *) echo "$0: unknown argument: $1" >&2; usage 2 >&2 ;;
+    *) unknown_argument "$1" ;;
   esac
 done
 [ "$quick" -eq 1 ] && rounds=1 runtime=1
-case "$rounds$runtime" in *[!0-9]*|0*)
-  echo "$0: --rounds and --runtime take positive whole numbers" >&2; exit 2 ;;
-esac
+need_counts --rounds "$rounds" --runtime "$runtime"
 build="$(cd "$build" 2>/dev/null && pwd)" || {
   echo "$0: no build directory ${build}" >&2; exit 1; }
 

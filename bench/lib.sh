@@ -14,6 +14,26 @@ usage ()
   exit "${1:-0}"
 }
 
+# unknown_argument ARG: say so, with the help, and exit 2.
+unknown_argument ()
+{
+  echo "$0: unknown argument: $1" >&2
+  usage 2 >&2
+}
+
+# need_counts OPTION VALUE ...: exit 2 unless each VALUE is a whole
+# number from 1 up (OPTION names it in the message).
+need_counts ()
+{
+  while [ $# -gt 1 ]; do
+    case "$2" in ''|*[!0-9]*|0*)
+      echo "$0: $1 takes a whole number from 1 up, not \"$2\"" >&2
+      exit 2 ;;
+    esac
+    shift 2
+  done
+}
+
 # trap_cleanup: run the script's cleanup function on every way out,
 # with the conventional status for a signal.
 trap_cleanup ()

@@ -46,9 +46,10 @@ while [ $# -gt 0 ]; do
     --no-rss) rss=0; shift ;;
     --iops) iops="$2"; shift 2 ;;
     -h|--help) usage 0 ;;
-    *) echo "$0: unknown argument: $1" >&2; usage 2 >&2 ;;
+    *) unknown_argument "$1" ;;
   esac
 done
+need_counts --rounds "$rounds"
 build="$(cd "$build" 2>/dev/null && pwd)" || {
   echo "$0: no build directory $build" >&2; exit 1; }
 [ ${#variants[@]} -eq 0 ] &&

@@ -12,13 +12,15 @@
  * tries, so a client never pays to wake it.  It answers every request
  * in its buffer at once and sends the answers together.  Nothing is
  * checked beyond what keeps it framed: a benchmark tool, not a server.
+ *
+ * Built by the bench with cc -I common (for protocol.h).
  */
 
 #include <endian.h>
 #include <errno.h>
-#include <limits.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,66 +31,22 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "protocol.h"
+
 #define MAX_LEN   (32u * 1024 * 1024)   /* longest read or write served */
 #define IN_SIZE   (256 * 1024)
 #define MAX_IOV   64
 
 static uint64_t export_size;
+static char *zeroes;                    /* MAX_LEN bytes */
 
-static uint16_t
-get16 (const unsigned char *p)
-{
-  uint16_t v;
-  memcpy (&v, p, sizeof v);
-  return be16toh (v);
-}
-
-static uint32_t
-get32 (const unsigned char *p)
-{
-  uint32_t v;
-  memcpy (&v, p, sizeof v);
-  return be32toh (v);
-}
-
-static void
-put16 (char *p, uint16_t v)
-{
-  v = htobe16 (v);
-  memcpy (p, &v, sizeof v);
-}
-
-static void
-put32 (char *p, uint32_t v)
-{
-  v = htobe32 (v);
-  memcpy (p, &v, sizeof v);
-}
-static const char *zeroes;              /* MAX_LEN bytes */
-
-/* Blocking I/O for the handshake and for sending. */
+/* Write (OUT) or read all LEN bytes, blocking: 0, or -1. */
 static int
-send_all (int fd, const void *buf, size_t len)
-{
-  const char *p = buf;
-  while (len > 0) {
-    ssize_t r = send (fd, p, len, MSG_NOSIGNAL);
-    if (r == -1 && errno == EINTR)
-      continue;
-    if (r <= 0)
-      return -1;
-    p += r;
-    len -= r;
-  }
-  return 0;
-}
-
-static int
-recv_all (int fd, void *buf, size_t len)
+xfer (int fd, void *buf, size_t len, bool out)
 {
   char *p = buf;
   while (len > 0) {
-    ssize_t r = recv (fd, p, len, 0);
+    ssize_t r = out ? write (fd, p, len) : read (fd, p, len);
     if (r == -1 && errno == EINTR)
       continue;
     if (r <= 0)
@@ -100,103 +58,93 @@ recv_all (int fd, void *buf, size_t len)
 }
 
 static int
-option_reply (int fd, uint32_t opt, uint32_t type, const void *data,
-              uint32_t len)
+option_reply (int fd, uint32_t opt, uint32_t type, void *data, uint32_t len)
 {
-  struct {
-    uint64_t magic;
-    uint32_t opt, type, len;
-  } __attribute__ ((packed)) h = {
-    htobe64 (0x3e889045565a9ULL), htobe32 (opt), htobe32 (type),
-    htobe32 (len)
+  struct nbd_fixed_new_option_reply h = {
+    htobe64 (NBD_REP_MAGIC), htobe32 (opt), htobe32 (type), htobe32 (len)
   };
-  if (send_all (fd, &h, sizeof h) == -1)
+  if (xfer (fd, &h, sizeof h, true) == -1)
     return -1;
-  return len ? send_all (fd, data, len) : 0;
+  return len ? xfer (fd, data, len, true) : 0;
 }
 
-/* The handshake: 1 when the client is ready for requests (*SR set if
- * it asked for structured replies), 0 when it went away, -1 on
- * nonsense.
+/* The handshake: true when the client is ready for requests (*SR set
+ * if it asked for structured replies), false when it went away or
+ * made no sense.
  */
-static int
-handshake (int fd, int *sr)
+static bool
+handshake (int fd, bool *sr)
 {
   struct {
-    uint64_t magic, opt_magic;
+    uint64_t magic, version;
     uint16_t flags;
-  } __attribute__ ((packed)) hello = {
-    htobe64 (0x4e42444d41474943ULL), htobe64 (0x49484156454f5054ULL),
-    htobe16 (3)                         /* fixed newstyle, no zeroes */
+  } NBD_PACKED hello = {
+    htobe64 (NBD_MAGIC), htobe64 (NBD_NEW_VERSION),
+    htobe16 (NBD_FLAG_FIXED_NEWSTYLE | NBD_FLAG_NO_ZEROES)
   };
   uint32_t cflags;
 
-  if (send_all (fd, &hello, sizeof hello) == -1 ||
-      recv_all (fd, &cflags, sizeof cflags) == -1)
-    return 0;
+  if (xfer (fd, &hello, sizeof hello, true) == -1 ||
+      xfer (fd, &cflags, sizeof cflags, false) == -1)
+    return false;
   for (;;) {
-    struct {
-      uint64_t magic;
-      uint32_t opt, len;
-    } __attribute__ ((packed)) h;
-    char data[4096];
+    struct nbd_new_option h;
+    char data[NBD_MAX_STRING + 64];
 
-    if (recv_all (fd, &h, sizeof h) == -1)
-      return 0;
-    uint32_t opt = be32toh (h.opt), len = be32toh (h.len);
-    if (be64toh (h.magic) != 0x49484156454f5054ULL || len > sizeof data ||
-        recv_all (fd, data, len) == -1)
-      return -1;
+    if (xfer (fd, &h, sizeof h, false) == -1)
+      return false;
+    uint32_t opt = be32toh (h.option), len = be32toh (h.optlen);
+    if (be64toh (h.version) != NBD_NEW_VERSION || len > sizeof data ||
+        xfer (fd, data, len, false) == -1)
+      return false;
     switch (opt) {
-    case 2:                             /* NBD_OPT_ABORT */
-      option_reply (fd, opt, 1, NULL, 0);
-      return 0;
-    case 8:                             /* NBD_OPT_STRUCTURED_REPLY */
-      if (option_reply (fd, opt, 1, NULL, 0) == -1)
-        return 0;
-      *sr = 1;
+    case NBD_OPT_ABORT:
+      option_reply (fd, opt, NBD_REP_ACK, NULL, 0);
+      return false;
+    case NBD_OPT_STRUCTURED_REPLY:
+      if (option_reply (fd, opt, NBD_REP_ACK, NULL, 0) == -1)
+        return false;
+      *sr = true;
       break;
-    case 6:                             /* NBD_OPT_INFO */
-    case 7: {                           /* NBD_OPT_GO */
-      struct {
-        uint16_t type;
-        uint64_t size;
-        uint16_t flags;
-      } __attribute__ ((packed)) info = {
-        0, htobe64 (export_size), htobe16 (1 | 4)  /* has flags, flush */
+    case NBD_OPT_INFO:
+    case NBD_OPT_GO: {
+      struct nbd_info_export info = {
+        htobe16 (NBD_INFO_EXPORT), htobe64 (export_size),
+        htobe16 (NBD_FLAG_HAS_FLAGS | NBD_FLAG_SEND_FLUSH)
       };
-      if (option_reply (fd, opt, 3, &info, sizeof info) == -1 ||
-          option_reply (fd, opt, 1, NULL, 0) == -1)
-        return 0;
-      if (opt == 7)
-        return 1;
+      if (option_reply (fd, opt, NBD_REP_INFO, &info, sizeof info) == -1 ||
+          option_reply (fd, opt, NBD_REP_ACK, NULL, 0) == -1)
+        return false;
+      if (opt == NBD_OPT_GO)
+        return true;
       break;
     }
-    default:                            /* NBD_REP_ERR_UNSUP */
-      if (option_reply (fd, opt, 0x80000001, NULL, 0) == -1)
-        return 0;
+    default:
+      if (option_reply (fd, opt, NBD_REP_ERR_UNSUP, NULL, 0) == -1)
+        return false;
     }
   }
 }
 
-/* Reply headers of the requests answered together, and the pieces
- * that send them.
+/* The replies to the requests answered together: their headers, and
+ * the pieces that send them (headers and the zeroes of reads).
  */
+struct reply {                          /* the largest header */
+  struct nbd_structured_reply h;
+  uint64_t offset;
+} NBD_PACKED;
+
 struct out {
-  char hdr[MAX_IOV * 28];
-  size_t hlen;
+  struct reply hdr[MAX_IOV];            /* one per reply, fewer than iov */
+  int nhdr;
   struct iovec iov[MAX_IOV];
   int n;
 };
 
 static void
-out_piece (struct out *o, const void *p, size_t len)
+out_piece (struct out *o, void *p, size_t len)
 {
-  struct iovec *last = o->n > 0 ? &o->iov[o->n - 1] : NULL;
-  if (last && (char *) last->iov_base + last->iov_len == (const char *) p)
-    last->iov_len += len;
-  else
-    o->iov[o->n++] = (struct iovec) { (void *) p, len };
+  o->iov[o->n++] = (struct iovec) { p, len };
 }
 
 static int
@@ -221,38 +169,37 @@ out_flush (int fd, struct out *o)
       v->iov_len -= r;
     }
   }
-  o->n = 0;
-  o->hlen = 0;
+  o->n = o->nhdr = 0;
   return 0;
 }
 
-/* Answer the request in H: a header (and zeroes for a read) into O. */
+/* Answer REQ (in host order but for the cookie, as it came): a header,
+ * and zeroes for a read, into O.
+ */
 static void
-answer (struct out *o, const unsigned char *h, int structured)
+answer (struct out *o, const struct nbd_request *req, bool structured)
 {
-  uint16_t type = get16 (h + 6);
-  uint32_t len = get32 (h + 24);
-  char *p = o->hdr + o->hlen;
+  struct reply *r = &o->hdr[o->nhdr++];
+  bool is_read = req->type == NBD_CMD_READ;
 
-  if (type == 0 && structured) {        /* one OFFSET_DATA chunk, DONE */
-    put32 (p, 0x668e33ef);
-    put16 (p + 4, 1);
-    put16 (p + 6, 1);
-    memcpy (p + 8, h + 8, 8);           /* cookie */
-    put32 (p + 16, 8 + len);
-    memcpy (p + 20, h + 16, 8);         /* offset */
-    o->hlen += 28;
-    out_piece (o, p, 28);
+  if (is_read && structured) {             /* one OFFSET_DATA chunk, DONE */
+    r->h = (struct nbd_structured_reply) {
+      htobe32 (NBD_STRUCTURED_REPLY_MAGIC), htobe16 (NBD_REPLY_FLAG_DONE),
+      htobe16 (NBD_REPLY_TYPE_OFFSET_DATA), req->cookie,
+      htobe32 (sizeof r->offset + req->count)
+    };
+    r->offset = htobe64 (req->offset);
+    out_piece (o, r, sizeof *r);
   }
   else {                                /* a simple reply, no error */
-    put32 (p, 0x67446698);
-    put32 (p + 4, 0);
-    memcpy (p + 8, h + 8, 8);
-    o->hlen += 16;
-    out_piece (o, p, 16);
+    struct nbd_simple_reply s = {
+      htobe32 (NBD_SIMPLE_REPLY_MAGIC), 0, req->cookie
+    };
+    memcpy (r, &s, sizeof s);
+    out_piece (o, r, sizeof s);
   }
-  if (type == 0 && len > 0)
-    out_piece (o, zeroes, len);
+  if (is_read && req->count > 0)
+    out_piece (o, zeroes, req->count);
 }
 
 /* Serve requests until the client disconnects or breaks framing.  All
@@ -260,12 +207,12 @@ answer (struct out *o, const unsigned char *h, int structured)
  * read, so the buffer always has room for it.
  */
 static void
-serve (int fd, int structured)
+serve (int fd, bool structured)
 {
   static unsigned char in[IN_SIZE];
   size_t have = 0, skip = 0;            /* SKIP: write payload still due */
-  unsigned char write_hdr[28];          /* that write's request, answered
-                                           once its payload is in */
+  struct nbd_request write_req;         /* that write, answered once its
+                                           payload is in */
   struct out o = { .n = 0 };
 
   for (;;) {
@@ -282,7 +229,7 @@ serve (int fd, int structured)
 
     size_t at = 0;
     for (;;) {
-      if ((o.n + 2 > MAX_IOV || o.hlen + 28 > sizeof o.hdr) &&
+      if (o.n + 2 > MAX_IOV &&
           out_flush (fd, &o) == -1)
         return;
       if (skip > 0) {
@@ -291,22 +238,25 @@ serve (int fd, int structured)
         skip -= k;
         if (skip > 0)
           break;
-        answer (&o, write_hdr, structured);
+        answer (&o, &write_req, structured);
       }
-      if (have - at < 28)
+      struct nbd_request req;
+      if (have - at < sizeof req)
         break;
-      const unsigned char *h = in + at;
-      uint16_t type = get16 (h + 6);
-      if (get32 (h) != 0x25609513 || get32 (h + 24) > MAX_LEN ||
-          type == 2)                    /* bad framing, or NBD_CMD_DISC */
+      memcpy (&req, in + at, sizeof req);
+      at += sizeof req;
+      req.type = be16toh (req.type);
+      req.offset = be64toh (req.offset);
+      req.count = be32toh (req.count);
+      if (be32toh (req.magic) != NBD_REQUEST_MAGIC || req.count > MAX_LEN ||
+          req.type == NBD_CMD_DISC)
         return;
-      at += 28;
-      if (type == 1 && get32 (h + 24) > 0) {  /* a write: drop its payload */
-        skip = get32 (h + 24);
-        memcpy (write_hdr, h, sizeof write_hdr);
+      if (req.type == NBD_CMD_WRITE && req.count > 0) {
+        skip = req.count;               /* drop the payload, then answer */
+        write_req = req;
       }
       else
-        answer (&o, h, structured);
+        answer (&o, &req, structured);
     }
     if (o.n > 0 && out_flush (fd, &o) == -1)
       return;
@@ -346,8 +296,8 @@ main (int argc, char *argv[])
       perror ("null-responder: accept");
       return 1;
     }
-    int sr = 0;
-    if (handshake (fd, &sr) == 1)
+    bool sr = false;
+    if (handshake (fd, &sr))
       serve (fd, sr);
     close (fd);
   }

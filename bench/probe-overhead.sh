@@ -46,12 +46,10 @@ while [ $# -gt 0 ]; do
     --no-trace) trace=0; shift ;;
     --write-results) write_results=1; shift ;;
     -h|--help) usage 0 ;;
-    *) echo "$0: unknown argument: $1" >&2; usage 2 >&2 ;;
+    *) unknown_argument "$1" ;;
   esac
 done
-case "$rounds$runtime" in *[!0-9]*)
-  echo "$0: --rounds and --runtime take whole numbers" >&2; exit 2 ;;
-esac
+need_counts --rounds "$rounds" --runtime "$runtime"
 
 
 command -v fio >/dev/null || { echo "$0: fio not found" >&2; exit 77; }

@@ -11,7 +11,8 @@ source "$(dirname "$0")/functions.sh"
 requires_cmd cc fio nbdsh
 
 # 1. The responder alone.
-cc -O2 -o "$tmpdir/null-responder" "$abs_top_srcdir/bench/null-responder.c" ||
+cc -O2 -I "$abs_top_srcdir/common" -o "$tmpdir/null-responder" \
+  "$abs_top_srcdir/bench/null-responder.c" ||
   fail "cannot build bench/null-responder.c"
 "$tmpdir/null-responder" "$tmpdir/nr.sock" 1048576 &
 cleanup_fn _kill_pid "$!"
