@@ -1,19 +1,25 @@
 #!/usr/bin/env bash
 # bench/client-ceiling.sh: how close each server comes to the client's
-# own ceiling at 4 KiB QD32, one connection, Unix socket.
+# own ceiling at 4 KiB QD32, one connection, Unix socket, and how close
+# its CPU per request comes to the kernel's floor.
 #
 # fio's nbd engine runs one thread per connection, and at 4 KiB QD32
 # that thread can fill a CPU by itself; then no server can make it go
 # faster, and a ratio against a peer says little on its own.  The
 # ceiling is measured with bench/null-responder.c: an NBD server that
 # stores nothing, answers at once and never sleeps, so fio never pays
-# to wake it.  In every round, interleaved: the responder, ours (the
-# memory plugin of --build) and nbdkit (Debian's, if installed), each
-# pre-written with 1 MiB writes, then fio 4 KiB randread and randwrite
-# QD32.  Prints a markdown table of medians with the spread, the
-# server's CPU per request, and each server's share of the ceiling;
-# --write-results also puts it in bench/RESULTS.md as the section
-# "## Client ceiling" (other sections are kept).
+# to wake it.  The same responder with --sleep waits in read like any
+# server that does not spin, and the CPU it uses per request is the
+# floor: the kernel's part (receiving, sending, sleeping and waking),
+# which a server that waits in read for each batch of requests cannot
+# go below.  In every round, interleaved: the
+# two responders, ours (the memory plugin of --build) and nbdkit
+# (Debian's, if installed), each pre-written with 1 MiB writes, then
+# fio 4 KiB randread and randwrite QD32.  Prints a markdown table of
+# medians with the spread, the server's CPU per request, each server's
+# share of the ceiling, and its IOPS and CPU per request against
+# nbdkit's; --write-results also puts it in bench/RESULTS.md as the
+# section "## Client ceiling" (other sections are kept).
 #
 #   bench/client-ceiling.sh [--rounds N] [--runtime SECONDS] [--quick]
 #        [--build DIR] [--write-results]
@@ -49,7 +55,7 @@ for c in cc fio python3; do
 done
 fio --enghelp=nbd >/dev/null 2>&1 || die "this fio has no nbd ioengine"
 [ -x "$build/server/nbdkit" ] || die "$build is not a built build directory"
-servers=(ceiling ours)
+servers=(ceiling floor ours)
 peer_nbdkit=/usr/bin/nbdkit
 [ -x "$peer_nbdkit" ] && servers+=(nbdkit)
 
@@ -79,6 +85,8 @@ start ()
   rm -f "$sock"
   case "$name" in
     ceiling) cmd=("$work/null-responder" "$sock" $(( size_mib << 20 ))) ;;
+    floor) cmd=("$work/null-responder" --sleep "$sock"
+                $(( size_mib << 20 ))) ;;
     ours) cmd=(env NBDKIT_PLUGINDIR="$build/plugins"
                NBDKIT_FILTERDIR="$build/filters"
                "$build/server/nbdkit" -f -U "$sock" memory "$size") ;;
@@ -156,24 +164,28 @@ print("Date: %s; git HEAD: %s; %s; %s." %
 print("Rounds: %s, %s s per fio run, %s export, one connection, Unix socket;"
       " servers interleaved, the order rotating each round.\n" %
       (rounds, runtime, size))
-print("| server | workload | IOPS median | min–max | CPU µs/req | ÷ ceiling | ÷ nbdkit |")
-print("|---|---|---:|---|---:|---:|---:|")
-names = [n for n in ("ceiling", "ours", "nbdkit") if (n, "randread") in rows]
+print("| server | workload | IOPS median | min–max | CPU µs/req | ÷ ceiling | IOPS ÷ nbdkit | CPU ÷ nbdkit |")
+print("|---|---|---:|---|---:|---:|---:|---:|")
+names = [n for n in ("ceiling", "floor", "ours", "nbdkit")
+         if (n, "randread") in rows]
 for rw in ("randread", "randwrite"):
     top = med([x[0] for x in rows[("ceiling", rw)]])
     peer = rows.get(("nbdkit", rw))
-    peer = med([x[0] for x in peer]) if peer else None
+    peer = (med([x[0] for x in peer]), med([x[1] for x in peer])) if peer else None
     for n in names:
         xs = rows[(n, rw)]
-        m = med([x[0] for x in xs])
-        print("| %s | 4K %s QD32 | %.0f | %.0f–%.0f | %.2f | %.3f | %s |" %
+        m, cpu = med([x[0] for x in xs]), med([x[1] for x in xs])
+        print("| %s | 4K %s QD32 | %.0f | %.0f–%.0f | %.2f | %.3f | %s | %s |" %
               (n, rw, m, min(x[0] for x in xs), max(x[0] for x in xs),
-               med([x[1] for x in xs]), m / top,
-               "%.3f" % (m / peer) if peer else "n/a"))
+               cpu, m / top,
+               "%.3f" % (m / peer[0]) if peer else "n/a",
+               "%.3f" % (cpu / peer[1]) if peer else "n/a"))
 print("""
 ceiling: bench/null-responder.c (zeroes read, writes forgotten, never
-sleeps); ours: the memory plugin; nbdkit: its memory plugin.  CPU
-µs/req: the server's utime+stime over the requests fio counted.
+sleeps); floor: the same with --sleep (waits in read); ours: the memory
+plugin; nbdkit: its memory plugin.  CPU µs/req: the server's
+utime+stime over the requests fio counted (the ceiling's is a whole
+CPU spent spinning, the floor's the least a server that sleeps costs).
 
 ```
 %s

@@ -1,17 +1,22 @@
 /* bench/null-responder.c: the least an NBD server can cost a client, to
  * measure the client's own ceiling (bench/client-ceiling.sh).
  *
- *   null-responder SOCKET SIZE
+ *   null-responder [--sleep] SOCKET SIZE
  *
  * Listens on the Unix socket SOCKET and serves one connection at a
  * time: an export of SIZE bytes that reads as zeroes and forgets what
  * is written.  It speaks fixed newstyle with structured replies (as
  * libnbd asks), answers NBD_OPT_GO and NBD_OPT_INFO, and refuses every
- * other option.  Its reader never sleeps while a connection is open: it
+ * other option.  It answers every request in its buffer at once and
+ * sends the answers together.  Nothing is checked beyond what keeps it
+ * framed: a benchmark tool, not a server.
+ *
+ * By default its reader never sleeps while a connection is open: it
  * asks the socket for input without waiting, yielding the CPU between
- * tries, so a client never pays to wake it.  It answers every request
- * in its buffer at once and sends the answers together.  Nothing is
- * checked beyond what keeps it framed: a benchmark tool, not a server.
+ * tries, so a client never pays to wake it (the client's ceiling).
+ * With --sleep it waits in read like any server that does not spin:
+ * what it costs per request is the least a server that waits in read
+ * for each batch can cost, nearly all of it the kernel's (the floor).
  *
  * Built by the bench with cc -I common (for protocol.h).
  */
@@ -38,6 +43,7 @@
 #define MAX_IOV   64
 
 static uint64_t export_size;
+static bool sleeping;                   /* --sleep */
 static char *zeroes;                    /* MAX_LEN bytes */
 
 /* Write (OUT) or read all LEN bytes, blocking: 0, or -1. */
@@ -216,7 +222,8 @@ serve (int fd, bool structured)
   struct out o = { .n = 0 };
 
   for (;;) {
-    ssize_t r = recv (fd, in + have, sizeof in - have, MSG_DONTWAIT);
+    ssize_t r = recv (fd, in + have, sizeof in - have,
+                      sleeping ? 0 : MSG_DONTWAIT);
     if (r == 0)
       return;
     if (r == -1) {
@@ -271,8 +278,13 @@ main (int argc, char *argv[])
   struct sockaddr_un sun = { .sun_family = AF_UNIX };
   int lfd;
 
+  if (argc > 1 && strcmp (argv[1], "--sleep") == 0) {
+    sleeping = true;
+    argc--;
+    argv++;
+  }
   if (argc != 3 || strlen (argv[1]) >= sizeof sun.sun_path) {
-    fprintf (stderr, "usage: null-responder SOCKET SIZE\n");
+    fprintf (stderr, "usage: null-responder [--sleep] SOCKET SIZE\n");
     return 2;
   }
   export_size = strtoull (argv[2], NULL, 0);

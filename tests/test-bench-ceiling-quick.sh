@@ -1,23 +1,30 @@
 #!/usr/bin/env bash
 # bench/client-ceiling.sh --quick still works, and its null responder
 # speaks NBD as libnbd expects.
-#  1. bench/null-responder.c, built here, against nbdsh: the export's
-#     size, structured replies, zeroes read back (also after a write,
-#     which it forgets), a flush, and 64 reads in flight at once.
+#  1. bench/null-responder.c, built here, against nbdsh, both as it
+#     spins and with --sleep: the export's size, structured replies,
+#     zeroes read back (also after a write, which it forgets), a flush,
+#     and 64 reads in flight at once.  With --sleep, its reader sleeps
+#     in read while the client is idle.
 #  2. The bench, one short round against this build (and nbdkit where
-#     installed): a row with numbers and ratios for the ceiling and for
-#     ours, both workloads, and nothing left behind.
+#     installed): a row with numbers and ratios for the ceiling, the
+#     floor and ours, both workloads, and nothing left behind.
 source "$(dirname "$0")/functions.sh"
 requires_cmd cc fio nbdsh
 
-# 1. The responder alone.
+# 1. The responder alone, spinning (nr) and sleeping (ns).
 cc -O2 -I "$abs_top_srcdir/common" -o "$tmpdir/null-responder" \
   "$abs_top_srcdir/bench/null-responder.c" ||
   fail "cannot build bench/null-responder.c"
 "$tmpdir/null-responder" "$tmpdir/nr.sock" 1048576 &
 cleanup_fn _kill_pid "$!"
+"$tmpdir/null-responder" --sleep "$tmpdir/ns.sock" 1048576 &
+sleeper=$!
+cleanup_fn _kill_pid "$sleeper"
 wait_for 20 -S "$tmpdir/nr.sock" || fail "null-responder did not listen"
-t nbdsh -u "nbd+unix:///?socket=$tmpdir/nr.sock" -c '
+wait_for 20 -S "$tmpdir/ns.sock" || fail "null-responder --sleep did not listen"
+for sock in nr ns; do
+t nbdsh -u "nbd+unix:///?socket=$tmpdir/$sock.sock" -c '
 assert h.get_size() == 1048576
 assert h.get_structured_replies_negotiated()
 assert h.pread(4096, 4096) == bytes(4096)
@@ -31,6 +38,25 @@ while h.aio_in_flight() > 0:
     h.poll(-1)
 assert all(b.to_bytearray() == bytes(4096) for b in bufs)
 '
+done
+# The sleeper, with a client connected and idle: asleep in the kernel
+# (state S), not spinning.  Its CPU time over a second of that must
+# stay near nothing (a spinning reader would use most of the second).
+export SLEEPER="$sleeper"
+t nbdsh -u "nbd+unix:///?socket=$tmpdir/ns.sock" -c '
+import os, time
+def ticks():
+    f = open("/proc/%s/stat" % os.environ["SLEEPER"]).read()
+    f = f[f.rindex(")") + 2:].split()
+    return f[0], int(f[11]) + int(f[12])
+time.sleep(0.2)
+state, t0 = ticks()
+time.sleep(1)
+state, t1 = ticks()
+print("sleeper: state", state, "ticks", t1 - t0)
+assert state == "S", state
+assert t1 - t0 <= 10, t1 - t0
+'
 
 # 2. The bench.
 bench="$abs_top_srcdir/bench/client-ceiling.sh"
@@ -43,11 +69,13 @@ TMPDIR="$tmpdir" timeout -k 5 60 "$bench" --quick --build "$abs_top_builddir" \
   > "$tmpdir/out" 2> "$tmpdir/err" || status=$?
 cat "$tmpdir/out"
 [ "$status" -eq 0 ] || { cat "$tmpdir/err"; fail "bench exited with $status"; }
-grep -qF '| server | workload | IOPS median | min–max | CPU µs/req | ÷ ceiling | ÷ nbdkit |' \
+grep -qF '| server | workload | IOPS median | min–max | CPU µs/req | ÷ ceiling | IOPS ÷ nbdkit | CPU ÷ nbdkit |' \
   "$tmpdir/out" || fail "no table header"
 for rw in randread randwrite; do
   grep -Eq "^\| ceiling \| 4K $rw QD32 \| [0-9]+ \| [0-9]+–[0-9]+ \| [0-9]+\.[0-9]{2} \| 1\.000 \|" \
     "$tmpdir/out" || fail "no ceiling row for $rw"
+  grep -Eq "^\| floor \| 4K $rw QD32 \| [1-9][0-9]* \| [0-9]+–[0-9]+ \| [0-9]+\.[0-9]{2} \| [0-9]+\.[0-9]{3} \|" \
+    "$tmpdir/out" || fail "no floor row for $rw"
   grep -Eq "^\| ours \| 4K $rw QD32 \| [1-9][0-9]* \| [0-9]+–[0-9]+ \| [0-9]+\.[0-9]{2} \| [0-9]+\.[0-9]{3} \|" \
     "$tmpdir/out" || fail "no row of ours with a ratio for $rw"
 done
