@@ -1,13 +1,16 @@
 /* bench/unix-stream-limit.c: the ceiling a stream socket puts on 1 MiB
  * transfers on this machine, for bench/compare.sh.
  *
- *   unix-stream-limit unix|tcp SECONDS
+ *   unix-stream-limit unix|unix-grown|tcp SECONDS
  *
  * A writer pushes 1 MiB buffers into one stream (a Unix socketpair, or a
  * TCP connection over 127.0.0.1) for SECONDS, a forked reader receives
  * them into a 1 MiB buffer and discards them.  Prints the reader's rate
  * as "MiB/s N".  No NBD, no copying into storage: what a server's 1 MiB
  * sequential read or write can at best approach over that transport.
+ * unix-grown: the writer's send buffer grown as our server grows its
+ * own on a Unix connection (UNIX_SNDBUF in server/sockets.c), the limit
+ * for its reads; plain unix keeps the default, as a client does.
  */
 
 #include <arpa/inet.h>
@@ -23,6 +26,7 @@
 #include <unistd.h>
 
 #define BUF_SIZE (1024 * 1024)
+#define GROWN_SNDBUF (1024 * 1024)      /* as UNIX_SNDBUF */
 
 static double
 now (void)
@@ -45,6 +49,12 @@ stream_pair (const char *kind, int fds[2])
 
   if (strcmp (kind, "unix") == 0)
     return socketpair (AF_UNIX, SOCK_STREAM, 0, fds);
+  if (strcmp (kind, "unix-grown") == 0) {
+    int v = GROWN_SNDBUF;
+    if (socketpair (AF_UNIX, SOCK_STREAM, 0, fds) == -1)
+      return -1;
+    return setsockopt (fds[1], SOL_SOCKET, SO_SNDBUF, &v, sizeof v);
+  }
   if (strcmp (kind, "tcp") != 0) {
     errno = EINVAL;
     return -1;
@@ -128,7 +138,7 @@ main (int argc, char *argv[])
   pid_t pid;
 
   if (argc != 3 || (seconds = atof (argv[2])) <= 0) {
-    fprintf (stderr, "usage: %s unix|tcp SECONDS\n", argv[0]);
+    fprintf (stderr, "usage: %s unix|unix-grown|tcp SECONDS\n", argv[0]);
     exit (2);
   }
   if (stream_pair (argv[1], fds) == -1) {

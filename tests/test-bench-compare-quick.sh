@@ -2,7 +2,8 @@
 # bench/compare.sh --quick still works: one short round against this
 # build and whichever peers are installed, within 60 s, printing a table
 # per transport with our rows (4 KiB random read, 1 MiB sequential read)
-# carrying numbers, and leaving no server or file behind.
+# carrying numbers, the stream limits, and leaving no server or file
+# behind.
 source "$(dirname "$0")/functions.sh"
 requires_cmd fio
 
@@ -29,6 +30,15 @@ for wl in "4K randread QD32 \| [0-9.]+ IOPS" "1M seqread QD8 \| [0-9.]+ MiB/s"; 
         "$tmpdir/out" || :)"
   [ "$n" -eq 2 ] || fail "expected 2 rows of ours with numbers for '$wl', got $n"
 done
+# The limits: plain unix, unix-grown (the send buffer ours grows) and
+# tcp; our Unix 1 MiB reads are measured against unix-grown, with
+# their share of plain unix beside it.
+for tr in unix unix-grown tcp; do
+  grep -Eq "^\| $tr \| [0-9]+ \| [0-9.]+–[0-9.]+ \|$" "$tmpdir/out" ||
+    fail "no limit row for $tr"
+done
+grep -Eq "^\| ours \| 1M seqread QD8 \| .* \| [0-9]+% \([0-9]+% of unix\) \|$" \
+  "$tmpdir/out" || fail "our Unix 1M seqread is not against unix-grown"
 # Nothing left behind: work directories, backing files, servers.
 dirs="$(sed -n 's/^# \[[0-9]* s\] work directories: //p' "$tmpdir/err")"
 [ -n "$dirs" ] || fail "the bench did not say where it works"
