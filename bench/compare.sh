@@ -113,11 +113,6 @@ trap_cleanup
 # runs traps only between foreground commands) and kills it too.
 # --- Servers ---------------------------------------------------------------
 
-free_port ()
-{
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
 # The exact command lines, for the report (SOCK, PORT, FILE, PIDFILE).
 declare -A srv_cmd=(
   [ours]="BUILD/nbdkit -f -U SOCK|-i 127.0.0.1 -p PORT -P PIDFILE [-t N] memory $size"

@@ -45,6 +45,12 @@ trap_cleanup ()
 }
 note () { echo "# [$SECONDS s] $*" >&2; }   # progress, on stderr
 
+# free_port: a TCP port on 127.0.0.1 that is free right now.
+free_port ()
+{
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
 # Stop PID: SIGTERM, then SIGKILL if it is still there after 5 s.
 kill_pid ()
 {

@@ -1,10 +1,10 @@
 /* bench/null-responder.c: the least an NBD server can cost a client, to
  * measure the client's own ceiling (bench/client-ceiling.sh).
  *
- *   null-responder [--sleep] SOCKET SIZE
+ *   null-responder [--sleep] SOCKET|PORT SIZE
  *
- * Listens on the Unix socket SOCKET and serves one connection at a
- * time: an export of SIZE bytes that reads as zeroes and forgets what
+ * Listens on the Unix socket SOCKET, or on TCP port PORT (all digits)
+ * of 127.0.0.1, and serves one connection at a time: an export of SIZE bytes that reads as zeroes and forgets what
  * is written.  It speaks fixed newstyle with structured replies (as
  * libnbd asks), answers NBD_OPT_GO and NBD_OPT_INFO, and refuses every
  * other option.  It answers every request in its buffer at once and
@@ -23,6 +23,8 @@
 
 #include <endian.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -272,19 +274,57 @@ serve (int fd, bool structured)
   }
 }
 
+/* Listen on WHERE: a TCP port of 127.0.0.1 if it is all digits, else
+ * a Unix socket path.  Returns the listening socket, or -1.
+ */
+static int
+listen_on (const char *where)
+{
+  struct sockaddr_un sun = { .sun_family = AF_UNIX };
+  struct sockaddr_in sin = { .sin_family = AF_INET };
+  struct sockaddr *addr = (struct sockaddr *) &sun;
+  socklen_t len = sizeof sun;
+  int one = 1, fd;
+
+  if (where[strspn (where, "0123456789")] == '\0') {
+    unsigned long port = strtoul (where, NULL, 10);
+    if (port == 0 || port > 65535) {
+      errno = EINVAL;
+      return -1;
+    }
+    sin.sin_addr.s_addr = htonl (INADDR_LOOPBACK);
+    sin.sin_port = htons (port);
+    addr = (struct sockaddr *) &sin;
+    len = sizeof sin;
+  }
+  else {
+    if (strlen (where) >= sizeof sun.sun_path) {
+      errno = ENAMETOOLONG;
+      return -1;
+    }
+    strcpy (sun.sun_path, where);
+    unlink (where);
+  }
+  fd = socket (addr->sa_family, SOCK_STREAM, 0);
+  if (fd == -1 ||
+      setsockopt (fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) == -1 ||
+      bind (fd, addr, len) == -1 || listen (fd, 4) == -1)
+    return -1;
+  return fd;
+}
+
 int
 main (int argc, char *argv[])
 {
-  struct sockaddr_un sun = { .sun_family = AF_UNIX };
-  int lfd;
+  int lfd, one = 1;
 
   if (argc > 1 && strcmp (argv[1], "--sleep") == 0) {
     sleeping = true;
     argc--;
     argv++;
   }
-  if (argc != 3 || strlen (argv[1]) >= sizeof sun.sun_path) {
-    fprintf (stderr, "usage: null-responder [--sleep] SOCKET SIZE\n");
+  if (argc != 3) {
+    fprintf (stderr, "usage: null-responder [--sleep] SOCKET|PORT SIZE\n");
     return 2;
   }
   export_size = strtoull (argv[2], NULL, 0);
@@ -292,11 +332,8 @@ main (int argc, char *argv[])
   if (!zeroes)
     return 1;
   signal (SIGPIPE, SIG_IGN);
-  strcpy (sun.sun_path, argv[1]);
-  unlink (argv[1]);
-  lfd = socket (AF_UNIX, SOCK_STREAM, 0);
-  if (lfd == -1 || bind (lfd, (struct sockaddr *) &sun, sizeof sun) == -1 ||
-      listen (lfd, 4) == -1) {
+  lfd = listen_on (argv[1]);
+  if (lfd == -1) {
     perror ("null-responder");
     return 1;
   }
@@ -308,6 +345,8 @@ main (int argc, char *argv[])
       perror ("null-responder: accept");
       return 1;
     }
+    /* As servers do over TCP; a Unix socket refuses it, harmlessly. */
+    setsockopt (fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     bool sr = false;
     if (handshake (fd, &sr))
       serve (fd, sr);

@@ -4,11 +4,12 @@
 #  1. bench/null-responder.c, built here, against nbdsh, both as it
 #     spins and with --sleep: the export's size, structured replies,
 #     zeroes read back (also after a write, which it forgets), a flush,
-#     and 64 reads in flight at once.  With --sleep, its reader sleeps
-#     in read while the client is idle.
+#     and 64 reads in flight at once; over TCP on a port too.  With
+#     --sleep, its reader sleeps in read while the client is idle.
 #  2. The bench, one short round against this build (and nbdkit where
-#     installed): a row with numbers and ratios for the ceiling, the
-#     floor and ours, both workloads, and nothing left behind.
+#     installed), over Unix and with --tcp: its title, a row with
+#     numbers and ratios for the ceiling, the floor and ours, both
+#     workloads, and nothing left behind.
 source "$(dirname "$0")/functions.sh"
 requires_cmd cc fio nbdsh
 
@@ -39,6 +40,21 @@ while h.aio_in_flight() > 0:
 assert all(b.to_bytearray() == bytes(4096) for b in bufs)
 '
 done
+# Over TCP, on a free port of 127.0.0.1.
+port="$(free_port)"
+"$tmpdir/null-responder" --sleep "$port" 1048576 &
+cleanup_fn _kill_pid "$!"
+for (( i = 0; i < 200; i++ )); do
+  (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+  sleep 0.1
+done
+(exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null ||
+  fail "null-responder did not listen on port $port"
+t nbdsh -u "nbd://127.0.0.1:$port" -c '
+assert h.get_size() == 1048576
+h.pwrite(b"\x01" * 8192, 4096)
+assert h.pread(8192, 4096) == bytes(8192)
+'
 # The sleeper, with a client connected and idle: asleep in the kernel
 # (state S), not spinning.  Its CPU time over a second of that must
 # stay near nothing (a spinning reader would use most of the second).
@@ -58,33 +74,42 @@ assert state == "S", state
 assert t1 - t0 <= 10, t1 - t0
 '
 
-# 2. The bench.
+# 2. The bench, over Unix and (--tcp) over TCP.
 bench="$abs_top_srcdir/bench/client-ceiling.sh"
 [ -x "$bench" ] || fail "$bench is missing or not executable"
 # It loads both cores for a few seconds: run it alone, so that the
 # timing-sensitive tests stay calm and its numbers mean something.
 tracing_lock
-status=0
-TMPDIR="$tmpdir" timeout -k 5 60 "$bench" --quick --build "$abs_top_builddir" \
-  > "$tmpdir/out" 2> "$tmpdir/err" || status=$?
-cat "$tmpdir/out"
-[ "$status" -eq 0 ] || { cat "$tmpdir/err"; fail "bench exited with $status"; }
-grep -qF '| server | workload | IOPS median | min–max | CPU µs/req | ÷ ceiling | IOPS ÷ nbdkit | CPU ÷ nbdkit |' \
-  "$tmpdir/out" || fail "no table header"
-for rw in randread randwrite; do
-  grep -Eq "^\| ceiling \| 4K $rw QD32 \| [0-9]+ \| [0-9]+–[0-9]+ \| [0-9]+\.[0-9]{2} \| 1\.000 \|" \
-    "$tmpdir/out" || fail "no ceiling row for $rw"
-  grep -Eq "^\| floor \| 4K $rw QD32 \| [1-9][0-9]* \| [0-9]+–[0-9]+ \| [0-9]+\.[0-9]{2} \| [0-9]+\.[0-9]{3} \|" \
-    "$tmpdir/out" || fail "no floor row for $rw"
-  grep -Eq "^\| ours \| 4K $rw QD32 \| [1-9][0-9]* \| [0-9]+–[0-9]+ \| [0-9]+\.[0-9]{2} \| [0-9]+\.[0-9]{3} \|" \
-    "$tmpdir/out" || fail "no row of ours with a ratio for $rw"
-done
-# Nothing left behind: the work directory, the servers.
-dir="$(sed -n 's/^# \[[0-9]* s\] work directory: //p' "$tmpdir/err")"
-[ -n "$dir" ] || fail "the bench did not say where it works"
-[ ! -e "$dir" ] || fail "the bench left $dir behind"
-pids="$(sed -n 's/^# \[[0-9]* s\] server [^ ]* pid \([0-9]*\)$/\1/p' "$tmpdir/err")"
-[ -n "$pids" ] || fail "the bench started no server"
-for p in $pids; do
-  ! kill -0 "$p" 2>/dev/null || fail "the bench left server $p running"
+for tr in unix tcp; do
+  opts=(--quick --build "$abs_top_builddir")
+  title="## Client ceiling"
+  if [ "$tr" = tcp ]; then
+    opts+=(--tcp)
+    title="## Client ceiling, TCP"
+  fi
+  status=0
+  TMPDIR="$tmpdir" timeout -k 5 60 "$bench" "${opts[@]}" \
+    > "$tmpdir/out" 2> "$tmpdir/err" || status=$?
+  cat "$tmpdir/out"
+  [ "$status" -eq 0 ] || { cat "$tmpdir/err"; fail "bench ($tr) exited with $status"; }
+  grep -qx "$title" "$tmpdir/out" || fail "no title \"$title\""
+  grep -qF '| server | workload | IOPS median | min–max | CPU µs/req | ÷ ceiling | IOPS ÷ nbdkit | CPU ÷ nbdkit |' \
+    "$tmpdir/out" || fail "no table header ($tr)"
+  for rw in randread randwrite; do
+    grep -Eq "^\| ceiling \| 4K $rw QD32 \| [0-9]+ \| [0-9]+–[0-9]+ \| [0-9]+\.[0-9]{2} \| 1\.000 \|" \
+      "$tmpdir/out" || fail "no ceiling row for $rw ($tr)"
+    grep -Eq "^\| floor \| 4K $rw QD32 \| [1-9][0-9]* \| [0-9]+–[0-9]+ \| [0-9]+\.[0-9]{2} \| [0-9]+\.[0-9]{3} \|" \
+      "$tmpdir/out" || fail "no floor row for $rw ($tr)"
+    grep -Eq "^\| ours \| 4K $rw QD32 \| [1-9][0-9]* \| [0-9]+–[0-9]+ \| [0-9]+\.[0-9]{2} \| [0-9]+\.[0-9]{3} \|" \
+      "$tmpdir/out" || fail "no row of ours with a ratio for $rw ($tr)"
+  done
+  # Nothing left behind: the work directory, the servers.
+  dir="$(sed -n 's/^# \[[0-9]* s\] work directory: //p' "$tmpdir/err")"
+  [ -n "$dir" ] || fail "the bench did not say where it works"
+  [ ! -e "$dir" ] || fail "the bench left $dir behind"
+  pids="$(sed -n 's/^# \[[0-9]* s\] server [^ ]* pid \([0-9]*\)$/\1/p' "$tmpdir/err")"
+  [ -n "$pids" ] || fail "the bench started no server"
+  for p in $pids; do
+    ! kill -0 "$p" 2>/dev/null || fail "the bench left server $p running"
+  done
 done
