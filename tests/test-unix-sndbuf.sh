@@ -5,9 +5,10 @@
 # net.core.wmem_max), so that a large reply is not cut into pieces of
 # the default 208 KiB; a TCP socket's is left to the kernel's own
 # tuning (a size set by the server would be twice wmem_max's, or 2
-# MiB, and fixed).  1 MiB reads with 8 in flight come back right.
+# MiB, and fixed).  Also for a Unix socket from socket activation.
+# 1 MiB reads with 8 in flight come back right.
 source "$(dirname "$0")/functions.sh"
-requires_cmd nbdsh ss
+requires_cmd nbdsh ss systemd-socket-activate
 
 wmem_max="$(cat /proc/sys/net/core/wmem_max)"
 want=$(( 2 * (wmem_max < 1048576 ? wmem_max : 1048576) ))
@@ -45,6 +46,19 @@ start_server memory 4M
 look x
 [ "$(cat "$tmpdir/tb")" = "$want" ] ||
   fail "Unix send buffer $(cat "$tmpdir/tb"), want $want"
+stop_server
+
+# The same for a Unix socket handed over by socket activation.
+sock="$tmpdir/activated.sock"
+systemd-socket-activate -l "$sock" \
+  "$NBDKIT" -f --exit-with-parent memory 4M > "$tmpdir/log" 2>&1 &
+server_pid=$!
+cleanup_fn _kill_pid "$server_pid"
+wait_for 10 -S "$sock" || fail "systemd-socket-activate did not listen"
+uri="nbd+unix:///?socket=$sock"
+look x
+[ "$(cat "$tmpdir/tb")" = "$want" ] ||
+  fail "activated Unix send buffer $(cat "$tmpdir/tb"), want $want"
 stop_server
 
 start_tcp_server memory 4M
