@@ -257,7 +257,7 @@ extern struct layer *filter_load (const char *name, struct layer *next);
 extern char *layer_find_so (const char *type, const char *name,
                             bool *by_path);
 
-/* ---- connections (connection.c, handshake.c, transmission.c) ---- */
+/* ---- connections (connection.c, handshake.c, transmission.h) ---- */
 
 struct connection {
   uint64_t id;                  /* never reused */
@@ -347,7 +347,10 @@ extern int conn_poll_input (struct connection *conn, int ms);
 extern int hs_negotiate (struct connection *conn);
 extern const char *hs_option_name (uint32_t option);
 
-/* transmission.c: serves requests until the connection ends. */
+/* The transmission phase (transmission.h lists its files).  workers.c:
+ * serves requests until the connection ends.  request.c: a command's
+ * name, for probes and messages.
+ */
 extern void tx_serve (struct connection *conn);
 extern const char *tx_command_name (uint16_t cmd);
 

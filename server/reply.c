@@ -1,0 +1,369 @@
+/* nbdkit server: answering requests.  tx_send_reply encodes the reply
+ * to one request (simple, structured or extended, as negotiated) and
+ * sends it with one sendmsg under the connection's write lock, or holds
+ * it back in the worker's out buffer to go with the next replies while
+ * the client is still sending.  Two reads go out without a copy through
+ * the worker's buffer: one the plugin mapped in place (send_mapped, the
+ * write lock already taken by run()), and one it pointed at in a file
+ * (send_fd, with sendfile).  The reply_send probe fires here.
+ */
+#include <config.h>
+
+#include <endian.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <string.h>
+#include <sys/sendfile.h>
+
+#include "internal.h"
+#include "protocol.h"
+#include "transmission.h"
+
+static int
+nbd_errno (int err)
+{
+  switch (err) {
+  case 0: return NBD_SUCCESS;
+  case EROFS:
+  case EPERM: return NBD_EPERM;
+  case EIO: return NBD_EIO;
+  case ENOMEM: return NBD_ENOMEM;
+  case EINVAL: return NBD_EINVAL;
+#ifdef EDQUOT
+  case EDQUOT:
+#endif
+  case EFBIG:
+  case ENOSPC: return NBD_ENOSPC;
+  case EOVERFLOW: return NBD_EOVERFLOW;
+#if EOPNOTSUPP != ENOTSUP
+  case EOPNOTSUPP:
+#endif
+  case ENOTSUP: return NBD_ENOTSUP;
+  case ESHUTDOWN: return NBD_ESHUTDOWN;
+  default: return NBD_EINVAL;   /* no NBD word for it: as nbdkit does */
+  }
+}
+
+/* A layer's errno as the reply may carry it: the spec reserves
+ * EOVERFLOW for reads with DF and ENOTSUP for fast zeroes, so a plugin
+ * failing with either elsewhere gets EINVAL, as in nbdkit.  (Errors the
+ * edge chooses itself, from validate, go out as they are.)
+ */
+int
+tx_layer_error_for_reply (int err, uint16_t nbd_flags)
+{
+  if (err == EOVERFLOW && !(nbd_flags & NBD_CMD_FLAG_DF))
+    return EINVAL;
+  if ((err == ENOTSUP || err == EOPNOTSUPP) &&
+      !(nbd_flags & NBD_CMD_FLAG_FAST_ZERO))
+    return EINVAL;
+  return err;
+}
+
+static void
+fire_reply_send (struct connection *conn, const struct request *req,
+                 const struct iovec *iov, int n, const void *simple)
+{
+  uint64_t bytes = 0;
+  for (int i = 0; i < n; i++)
+    bytes += iov[i].iov_len;
+  NBDKIT_REPLY_SEND (conn->id, req->cookie,
+                     conn->extended ? "extended"
+                     : iov[0].iov_base == simple ? "simple"
+                     : "structured", bytes, probe_u64 (1));
+}
+
+/* Send the replies held back in w->out, then IOV, in one sendmsg. */
+int
+tx_flush_replies (struct connection *conn, struct worker *w,
+                  const struct iovec *iov, int n)
+{
+  struct iovec v[8];
+  int k = 0;
+  if (w->out_len)
+    v[k++] = (struct iovec) { w->out, w->out_len };
+  for (int i = 0; i < n; i++)
+    v[k++] = iov[i];
+  w->out_len = 0;
+  if (k == 0)
+    return 0;
+  LOCK_FOR_SCOPE (&conn->write_lock);
+  return conn_sendv (conn, v, k);
+}
+
+/* Copy a reply into w->out.  Returns false if it does not fit. */
+static bool
+hold_reply (struct worker *w, const struct iovec *iov, int n)
+{
+  size_t len = 0;
+  for (int i = 0; i < n; i++)
+    len += iov[i].iov_len;
+  if (len > MAX_HELD_REPLY || w->out_len + len > MAX_HELD_REPLIES)
+    return false;
+  if (w->out_len + len > w->out_cap) {
+    size_t cap = w->out_cap ? w->out_cap : 65536;
+    while (cap < w->out_len + len)
+      cap *= 2;
+    char *o = realloc (w->out, cap);
+    if (!o)
+      return false;
+    w->out = o;
+    w->out_cap = cap;
+  }
+  for (int i = 0; i < n; i++) {
+    memcpy (w->out + w->out_len, iov[i].iov_base, iov[i].iov_len);
+    w->out_len += iov[i].iov_len;
+  }
+  return true;
+}
+
+/* Send the reply to a read mapped in place: the held replies, the
+ * header HDR (NH pieces) and, with DATA, the mapped pieces, with the
+ * write lock run() took.  Whatever the socket does not take at once is
+ * copied into the worker's buffer (run() made sure it has room), so
+ * the plugin's memory is let go before anything waits on the client;
+ * then the rest goes out and the write lock is let go.
+ */
+static int
+send_mapped (struct connection *conn, struct worker *w,
+             const struct request *req, const struct iovec *hdr, int nh,
+             bool data, const void *simple)
+{
+  struct iovec *v = w->zc_iov + ZC_HEAD - nh;
+  int cnt = nh + (data ? w->zc_n : 0);
+  size_t left = 0;
+  int ret = 0;
+
+  memcpy (v, hdr, nh * sizeof *v);
+  if (NBDKIT_REPLY_SEND_ENABLED ())
+    fire_reply_send (conn, req, v, cnt, simple);
+  if (w->out_len) {
+    *--v = (struct iovec) { w->out, w->out_len };
+    cnt++;
+  }
+  for (int i = 0; i < cnt; i++)
+    left += v[i].iov_len;
+
+  while (left > 0) {
+    ssize_t r = conn_sendv_nowait (conn, v, cnt > IOV_MAX ? IOV_MAX : cnt);
+    if (r <= 0) {
+      ret = r;
+      break;
+    }
+    left -= r;
+    iov_advance (&v, &cnt, r);
+  }
+
+  if (ret == 0 && left > w->cap) {
+    errno = ENOMEM;             /* cannot happen: run() made room */
+    ret = -1;
+  }
+  if (ret == 0) {
+    char *p = w->buf;
+    for (int i = 0; i < cnt; i++) {
+      memcpy (p, v[i].iov_base, v[i].iov_len);
+      p += v[i].iov_len;
+    }
+  }
+  layer_unmap_read (conn->top);
+  w->zc_mapped = false;
+  w->out_len = 0;
+  if (ret == 0 && left > 0)
+    ret = conn_send (conn, w->buf, left);
+  pthread_mutex_unlock (&conn->write_lock);
+  return ret;
+}
+
+/* Send the reply to a read the plugin pointed at in a file: the held
+ * replies and the header HDR (NH pieces), then the file's bytes with
+ * sendfile, which hands the page cache's pages to the socket with no
+ * copy through this process.  After the header, any failure leaves the
+ * connection's framing broken: -1, and the caller closes it.
+ */
+static int
+send_fd (struct connection *conn, struct worker *w,
+         const struct request *req, const struct iovec *hdr, int nh,
+         const void *simple)
+{
+  struct iovec v[8];
+  int k = 0;
+
+  w->fd_pending = false;
+  LOCK_FOR_SCOPE (&conn->write_lock);
+  /* Under the write lock, so that the probe fires in wire order. */
+  if (NBDKIT_REPLY_SEND_ENABLED ()) {
+    memcpy (v, hdr, nh * sizeof *v);
+    v[nh] = (struct iovec) { NULL, req->count };
+    fire_reply_send (conn, req, v, nh + 1, simple);
+  }
+  if (w->out_len)
+    v[k++] = (struct iovec) { w->out, w->out_len };
+  for (int i = 0; i < nh; i++)
+    v[k++] = hdr[i];
+  w->out_len = 0;
+  if (conn_sendv (conn, v, k) == -1)
+    return -1;
+  off_t off = w->fd_offset;
+  size_t left = req->count;
+  while (left > 0) {
+    ssize_t r = sendfile (conn->sockout, w->fd, &off, left);
+    if (r == -1 && errno == EINTR)
+      continue;
+    if (r == -1 && left == req->count &&
+        (errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP)) {
+      /* This file cannot be spliced: the plugin reads it, now and from
+       * now on.  The header is out, so a failure can only close.
+       */
+      int err;
+      w->fd_read = false;
+      if (!tx_grow (w, left) ||
+          layer_pread (conn->top, w->buf, left, req->offset, 0, &err) == -1)
+        return -1;
+      return conn_send (conn, w->buf, left);
+    }
+    if (r == -1)
+      return -1;
+    if (r == 0)
+      goto short_file;
+    conn->bytes_out += r;
+    left -= r;
+  }
+  return 0;
+
+ short_file:
+  nbdkit_error ("read at %" PRIu64 ": the file ended %zu bytes early "
+                "(did it shrink?); closing the connection",
+                req->offset + (req->count - left), left);
+  errno = EIO;
+  return -1;
+}
+
+/* Send (or, with HOLD, hold back) the reply to REQ. */
+int
+tx_send_reply (struct connection *conn, struct worker *w,
+               const struct request *req, int err, int ndesc, bool hold)
+{
+  struct iovec iov[4];
+  int n = 0;
+  uint32_t nerr = nbd_errno (err);
+  bool data = err == 0 && req->type == NBD_CMD_READ;
+  /* Read data goes out from w->buf unless it is mapped or in a file. */
+  bool data_in_buf = data && !w->zc_mapped && !w->fd_pending;
+  bool bs = err == 0 && req->type == NBD_CMD_BLOCK_STATUS;
+
+  struct nbd_simple_reply simple;
+  struct nbd_structured_reply sr;
+  struct nbd_extended_reply er;
+  uint64_t be_offset;
+  struct nbd_structured_error se;
+  uint32_t bs_head[2];
+
+  /* Simple reply: no structured replies, or a non-data reply. */
+  if (!conn->extended &&
+      (!conn->structured || (req->type != NBD_CMD_READ &&
+                             req->type != NBD_CMD_BLOCK_STATUS))) {
+    simple.magic = htobe32 (NBD_SIMPLE_REPLY_MAGIC);
+    simple.error = htobe32 (nerr);
+    simple.cookie = htobe64 (req->cookie);
+    iov[n++] = (struct iovec) { &simple, sizeof simple };
+    if (data_in_buf)
+      iov[n++] = (struct iovec) { w->buf, req->count };
+  }
+  else {
+    uint16_t type;
+    uint64_t len;
+    if (err) {
+      type = NBD_REPLY_TYPE_ERROR;
+      se.error = htobe32 (nerr);
+      se.len = 0;
+      len = sizeof se;
+    }
+    else if (data) {
+      type = NBD_REPLY_TYPE_OFFSET_DATA;
+      be_offset = htobe64 (req->offset);
+      len = 8 + req->count;
+    }
+    else if (bs) {
+      type = conn->extended ? NBD_REPLY_TYPE_BLOCK_STATUS_EXT
+                            : NBD_REPLY_TYPE_BLOCK_STATUS;
+      len = conn->extended ? 8 + 16 * (uint64_t) ndesc
+                           : 4 + 8 * (uint64_t) ndesc;
+    }
+    else {
+      type = NBD_REPLY_TYPE_NONE;
+      len = 0;
+    }
+    if (conn->extended) {
+      er.magic = htobe32 (NBD_EXTENDED_REPLY_MAGIC);
+      er.flags = htobe16 (NBD_REPLY_FLAG_DONE);
+      er.type = htobe16 (type);
+      er.cookie = htobe64 (req->cookie);
+      er.offset = htobe64 (req->offset);
+      er.length = htobe64 (len);
+      iov[n++] = (struct iovec) { &er, sizeof er };
+    }
+    else {
+      sr.magic = htobe32 (NBD_STRUCTURED_REPLY_MAGIC);
+      sr.flags = htobe16 (NBD_REPLY_FLAG_DONE);
+      sr.type = htobe16 (type);
+      sr.cookie = htobe64 (req->cookie);
+      sr.length = htobe32 (len);
+      iov[n++] = (struct iovec) { &sr, sizeof sr };
+    }
+    if (err)
+      iov[n++] = (struct iovec) { &se, sizeof se };
+    else if (data) {
+      iov[n++] = (struct iovec) { &be_offset, 8 };
+      if (data_in_buf)
+        iov[n++] = (struct iovec) { w->buf, req->count };
+    }
+    else if (bs) {
+      /* Descriptors go out in place, converted to big-endian. */
+      bs_head[0] = htobe32 (1);         /* base:allocation's id */
+      bs_head[1] = htobe32 (ndesc);
+      if (conn->extended) {
+        for (int i = 0; i < ndesc; i++) {
+          w->desc[i].length = htobe64 (w->desc[i].length);
+          w->desc[i].status_flags = htobe64 (w->desc[i].status_flags);
+        }
+        iov[n++] = (struct iovec) { bs_head, 8 };
+        iov[n++] = (struct iovec) { w->desc, 16 * (size_t) ndesc };
+      }
+      else {
+        /* Pack to 32-bit descriptors inside the same scratch space. */
+        struct nbd_block_descriptor_32 *d32 = (void *) w->desc;
+        for (int i = 0; i < ndesc; i++) {
+          uint32_t l = w->desc[i].length, s = w->desc[i].status_flags;
+          d32[i].length = htobe32 (l);
+          d32[i].status_flags = htobe32 (s);
+        }
+        iov[n++] = (struct iovec) { bs_head, 4 };
+        iov[n++] = (struct iovec) { d32, 8 * (size_t) ndesc };
+      }
+    }
+  }
+
+  if (w->zc_mapped)
+    return send_mapped (conn, w, req, iov, n, data, &simple);
+  if (w->fd_pending)
+    return send_fd (conn, w, req, iov, n, &simple);
+
+  /* The probe fires before the reply is written or held back: in wire
+   * order (held replies come from the connection's only worker, other
+   * replies fire under the write lock), and before anything the client
+   * sends in answer to this reply.
+   */
+  if (hold) {
+    if (NBDKIT_REPLY_SEND_ENABLED ())
+      fire_reply_send (conn, req, iov, n, &simple);
+    if (hold_reply (w, iov, n))
+      return 0;
+  }
+  {
+    LOCK_FOR_SCOPE (&conn->write_lock);
+    if (!hold && NBDKIT_REPLY_SEND_ENABLED ())
+      fire_reply_send (conn, req, iov, n, &simple);
+  }
+  return tx_flush_replies (conn, w, iov, n);
+}

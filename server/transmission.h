@@ -1,0 +1,187 @@
+/* nbdkit server: what the four files of the transmission phase share,
+ * and nothing else includes.  A request is decoded and checked in
+ * request.c, run down the layers by transmission.c, answered by
+ * reply.c, on a worker of the pool in workers.c.  A worker carries its
+ * own buffers from one request to the next, so the data path allocates
+ * nothing per request.
+ */
+#ifndef NBDKIT_TRANSMISSION_H
+#define NBDKIT_TRANSMISSION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <pthread.h>
+#include <sys/uio.h>
+
+#include "internal.h"
+#include "protocol.h"
+
+/* One request off the wire, decoded and checked (request.c). */
+struct request {
+  uint16_t flags;
+  uint16_t type;
+  uint64_t cookie;
+  uint64_t offset;
+  uint64_t count;
+  int error;                    /* found by validation: reply, don't run */
+  uint64_t start_ns;            /* only when request_done is traced */
+};
+
+/* What reading a request came to (tx_recv_request). */
+enum recv_outcome {
+  RECV_REQUEST,                 /* *req to run (or refuse with req->error)
+                                 * and answer */
+  RECV_LAST_REQUEST,            /* *req to answer (it is refused), then
+                                 * the connection ends: its framing is
+                                 * lost */
+  RECV_DISCONNECT,              /* NBD_CMD_DISC: no reply, the end */
+  RECV_CLOSED,                  /* the connection is over (end of file,
+                                 * a read error, bad magic): no reply */
+};
+
+struct pool;
+
+/* One worker thread of a connection (workers.c starts them). */
+struct worker {
+  struct connection *conn;
+  struct pool *pool;
+  unsigned index;               /* in the pool */
+  char *buf;                    /* payload in, data out */
+  size_t cap;
+  struct nbd_block_descriptor_64 *desc;   /* block status scratch */
+  char *out;                    /* replies held back to go out together */
+  size_t out_len, out_cap;
+  /* A read mapped in place (common/zerocopy.h): ZC_HEAD free slots for
+   * the held replies and the reply header, then zc_n data pieces.
+   * While zc_mapped, this worker holds the connection's write lock.
+   */
+  bool zerocopy;                /* the top layer can map reads */
+  bool zc_write;                /* and take write payloads */
+  int zc_wn;                    /* pieces of a mapped write, or 0 */
+  struct iovec *zc_iov;
+  int zc_n;
+  bool zc_mapped;
+  /* A read the plugin pointed at in a file, to go out with sendfile. */
+  bool fd_read;                 /* the top layer can do that */
+  bool fd_pending;
+  int fd;
+  uint64_t fd_offset;
+};
+
+/* Reads larger than MAX_HELD_REPLY (smaller replies are worth more
+ * held back and sent together) and up to ZC_MAX_BYTES go out straight
+ * from a plugin that can map them: 1 MiB is 258 pieces at worst for
+ * 4 KiB pages, well inside ZC_MAX_IOV (and the kernel's IOV_MAX of
+ * 1024, with the header).
+ */
+#define ZC_HEAD 4
+#define ZC_MAX_IOV 1020
+#define ZC_MAX_BYTES (1024 * 1024)
+
+/* The most a read reply's header pieces take (an extended structured
+ * reply chunk's header and offset: 40 bytes).
+ */
+#define MAX_REPLY_HEAD 64
+
+/* Write payloads larger than this, up to ZC_MAX_BYTES, are received
+ * straight into memory the plugin lends, if it will (the memory plugin
+ * lends pages that then replace the stored ones).  For a small write
+ * the plugin's bookkeeping would cost about what the copy saves.
+ */
+#define ZC_MIN_WRITE (64 * 1024)
+
+/* Replies are held back (and sent together) up to this many bytes;
+ * a reply larger than MAX_HELD_REPLY is worth its own sendmsg rather
+ * than an extra copy.
+ */
+#define MAX_HELD_REPLIES (1024 * 1024)
+#define MAX_HELD_REPLY (64 * 1024)
+
+/* Make the worker's buffer hold NEED bytes; what it held is lost.  It
+ * starts on a page: where it happened to sit decided how fast the
+ * kernel copied a payload from it into the file plugin's page cache
+ * (three times the CPU per 1 MiB write with the buffer 16 bytes short
+ * of a page, on the machine measured: bench/RESULTS.md).
+ */
+static inline bool
+tx_grow (struct worker *w, size_t need)
+{
+  void *b;
+  if (need <= w->cap)
+    return true;
+  if (posix_memalign (&b, 4096, need) != 0)
+    return false;
+  free (w->buf);
+  w->buf = b;
+  w->cap = need;
+  return true;
+}
+
+/* The worker's piece list for mapped reads and writes, made on first
+ * use.  False if out of memory.
+ */
+static inline bool
+tx_have_zc_iov (struct worker *w)
+{
+  if (!w->zc_iov)
+    w->zc_iov = malloc ((ZC_HEAD + ZC_MAX_IOV) * sizeof *w->zc_iov);
+  return w->zc_iov != NULL;
+}
+
+/* Is the start of another request already in the input buffer?  Then
+ * the client is still sending and will not wait for our replies, so
+ * they can be held back and sent together.  Only meaningful while this
+ * is the connection's only worker.
+ */
+static inline bool
+tx_request_buffered (const struct connection *conn)
+{
+  return conn->in_len >= (conn->extended ? sizeof (struct nbd_extended_request)
+                                         : sizeof (struct nbd_request));
+}
+
+/* request.c: with the connection's read lock held. */
+extern enum recv_outcome tx_recv_request (struct connection *conn,
+                                          struct worker *w,
+                                          struct request *req);
+
+/* reply.c */
+extern int tx_layer_error_for_reply (int err, uint16_t nbd_flags);
+extern int tx_send_reply (struct connection *conn, struct worker *w,
+                          const struct request *req, int err, int ndesc,
+                          bool hold);
+extern int tx_flush_replies (struct connection *conn, struct worker *w,
+                             const struct iovec *iov, int n);
+
+/* transmission.c: a worker's life, started by workers.c. */
+extern void *tx_worker_loop (void *arg);
+
+/* The workers of one connection (workers.c).  A connection starts with
+ * one, which reads, runs and answers requests in turn; the pool grows
+ * while running requests side by side pays and parks workers again
+ * when it stops paying.  Workers 0 .. active-1 take requests.
+ */
+struct pool {
+  struct connection *conn;
+  pthread_mutex_t lock;         /* protects started, threads, done */
+  pthread_cond_t wake;          /* parked workers wait here */
+  unsigned max, started;
+  unsigned busy_max;            /* the most workers for busy requests */
+  _Atomic unsigned active;      /* workers 0 .. active-1 take requests */
+  bool done;                    /* the connection is over: exit */
+  struct worker *workers;       /* max of them */
+  pthread_t *threads;
+  _Atomic unsigned grow_run;    /* requests in a row that want more */
+  _Atomic unsigned window, fewer; /* requests, and those that want fewer */
+  _Atomic bool shrink;          /* the highest worker is to park */
+  _Atomic bool slow;            /* the last request was slow */
+};
+
+/* workers.c: called by the worker loop. */
+extern uint64_t pool_thread_cpu_ns (void);
+extern bool pool_account (struct pool *pool, struct worker *w, uint64_t wall,
+                          uint64_t cpu);
+extern bool pool_park (struct pool *pool, struct worker *w);
+
+#endif /* NBDKIT_TRANSMISSION_H */

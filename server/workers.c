@@ -1,0 +1,211 @@
+/* nbdkit server: the worker pool of a connection.  tx_serve runs
+ * worker 0 in the connection's own thread and, as the requests call for
+ * it, starts or unparks more workers, up to -t: each runs
+ * tx_worker_loop (transmission.c), which after each request tells
+ * pool_account how long it took and parks in pool_park when told to.
+ * tx_serve returns when the connection is over and every worker has
+ * exited.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "transmission.h"
+
+/* A connection starts with one worker, which reads, runs and answers
+ * requests in turn: for a plugin that answers in microseconds this
+ * costs no thread hand-offs at all (one read per batch of requests, one
+ * sendmsg per batch of replies).  The pool grows, one worker at a time
+ * up to -t, only while running requests side by side pays, and parks
+ * workers again when it stops paying.  After each request the worker
+ * classes it:
+ *
+ *  - fast: under SLOW_REQUEST_NS in the layers.  One worker is best.
+ *  - waiting: slower, and mostly off the CPU (a disk, a remote server,
+ *    a sleep).  More workers overlap the waits: up to -t.
+ *  - busy: slower, but mostly on the CPU (copying a 1 MiB read).  More
+ *    workers than half the CPUs only fight the client and each other
+ *    for them: measured on 2 CPUs, 1 MiB reads ran at 2400 MiB/s with
+ *    one worker and 1900 MiB/s with sixteen.
+ *
+ * A worker's CPU time costs a system call, so it is read only while
+ * requests are slow.  The pool grows when GROW_AFTER requests in a row
+ * want more workers, and parks one when at least half of a window of
+ * SHRINK_WINDOW requests wanted fewer.  A single slow request proves
+ * nothing: on a busy machine the scheduler can stretch any request by
+ * a whole time slice, and the more workers there are the more often
+ * it does, so shrinking must not wait for a perfect run of fast ones.
+ */
+#define SLOW_REQUEST_NS 20000
+#define GROW_AFTER 4
+#define SHRINK_WINDOW 1024
+
+static void
+pool_grow (struct pool *pool)
+{
+  LOCK_FOR_SCOPE (&pool->lock);
+  if (pool->done || conn_is_closing (pool->conn))
+    return;
+  if (pool->active < pool->started) {
+    pool->active++;             /* unpark one */
+    pthread_cond_broadcast (&pool->wake);
+  }
+  else if (pool->started < pool->max) {
+    unsigned i = pool->started;
+    int e = pthread_create (&pool->threads[i], NULL, tx_worker_loop,
+                            &pool->workers[i]);
+    if (e != 0) {
+      pool->max = pool->started;        /* stop trying */
+      return;
+    }
+    pool->started++;
+    pool->active++;
+  }
+  else
+    return;
+  nbdkit_debug ("slow requests: %u workers", (unsigned) pool->active);
+}
+
+uint64_t
+pool_thread_cpu_ns (void)
+{
+  struct timespec ts;
+  if (clock_gettime (CLOCK_THREAD_CPUTIME_ID, &ts) == -1)
+    return 0;
+  return ts.tv_sec * UINT64_C (1000000000) + ts.tv_nsec;
+}
+
+/* Called by worker W after each request, which took WALL ns in the
+ * layers and CPU ns of W's CPU time (UINT64_MAX: not measured).
+ * Returns true if W is to park.  Only the highest active worker ever
+ * lowers ACTIVE, and only for itself, so worker 0 may trust that with
+ * ACTIVE at 1 nobody else is reading requests.
+ */
+bool
+pool_account (struct pool *pool, struct worker *w, uint64_t wall,
+              uint64_t cpu)
+{
+  unsigned target;
+  bool slow = wall >= SLOW_REQUEST_NS;
+
+  if (!slow)
+    target = 1;
+  else if (cpu != UINT64_MAX && cpu >= wall / 2)
+    target = pool->busy_max;
+  else
+    target = pool->max;
+  if (pool->slow != slow)
+    pool->slow = slow;
+
+  unsigned active = pool->active;
+  if (target > active) {
+    if (atomic_fetch_add (&pool->grow_run, 1) + 1 >= GROW_AFTER) {
+      pool->grow_run = 0;
+      pool->shrink = false;
+      pool_grow (pool);
+    }
+    return false;
+  }
+  if (pool->grow_run)
+    pool->grow_run = 0;
+  if (active == 1)
+    return false;
+
+  if (target < active)
+    pool->fewer++;
+  if (atomic_fetch_add (&pool->window, 1) + 1 >= SHRINK_WINDOW) {
+    if (pool->fewer >= SHRINK_WINDOW / 2)
+      pool->shrink = true;
+    pool->window = 0;
+    pool->fewer = 0;
+  }
+  if (!pool->shrink || w->index + 1 != active || w->index == 0 ||
+      !atomic_compare_exchange_strong (&pool->active, &active, w->index))
+    return false;
+  pool->shrink = false;
+  nbdkit_debug ("%s requests: %u workers", slow ? "busy" : "fast", w->index);
+  return true;
+}
+
+/* Wait while W is above the active count.  Returns false if the
+ * connection ended meanwhile.
+ */
+bool
+pool_park (struct pool *pool, struct worker *w)
+{
+  LOCK_FOR_SCOPE (&pool->lock);
+  while (w->index >= pool->active && !pool->done)
+    pthread_cond_wait (&pool->wake, &pool->lock);
+  return !pool->done;
+}
+
+void
+tx_serve (struct connection *conn)
+{
+  struct pool pool = { .conn = conn, .max = conn->cfg->threads };
+  if (conn->cfg->thread_model < NBDKIT_THREAD_MODEL_PARALLEL ||
+      pool.max < 1)
+    pool.max = 1;
+
+  pool.workers = calloc (pool.max, sizeof *pool.workers);
+  pool.threads = calloc (pool.max, sizeof *pool.threads);
+  if (!pool.workers || !pool.threads) {
+    nbdkit_error ("calloc: %m");
+    free (pool.workers);
+    free (pool.threads);
+    conn_set_closing (conn, "out of memory");
+    return;
+  }
+  /* Reads straight from the plugin's memory need a plugin that can map
+   * them with no filter above it, and a plain socket (not TLS, whose
+   * records are built from a copy anyway).
+   */
+  bool zerocopy = layer_has_map_read (conn->top) &&
+    conn_can_send_nowait (conn);
+  /* Write payloads straight into its memory: any transport will do
+   * (TLS decrypts into it).
+   */
+  bool zc_write = layer_has_map_write (conn->top);
+  /* Reads sent from the plugin's file: not through TLS, which must
+   * encrypt a copy anyway.
+   */
+  bool fd_read = layer_has_read_fd (conn->top) &&
+    conn_can_send_nowait (conn);
+  pthread_mutex_init (&pool.lock, NULL);
+  pthread_cond_init (&pool.wake, NULL);
+  for (unsigned i = 0; i < pool.max; i++) {
+    pool.workers[i].conn = conn;
+    pool.workers[i].pool = &pool;
+    pool.workers[i].index = i;
+    pool.workers[i].zerocopy = zerocopy;
+    pool.workers[i].zc_write = zc_write;
+    pool.workers[i].fd_read = fd_read;
+  }
+  long cpus = sysconf (_SC_NPROCESSORS_ONLN);
+  pool.busy_max = cpus >= 4 ? cpus / 2 : 1;
+  if (pool.busy_max > pool.max)
+    pool.busy_max = pool.max;
+  pool.started = 1;             /* worker 0 is this thread */
+  pool.active = 1;
+  tx_worker_loop (&pool.workers[0]);
+
+  /* Worker 0 never parks, so it returns only when the connection is
+   * over.  No worker starts after DONE (pool_grow checks under the
+   * lock), so the set to join is final; parked workers wake and exit.
+   */
+  pthread_mutex_lock (&pool.lock);
+  pool.done = true;
+  pthread_cond_broadcast (&pool.wake);
+  unsigned started = pool.started;
+  pthread_mutex_unlock (&pool.lock);
+  for (unsigned i = 1; i < started; i++)
+    pthread_join (pool.threads[i], NULL);
+  pthread_cond_destroy (&pool.wake);
+  pthread_mutex_destroy (&pool.lock);
+  free (pool.workers);
+  free (pool.threads);
+}
