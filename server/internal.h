@@ -257,7 +257,7 @@ extern struct layer *filter_load (const char *name, struct layer *next);
 extern char *layer_find_so (const char *type, const char *name,
                             bool *by_path);
 
-/* ---- connections (connection.c, handshake.c, transmission.h) ---- */
+/* ---- connections (connection.c, conn-io.c, handshake.c, transmission.h) */
 
 struct connection {
   uint64_t id;                  /* never reused */
@@ -299,8 +299,10 @@ struct connection {
   bool can_fua, can_cache, can_extents, can_multi_conn;
 
   /* Transmission: workers take read_lock to decode one request, then
-   * run it, then take write_lock to send its reply.  status_lock guards
-   * closing and close_reason.
+   * run it, then take write_lock to send its reply (a mapped read takes
+   * it before the layer call: see run()).  read_lock and write_lock are
+   * never held together.  status_lock guards closing and close_reason,
+   * and is taken last: under either, or under a pool's lock.
    */
   pthread_mutex_t read_lock;
   pthread_mutex_t write_lock;
@@ -319,20 +321,9 @@ struct connection {
   size_t n_interned;
 };
 
-/* connection.c */
+/* connection.c: a connection's life, the registry, closing. */
 extern void conn_handle (const struct config *cfg, int sockin, int sockout,
                          const char *transport);
-extern int conn_recv (struct connection *conn, void *buf, size_t len);
-extern void conn_poll_feedback (struct connection *conn, bool more);
-extern int conn_recvv (struct connection *conn, const struct iovec *iov,
-                       int n);
-extern void iov_advance (struct iovec **v, int *cnt, size_t len);
-extern ssize_t conn_sendv_nowait (struct connection *conn,
-                                  const struct iovec *iov, int iovcnt);
-extern bool conn_can_send_nowait (const struct connection *conn);
-extern int conn_send (struct connection *conn, const void *buf, size_t len);
-extern int conn_sendv (struct connection *conn, const struct iovec *iov,
-                       int iovcnt);
 extern void conn_set_closing (struct connection *conn, const char *reason);
 extern bool conn_is_closing (struct connection *conn);
 extern struct connection *conn_current (void);
@@ -341,7 +332,22 @@ extern uint64_t conn_count_active (void);
 extern bool conn_admit (unsigned max);
 extern void conn_release (void);
 extern void conn_shutdown_all (int timeout_s);
+
+/* conn-io.c: the bytes to and from the client. */
+extern void conn_io_init (struct connection *conn);
+extern void conn_io_free (struct connection *conn);
+extern int conn_recv (struct connection *conn, void *buf, size_t len);
+extern int conn_recvv (struct connection *conn, const struct iovec *iov,
+                       int n);
+extern void conn_poll_feedback (struct connection *conn, bool more);
 extern int conn_poll_input (struct connection *conn, int ms);
+extern int conn_send (struct connection *conn, const void *buf, size_t len);
+extern int conn_sendv (struct connection *conn, const struct iovec *iov,
+                       int iovcnt);
+extern ssize_t conn_sendv_nowait (struct connection *conn,
+                                  const struct iovec *iov, int iovcnt);
+extern bool conn_can_send_nowait (const struct connection *conn);
+extern void conn_iov_advance (struct iovec **v, int *cnt, size_t len);
 
 /* handshake.c: returns 0 to go on to transmission, -1 to close. */
 extern int hs_negotiate (struct connection *conn);

@@ -152,7 +152,7 @@ send_mapped (struct connection *conn, struct worker *w,
       break;
     }
     left -= r;
-    iov_advance (&v, &cnt, r);
+    conn_iov_advance (&v, &cnt, r);
   }
 
   if (ret == 0 && left > w->cap) {

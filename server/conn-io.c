@@ -1,0 +1,516 @@
+/* nbdkit server: a connection's socket I/O.  Everything the server reads
+ * from or writes to a client passes here: conn_recv and conn_recvv fill
+ * the caller's memory with exactly the bytes asked for (from a per-
+ * connection input buffer, busy-polling the socket first when the
+ * client waits on us, waiting with the TCP low mark for large
+ * payloads), and conn_sendv, conn_send and conn_sendv_nowait write
+ * whole replies.  Once TLS is on, bytes go through crypto.c instead of
+ * the socket.  The handshake calls these from the connection's thread;
+ * in transmission, reads happen under the connection's read lock and
+ * writes under its write lock (the callers take them, not this file).
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* Wait up to MS milliseconds (-1: no limit of its own) for input,
+ * never past the connection's deadline (the handshake's, if set).
+ * Returns >0 when readable, 0 when the time or the deadline ran out, -1
+ * on error.  Plain reads and the TLS session's reads both wait here.
+ */
+int
+conn_poll_input (struct connection *conn, int ms)
+{
+  for (;;) {
+    int wait = ms;
+    if (conn->deadline_ns) {
+      uint64_t now = now_ns ();
+      if (now >= conn->deadline_ns)
+        return 0;
+      uint64_t left = (conn->deadline_ns - now + 999999) / 1000000;
+      if (wait < 0 || left < (uint64_t) wait)
+        wait = left;
+    }
+    struct pollfd p = { .fd = conn->sockin, .events = POLLIN };
+    int r = poll (&p, 1, wait);
+    if (r >= 0 || errno != EINTR)
+      return r;
+  }
+}
+
+static bool
+is_socket (int fd)
+{
+  int type;
+  socklen_t len = sizeof type;
+  return getsockopt (fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0;
+}
+
+/* Before the deadline, wait for input; -1 with ETIMEDOUT once it has
+ * passed, however slowly the client drips bytes.
+ */
+static int
+wait_for_input (struct connection *conn)
+{
+  int r = conn_poll_input (conn, -1);
+  if (r != 0)
+    return r > 0 ? 0 : -1;
+  NBDKIT_LIMIT_HIT (conn->id, "handshake_timeout");
+  conn_set_closing (conn, "handshake timeout");
+  errno = ETIMEDOUT;
+  return -1;
+}
+
+/* Busy-polling.  A thread asleep in read is woken by the client's
+ * send, and the wake-up costs the client too: an interrupt to the
+ * sleeper's CPU, which in a VM is a trip through the host (about 40 µs
+ * each way on the machine in bench/RESULTS.md).  When the client waits
+ * for each reply before it sends the next request, that trip lies on
+ * every request's path.  So once the handshake is over, a reader first
+ * asks the socket for input without sleeping, again and again for up
+ * to --busy-poll microseconds, and sleeps only when nothing came.
+ *
+ * Polling pays only while the client waits on us.  A client with many
+ * requests in flight does not, and polling would only turn our idle
+ * time into CPU time.  So now and then a wait sleeps to look (the
+ * POLL_SAMPLE-th at first), as do all waits while the connection
+ * rests, and conn_poll_feedback looks at what the sleep brought: a
+ * second request already behind the first means the client kept
+ * sending while we slept, and the connection rests (sleeps without
+ * polling) for its next POLL_REST waits, again and again while that
+ * holds.  A look that finds the client waiting doubles the gap to the
+ * next, up to POLL_SAMPLE_MAX, so that a client that waits on every
+ * reply meets few sleeps (each costs it the wake-up that polling
+ * saves); one that keeps sending puts the gap back to POLL_SAMPLE.
+ * Also:
+ *  - a connection whose windows ran out POLL_MISSES times in a row
+ *    rests too: an idle or slow client costs a window now and then;
+ *  - each turn of the loop yields the CPU, so a client sharing it runs;
+ *  - at most one thread fewer than there are CPUs polls at a time (at
+ *    least one); the others sleep at once.
+ */
+#define POLL_SAMPLE 32
+#define POLL_SAMPLE_MAX 256
+#define POLL_MISSES 4
+#define POLL_REST   64
+
+static unsigned pollers;        /* threads polling now */
+static unsigned max_pollers;    /* 0 until the first connection */
+
+/* What a wait that may busy-poll came to. */
+enum poll_outcome {
+  POLL_GOT,                     /* recv answered: *got is what it returned
+                                 * (bytes, 0 at end of file, -1 on error) */
+  POLL_SLEEP,                   /* nothing came in the window, or this wait
+                                 * is to sleep: read as usual */
+};
+
+/* Poll the socket for up to the connection's window. */
+static enum poll_outcome
+busy_poll (struct connection *conn, void *buf, size_t len, ssize_t *got)
+{
+  if (conn->poll_skip > 0) {
+    conn->poll_skip--;
+    conn->poll_slept = true;
+    return POLL_SLEEP;
+  }
+  if (++conn->poll_waits >= conn->poll_every) {
+    conn->poll_waits = 0;
+    conn->poll_slept = conn->poll_sampled = true;
+    return POLL_SLEEP;
+  }
+  if (__atomic_add_fetch (&pollers, 1, __ATOMIC_RELAXED) >
+      __atomic_load_n (&max_pollers, __ATOMIC_RELAXED)) {
+    __atomic_sub_fetch (&pollers, 1, __ATOMIC_RELAXED);
+    return POLL_SLEEP;
+  }
+  uint64_t start = now_ns (), now = start;
+  bool came = true;
+  ssize_t r;
+  for (;;) {
+    r = recv (conn->sockin, buf, len, MSG_DONTWAIT);
+    if (r >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+      break;
+    now = now_ns ();
+    if (now - start >= conn->poll_ns) {
+      came = false;
+      break;
+    }
+    sched_yield ();
+  }
+  __atomic_sub_fetch (&pollers, 1, __ATOMIC_RELAXED);
+  if (!came) {
+    NBDKIT_BUSY_POLL (conn->id, (int64_t) 0, now - start);
+    if (++conn->poll_misses >= POLL_MISSES) {
+      conn->poll_misses = 0;
+      conn->poll_skip = POLL_REST;
+    }
+    return POLL_SLEEP;
+  }
+  /* Input, end of file or an error. */
+  if (NBDKIT_BUSY_POLL_ENABLED ())
+    NBDKIT_BUSY_POLL (conn->id, (int64_t) 1, now_ns () - start);
+  conn->poll_misses = 0;
+  *got = r;
+  return POLL_GOT;
+}
+
+/* After a request was read, under the read lock: MORE if the start of
+ * another is already in the input buffer.  If reading the request
+ * slept where it could have polled, the client kept sending meanwhile.
+ */
+void
+conn_poll_feedback (struct connection *conn, bool more)
+{
+  if (conn->poll_slept) {
+    if (more) {
+      conn->poll_skip = POLL_REST;
+      conn->poll_every = POLL_SAMPLE;
+    }
+    else if (conn->poll_sampled && conn->poll_every < POLL_SAMPLE_MAX)
+      conn->poll_every *= 2;
+    if (conn->poll_sampled)
+      NBDKIT_BUSY_POLL_LOOK (conn->id, (int64_t) more,
+                             (uint64_t) conn->poll_every);
+    conn->poll_slept = conn->poll_sampled = false;
+  }
+}
+
+/* One read from the socket: bytes, 0 at end of file, -1 on error. */
+static ssize_t
+read_some (struct connection *conn, void *buf, size_t len)
+{
+  if (conn->tls_active)
+    return tls_recv (conn, buf, len);  /* it keeps the deadline itself */
+  if (conn->deadline_ns) {
+    if (wait_for_input (conn) == -1)
+      return -1;
+  }
+  else if (conn->poll_ns) {
+    ssize_t got;
+    if (busy_poll (conn, buf, len, &got) == POLL_GOT)
+      return got;
+  }
+  for (;;) {
+    ssize_t r = read (conn->sockin, buf, len);
+    if (r >= 0 || errno != EINTR)
+      return r;
+  }
+}
+
+/* Over TCP, a thread blocked in read for a large payload is woken by
+ * every segment that arrives, and each wake-up costs the sender too (in
+ * a VM, an interrupt to our CPU).  Saying how many bytes we wait for
+ * (SO_RCVLOWAT) lets the kernel wake us once, when they are all in or
+ * when its buffer or the window runs short.
+ *
+ * Two rules keep that from hanging.  The low mark never exceeds the
+ * bytes the client still owes us, and no read may sleep with it above
+ * 1: the kernel counts only bytes not yet copied against the mark, so a
+ * read that copied part and then slept would wait for more than will
+ * ever come.  So a payload read with the mark set polls first and then
+ * takes what is there without waiting; every other read first puts the
+ * mark back to 1.
+ */
+#define LOWAT_MIN (512 * 1024)  /* payloads this big; smaller gained nothing */
+#define LOWAT_MAX (1024 * 1024)
+
+static int
+set_lowat (struct connection *conn, int v)
+{
+  if (v == conn->lowat)
+    return 0;
+  if (setsockopt (conn->sockin, SOL_SOCKET, SO_RCVLOWAT, &v, sizeof v) == 0)
+    conn->lowat = v;
+  else if (conn->lowat > 1)
+    return -1;                  /* stuck above 1: reads could hang */
+  else
+    conn->lowat = 0;            /* refused from the start: never again */
+  return 0;
+}
+
+/* Before a read that takes whatever there is: the mark back to 1. */
+static int
+lowat_off (struct connection *conn)
+{
+  return conn->lowat > 1 ? set_lowat (conn, 1) : 0;
+}
+
+/* One read of a payload into the N pieces of IOV, over plain sockets
+ * (not TLS, no deadline), the client still owing LEFT bytes; with MARK,
+ * waiting with the low mark.  Returns bytes, 0 at end of file, -1 on
+ * error (EINTR: nothing read, try again).
+ */
+static ssize_t
+read_payload (struct connection *conn, struct iovec *iov, int n,
+              bool mark, size_t left)
+{
+  if (mark && conn->lowat != 0 &&
+      set_lowat (conn, left > LOWAT_MAX ? LOWAT_MAX : left) == 0 &&
+      conn->lowat > 1) {
+    struct pollfd p = { .fd = conn->sockin, .events = POLLIN };
+    struct msghdr m = { .msg_iov = iov, .msg_iovlen = n };
+    if (poll (&p, 1, -1) == -1)
+      return -1;
+    ssize_t r = recvmsg (conn->sockin, &m, MSG_DONTWAIT);
+    if (r == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
+      errno = EINTR;            /* woken for nothing */
+    return r;
+  }
+  if (lowat_off (conn) == -1)
+    return -1;
+  return readv (conn->sockin, iov, n);
+}
+
+/* Copy up to LEN bytes the input buffer holds to BUF: how many. */
+static size_t
+from_buffer (struct connection *conn, void *buf, size_t len)
+{
+  size_t n = conn->in_len < len ? conn->in_len : len;
+  if (n > 0) {
+    memcpy (buf, conn->in_buf + conn->in_pos, n);
+    conn->in_pos += n;
+    conn->in_len -= n;
+  }
+  return n;
+}
+
+/* Read exactly LEN bytes.  Returns 0, or -1 with errno set (0 at a
+ * clean end of file before the first byte).
+ *
+ * Input is buffered: one read() takes in whatever the client has sent,
+ * so a client with many requests in flight costs one system call for
+ * many request headers.  Large payloads bypass the buffer and land in
+ * the caller's memory directly, without the low mark: into the
+ * worker's buffer, whence the plugin copies on, the file plugin's
+ * writes came out slower with it (bench/RESULTS.md).  Only the thread
+ * that holds the connection's read lock (or the handshake) calls this.
+ */
+int
+conn_recv (struct connection *conn, void *buf, size_t len)
+{
+  char *p = buf;
+  /* (BUF may be NULL when LEN is 0: a zero-length write payload.) */
+  size_t got = len > 0 ? from_buffer (conn, p, len) : 0;
+
+  while (got < len) {
+    size_t want = len - got;
+    ssize_t r = lowat_off (conn);
+    if (r == -1)
+      return -1;
+    if (want >= CONN_INBUF_SIZE / 2 || !conn->in_buf)
+      r = read_some (conn, p + got, want);      /* straight in */
+    else {
+      r = read_some (conn, conn->in_buf, CONN_INBUF_SIZE);
+      if (r > 0) {
+        conn->in_pos = 0;
+        conn->in_len = r;
+        got += from_buffer (conn, p + got, want);
+        continue;
+      }
+    }
+    if (r == -1)
+      return -1;
+    if (r == 0) {
+      errno = got == 0 ? 0 : EPIPE;
+      return -1;
+    }
+    got += r;
+  }
+  conn->bytes_in += len;
+  return 0;
+}
+
+/* Read exactly the bytes that fill the N pieces of IOV, as conn_recv
+ * would one after another: what the input buffer holds, then one readv
+ * for up to RECVV_PIECES pieces (1 MiB of 4 KiB pages) at a time, the
+ * first of them perhaps begun from the buffer.  These are the plugin's
+ * memory, with nothing to copy on, so over TCP the reads wait with the
+ * low mark (read_payload).  Returns 0, or -1 with errno set.
+ */
+#define RECVV_PIECES 256
+int
+conn_recvv (struct connection *conn, const struct iovec *iov, int n)
+{
+  int i = 0;
+  size_t skip = 0;              /* bytes of iov[i] already filled */
+
+  if (conn->tls_active || conn->deadline_ns) {
+    for (; i < n; i++)
+      if (conn_recv (conn, iov[i].iov_base, iov[i].iov_len) == -1)
+        return -1;
+    return 0;
+  }
+
+  while (i < n && conn->in_len > 0) {
+    size_t k = from_buffer (conn, (char *) iov[i].iov_base + skip,
+                            iov[i].iov_len - skip);
+    conn->bytes_in += k;
+    skip += k;
+    if (skip == iov[i].iov_len) {
+      i++;
+      skip = 0;
+    }
+  }
+
+  while (i < n) {
+    struct iovec v[RECVV_PIECES], *p = v;
+    int cnt = n - i < RECVV_PIECES ? n - i : RECVV_PIECES;
+    size_t total = 0;
+
+    memcpy (v, iov + i, cnt * sizeof *v);
+    v[0].iov_base = (char *) v[0].iov_base + skip;
+    v[0].iov_len -= skip;
+    skip = 0;
+    for (int k = 0; k < cnt; k++)
+      total += v[k].iov_len;
+    i += cnt;
+    size_t left = total;
+    while (left > 0) {
+      ssize_t r = read_payload (conn, p, cnt, total >= LOWAT_MIN, left);
+      if (r == -1 && errno == EINTR)
+        continue;
+      if (r == -1)
+        return -1;
+      if (r == 0) {
+        errno = EPIPE;
+        return -1;
+      }
+      conn_iov_advance (&p, &cnt, r);
+      left -= r;
+    }
+    conn->bytes_in += total;
+  }
+  return 0;
+}
+
+/* Step past the first LEN bytes of the iovec array *V of *CNT
+ * entries (after a short write), modifying the entry it stops in.
+ */
+void
+conn_iov_advance (struct iovec **v, int *cnt, size_t len)
+{
+  while (*cnt > 0 && len >= (*v)->iov_len) {
+    len -= (*v)->iov_len;
+    (*v)++;
+    (*cnt)--;
+  }
+  if (*cnt > 0) {
+    (*v)->iov_base = (char *) (*v)->iov_base + len;
+    (*v)->iov_len -= len;
+  }
+}
+
+/* Write a whole iovec array, resuming after short writes. */
+int
+conn_sendv (struct connection *conn, const struct iovec *iov_in, int iovcnt)
+{
+  struct iovec iov[16];
+  size_t total = 0;
+
+  if (iovcnt > 16) {
+    errno = EINVAL;
+    return -1;
+  }
+  if (conn->tls_active) {
+    if (tls_sendv (conn, iov_in, iovcnt) == -1)
+      return -1;
+    for (int i = 0; i < iovcnt; i++)
+      conn->bytes_out += iov_in[i].iov_len;
+    return 0;
+  }
+  memcpy (iov, iov_in, iovcnt * sizeof *iov);
+  for (int i = 0; i < iovcnt; i++)
+    total += iov[i].iov_len;
+
+  struct iovec *v = iov;
+  while (iovcnt > 0) {
+    ssize_t r;
+    if (conn->sockout_is_socket) {
+      struct msghdr msg = { .msg_iov = v, .msg_iovlen = iovcnt };
+      r = sendmsg (conn->sockout, &msg, MSG_NOSIGNAL);
+    }
+    else
+      r = writev (conn->sockout, v, iovcnt);
+    if (r == -1) {
+      if (errno == EINTR)
+        continue;
+      return -1;
+    }
+    conn_iov_advance (&v, &iovcnt, r);
+  }
+  conn->bytes_out += total;
+  return 0;
+}
+
+/* One sendmsg that does not wait: bytes taken (maybe 0), or -1 with
+ * errno set on a real error.  Only for a plain socket (see
+ * conn_can_send_nowait).
+ */
+ssize_t
+conn_sendv_nowait (struct connection *conn, const struct iovec *iov,
+                   int iovcnt)
+{
+  struct msghdr msg = { .msg_iov = (struct iovec *) iov,
+                        .msg_iovlen = iovcnt };
+  for (;;) {
+    ssize_t r = sendmsg (conn->sockout, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (r >= 0) {
+      conn->bytes_out += r;
+      return r;
+    }
+    if (errno == EAGAIN || errno == EWOULDBLOCK)
+      return 0;
+    if (errno != EINTR)
+      return -1;
+  }
+}
+
+bool
+conn_can_send_nowait (const struct connection *conn)
+{
+  return conn->sockout_is_socket && !conn->tls_active;
+}
+
+int
+conn_send (struct connection *conn, const void *buf, size_t len)
+{
+  struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
+  return conn_sendv (conn, &iov, 1);
+}
+
+/* Set up the I/O state of a new connection, whose sockets and
+ * transport are filled in.
+ */
+void
+conn_io_init (struct connection *conn)
+{
+  conn->sockout_is_socket = is_socket (conn->sockout);
+  conn->lowat = strcmp (conn->transport, "tcp") == 0;
+  conn->poll_ns = is_socket (conn->sockin) ?
+    conn->cfg->busy_poll * UINT64_C (1000) : 0;
+  conn->poll_every = POLL_SAMPLE;
+  if (__atomic_load_n (&max_pollers, __ATOMIC_RELAXED) == 0) {
+    long cpus = sysconf (_SC_NPROCESSORS_ONLN);
+    __atomic_store_n (&max_pollers, cpus > 2 ? (unsigned) cpus - 1 : 1,
+                      __ATOMIC_RELAXED);
+  }
+  /* Without an input buffer, reads are simply unbuffered. */
+  conn->in_buf = malloc (CONN_INBUF_SIZE);
+}
+
+void
+conn_io_free (struct connection *conn)
+{
+  free (conn->in_buf);
+  conn->in_buf = NULL;
+}
