@@ -61,40 +61,96 @@ tx_layer_error_for_reply (int err, uint16_t nbd_flags)
   return err;
 }
 
+/* reply_send fires under the connection's write lock, just before the
+ * write that carries the reply (a held reply's, before the write that
+ * carries the batch it waits in), so that tracers see replies in wire
+ * order and before anything the client sends in answer (probes.d).
+ * One call site, so that every firing passes its arguments alike.
+ */
+static void __attribute__ ((noinline))
+fire_reply_send (struct connection *conn, uint64_t cookie, const char *kind,
+                 uint64_t bytes)
+{
+  NBDKIT_REPLY_SEND (conn->id, cookie, kind, bytes, probe_u64 (1));
+}
+
+/* The kind of the reply whose first piece is IOV[0], for reply_send.
+ * SIMPLE is where send_reply built a simple reply's header.
+ */
+static const char *
+reply_kind (const struct connection *conn, const struct iovec *iov,
+            const void *simple)
+{
+  return conn->extended ? "extended"
+    : iov[0].iov_base == simple ? "simple" : "structured";
+}
+
+/* Fire reply_send for the reply to REQ whose N pieces are IOV. */
 static void
-fire_reply_send (struct connection *conn, const struct request *req,
-                 const struct iovec *iov, int n, const void *simple)
+fire_reply (struct connection *conn, const struct request *req,
+            const struct iovec *iov, int n, const void *simple)
 {
   uint64_t bytes = 0;
   for (int i = 0; i < n; i++)
     bytes += iov[i].iov_len;
-  NBDKIT_REPLY_SEND (conn->id, req->cookie,
-                     conn->extended ? "extended"
-                     : iov[0].iov_base == simple ? "simple"
-                     : "structured", bytes, probe_u64 (1));
+  fire_reply_send (conn, req->cookie, reply_kind (conn, iov, simple), bytes);
 }
 
-/* Send the replies held back in w->out, then IOV, in one sendmsg. */
-int
-tx_flush_replies (struct connection *conn, struct worker *w,
-                  const struct iovec *iov, int n)
+/* With the write lock held, before w->out goes out: reply_send for the
+ * replies held in it (those held while it was traced).
+ */
+static void
+fire_held (struct connection *conn, struct worker *w)
+{
+  if (w->n_held && NBDKIT_REPLY_SEND_ENABLED ())
+    for (size_t i = 0; i < w->n_held; i++)
+      fire_reply_send (conn, w->held[i].cookie, w->held[i].kind,
+                       w->held[i].bytes);
+  w->n_held = 0;
+}
+
+/* With the write lock held: send the replies held back in w->out, then
+ * (with REQ) the reply to REQ in IOV, in one sendmsg.
+ */
+static int
+flush_locked (struct connection *conn, struct worker *w,
+              const struct request *req, const struct iovec *iov, int n,
+              const void *simple)
 {
   struct iovec v[8];
   int k = 0;
-  if (w->out_len)
+  if (w->out_len) {
+    fire_held (conn, w);
     v[k++] = (struct iovec) { w->out, w->out_len };
+  }
+  if (req && NBDKIT_REPLY_SEND_ENABLED ())
+    fire_reply (conn, req, iov, n, simple);
   for (int i = 0; i < n; i++)
     v[k++] = iov[i];
   w->out_len = 0;
   if (k == 0)
     return 0;
-  LOCK_FOR_SCOPE (&conn->write_lock);
   return conn_sendv (conn, v, k);
 }
 
-/* Copy a reply into w->out.  Returns false if it does not fit. */
+/* Send the replies held back in w->out. */
+int
+tx_flush_replies (struct connection *conn, struct worker *w)
+{
+  if (w->out_len == 0)
+    return 0;
+  LOCK_FOR_SCOPE (&conn->write_lock);
+  return flush_locked (conn, w, NULL, NULL, 0, NULL);
+}
+
+/* Copy the reply to REQ (IOV, N pieces; SIMPLE as for reply_kind) into
+ * w->out, and while reply_send is traced, note what it is to report
+ * when the reply goes out.  Returns false if it does not fit.
+ */
 static bool
-hold_reply (struct worker *w, const struct iovec *iov, int n)
+hold_reply (struct connection *conn, struct worker *w,
+            const struct request *req, const struct iovec *iov, int n,
+            const void *simple)
 {
   size_t len = 0;
   for (int i = 0; i < n; i++)
@@ -110,6 +166,21 @@ hold_reply (struct worker *w, const struct iovec *iov, int n)
       return false;
     w->out = o;
     w->out_cap = cap;
+  }
+  if (NBDKIT_REPLY_SEND_ENABLED ()) {
+    if (w->n_held == w->cap_held) {
+      size_t cap = w->cap_held ? w->cap_held * 2 : 64;
+      struct held_reply *h = realloc (w->held, cap * sizeof *h);
+      if (!h)
+        return false;
+      w->held = h;
+      w->cap_held = cap;
+    }
+    w->held[w->n_held++] = (struct held_reply) {
+      .cookie = req->cookie,
+      .bytes = len,
+      .kind = reply_kind (conn, iov, simple),
+    };
   }
   for (int i = 0; i < n; i++) {
     memcpy (w->out + w->out_len, iov[i].iov_base, iov[i].iov_len);
@@ -136,8 +207,10 @@ send_mapped (struct connection *conn, struct worker *w,
   int ret = 0;
 
   memcpy (v, hdr, nh * sizeof *v);
+  if (w->out_len)
+    fire_held (conn, w);
   if (NBDKIT_REPLY_SEND_ENABLED ())
-    fire_reply_send (conn, req, v, cnt, simple);
+    fire_reply (conn, req, v, cnt, simple);
   if (w->out_len) {
     *--v = (struct iovec) { w->out, w->out_len };
     cnt++;
@@ -191,11 +264,12 @@ send_fd (struct connection *conn, struct worker *w,
 
   w->fd_pending = false;
   LOCK_FOR_SCOPE (&conn->write_lock);
-  /* Under the write lock, so that the probe fires in wire order. */
+  if (w->out_len)
+    fire_held (conn, w);
   if (NBDKIT_REPLY_SEND_ENABLED ()) {
     memcpy (v, hdr, nh * sizeof *v);
     v[nh] = (struct iovec) { NULL, req->count };
-    fire_reply_send (conn, req, v, nh + 1, simple);
+    fire_reply (conn, req, v, nh + 1, simple);
   }
   if (w->out_len)
     v[k++] = (struct iovec) { w->out, w->out_len };
@@ -349,21 +423,8 @@ tx_send_reply (struct connection *conn, struct worker *w,
   if (w->fd_pending)
     return send_fd (conn, w, req, iov, n, &simple);
 
-  /* The probe fires before the reply is written or held back: in wire
-   * order (held replies come from the connection's only worker, other
-   * replies fire under the write lock), and before anything the client
-   * sends in answer to this reply.
-   */
-  if (hold) {
-    if (NBDKIT_REPLY_SEND_ENABLED ())
-      fire_reply_send (conn, req, iov, n, &simple);
-    if (hold_reply (w, iov, n))
-      return 0;
-  }
-  {
-    LOCK_FOR_SCOPE (&conn->write_lock);
-    if (!hold && NBDKIT_REPLY_SEND_ENABLED ())
-      fire_reply_send (conn, req, iov, n, &simple);
-  }
-  return tx_flush_replies (conn, w, iov, n);
+  if (hold && hold_reply (conn, w, req, iov, n, &simple))
+    return 0;
+  LOCK_FOR_SCOPE (&conn->write_lock);
+  return flush_locked (conn, w, req, iov, n, &simple);
 }

@@ -2,10 +2,11 @@
  * worker of the pool (workers.c) runs tx_worker_loop: under the
  * connection's read lock it reads one request (request.c), then, with
  * no connection lock held, runs it down the layers (run, here), then
- * answers it (reply.c), which takes the write lock.  So requests are
- * read in wire order, run side by side when the pool has grown, and
- * answered in the order they finish.  A request that failed its checks
- * is answered without running.
+ * answers it (reply.c) under the write lock, or holds the answer back
+ * to go with the next ones while it is the only worker and the client
+ * keeps sending.  So requests are read in wire order, run side by side
+ * when the pool has grown, and answered in the order they finish.  A
+ * request that failed its checks is answered without running.
  */
 #include <config.h>
 
@@ -206,7 +207,7 @@ tx_worker_loop (void *arg)
 
     /* Held-back replies go out before we might wait for the client. */
     if (w->out_len && (pool->active > 1 || !tx_request_buffered (conn)) &&
-        tx_flush_replies (conn, w, NULL, 0) == -1) {
+        tx_flush_replies (conn, w) == -1) {
       conn_set_closing (conn, "write error");
       break;
     }
@@ -268,7 +269,7 @@ tx_worker_loop (void *arg)
     if (r == RECV_LAST_REQUEST)
       break;
   }
-  if (w->out_len && tx_flush_replies (conn, w, NULL, 0) == -1)
+  if (w->out_len && tx_flush_replies (conn, w) == -1)
     conn_set_closing (conn, "write error");
   /* Wake a worker blocked in read so it sees we are closing. */
   if (conn_is_closing (conn))
@@ -276,6 +277,7 @@ tx_worker_loop (void *arg)
   free (w->buf);
   free (w->desc);
   free (w->out);
+  free (w->held);
   free (w->zc_iov);
   return NULL;
 }

@@ -42,6 +42,13 @@ enum recv_outcome {
 
 struct pool;
 
+/* What reply_send is to report of a reply held back (reply.c). */
+struct held_reply {
+  uint64_t cookie;
+  uint64_t bytes;
+  const char *kind;
+};
+
 /* One worker thread of a connection (workers.c starts them). */
 struct worker {
   struct connection *conn;
@@ -52,6 +59,8 @@ struct worker {
   struct nbd_block_descriptor_64 *desc;   /* block status scratch */
   char *out;                    /* replies held back to go out together */
   size_t out_len, out_cap;
+  struct held_reply *held;      /* of those, the ones held while traced */
+  size_t n_held, cap_held;
   /* A read mapped in place (common/zerocopy.h): ZC_HEAD free slots for
    * the held replies and the reply header, then zc_n data pieces.
    * While zc_mapped, this worker holds the connection's write lock.
@@ -151,8 +160,7 @@ extern int tx_layer_error_for_reply (int err, uint16_t nbd_flags);
 extern int tx_send_reply (struct connection *conn, struct worker *w,
                           const struct request *req, int err, int ndesc,
                           bool hold);
-extern int tx_flush_replies (struct connection *conn, struct worker *w,
-                             const struct iovec *iov, int n);
+extern int tx_flush_replies (struct connection *conn, struct worker *w);
 
 /* transmission.c: a worker's life, started by workers.c. */
 extern void *tx_worker_loop (void *arg);
@@ -164,9 +172,12 @@ extern void *tx_worker_loop (void *arg);
  */
 struct pool {
   struct connection *conn;
-  pthread_mutex_t lock;         /* protects started, threads, done */
+  pthread_mutex_t lock;         /* protects started, threads, done, and
+                                 * pool_grow's changes to active and max */
   pthread_cond_t wake;          /* parked workers wait here */
-  unsigned max, started;
+  _Atomic unsigned max;         /* -t, lowered if a thread cannot start;
+                                 * read without the lock */
+  unsigned started;
   unsigned busy_max;            /* the most workers for busy requests */
   _Atomic unsigned active;      /* workers 0 .. active-1 take requests */
   bool done;                    /* the connection is over: exit */

@@ -41,8 +41,8 @@ n_all="$(awk '$1 ~ /^[0-9]+$/' "$out" | wc -l)"
 [ "$n_disc" -eq 1 ] || fail "expected 1 disconnect, saw $n_disc"
 [ "$n_all" -eq 17 ] || fail "expected 17 lines, saw $n_all"
 # The reads were at 0, 4096, ... 36864.  (Lines come in reply_send
-# order, which fires after the reply is written: a client may already
-# have sent its next request, so neighbours can swap.)
+# order, which is wire order: a client may already have sent its next
+# request, so neighbours can swap.)
 offs="$(awk '$4 == "read" && $7 == 0 { print $5 }' "$out" | sort -n |
         tr '\n' ' ')"
 [ "$offs" = "0 4096 8192 12288 16384 20480 24576 28672 32768 36864 " ] ||
