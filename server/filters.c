@@ -368,6 +368,8 @@ filter_load (const char *name, struct layer *next)
   }
   l->ops = &filter_ops;
   l->type = "filter";
+  /* Until it has a name, what goes wrong is the server's to say. */
+  log_set_layer_name (NULL);
   l->next = next;
   l->filename = layer_find_so ("filter", name, &by_path);
   if (!l->filename)
