@@ -374,7 +374,7 @@ filter_load (const char *name, struct layer *next)
   l->filename = layer_find_so ("filter", name, &by_path);
   if (!l->filename)
     goto err;
-  l->dl = dlopen (l->filename, RTLD_NOW | RTLD_GLOBAL);
+  l->dl = layer_dlopen (l->filename);
   if (!l->dl) {
     nbdkit_error ("cannot open filter \"%s\": %s", name, dlerror ());
     goto err;

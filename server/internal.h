@@ -255,6 +255,7 @@ extern struct layer *plugin_load (const char *name, bool by_path);
 extern struct layer *filter_load (const char *name, struct layer *next);
 extern char *layer_find_so (const char *type, const char *name,
                             bool *by_path);
+extern void *layer_dlopen (const char *filename);
 
 /* ---- connections (connection.c, handshake.c, transmission.c) ---- */
 

@@ -10,6 +10,7 @@
 
 #include <ctype.h>
 #include <dlfcn.h>
+#include <link.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -124,6 +125,83 @@ layer_find_so (const char *type, const char *name, bool *by_path)
  oom:
   nbdkit_error ("asprintf: %m");
   return NULL;
+}
+
+/* ---- loading the .so ---- */
+
+/* The names of the objects loaded in the process right now. */
+struct loaded {
+  char **names;
+  size_t n;
+};
+
+static int
+add_loaded (struct dl_phdr_info *info, size_t size, void *arg)
+{
+  struct loaded *set = arg;
+  if (!info->dlpi_name || !*info->dlpi_name)
+    return 0;
+  char **v = realloc (set->names, (set->n + 1) * sizeof *v);
+  if (!v)
+    return 1;
+  set->names = v;
+  if (!(v[set->n] = strdup (info->dlpi_name)))
+    return 1;
+  set->n++;
+  return 0;
+}
+
+static bool
+was_loaded (const struct loaded *set, const char *name)
+{
+  for (size_t i = 0; i < set->n; i++)
+    if (strcmp (set->names[i], name) == 0)
+      return true;
+  return false;
+}
+
+static void
+free_loaded (struct loaded *set)
+{
+  for (size_t i = 0; i < set->n; i++)
+    free (set->names[i]);
+  free (set->names);
+}
+
+/* Open a plugin or filter.  Its own symbols stay private to it
+ * (RTLD_LOCAL), so one .so's helper functions cannot shadow another's
+ * or the server's.  The shared libraries it brings in with it are made
+ * global, as if the server had been linked with them: an embedded
+ * interpreter (python, perl, ...) loads extension modules that expect
+ * the interpreter's library in the global scope and do not link it
+ * themselves (Python's _ctypes needs libpython's PyTuple_Type).
+ */
+void *
+layer_dlopen (const char *filename)
+{
+  struct loaded before = { NULL, 0 }, after = { NULL, 0 };
+  dl_iterate_phdr (add_loaded, &before);
+  void *dl = dlopen (filename, RTLD_NOW | RTLD_LOCAL);
+  if (dl) {
+    dl_iterate_phdr (add_loaded, &after);
+    struct link_map *self = NULL;
+    dlinfo (dl, RTLD_DI_LINKMAP, &self);
+    for (size_t i = 0; i < after.n; i++) {
+      const char *name = after.names[i];
+      if (was_loaded (&before, name) ||
+          (self && self->l_name && strcmp (self->l_name, name) == 0))
+        continue;
+      /* Already loaded: this only widens its scope, and the extra
+       * reference is dropped at once (the .so still holds it).
+       */
+      void *dep = dlopen (name, RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
+      if (dep)
+        dlclose (dep);
+    }
+  }
+  free_loaded (&before);
+  free_loaded (&after);
+  return dl;
 }
 
 /* ---- the layer operations ---- */
@@ -689,7 +767,7 @@ plugin_load (const char *name, bool by_path)
   if (!l->filename)
     goto err;
 
-  l->dl = dlopen (l->filename, RTLD_NOW | RTLD_GLOBAL);
+  l->dl = layer_dlopen (l->filename);
   if (!l->dl) {
     nbdkit_error ("cannot open plugin \"%s\": %s", name, dlerror ());
     goto err;

@@ -8,6 +8,9 @@
  *     to make it likely); with model=serialize_all_requests that must
  *     never happen.
  *
+ * It also exports a function named shadow_probe, as trace-filter.c
+ * does: each must call its own (test-layer-private-symbols.sh).
+ *
  * A read at offset 0 returns "opens=K get_size=N overlaps=M" (the
  * counts so far); unload prints the same line on stderr.
  */
@@ -29,6 +32,14 @@
 static int model = NBDKIT_THREAD_MODEL_PARALLEL;
 static unsigned sleep_ms;
 static _Atomic unsigned opens, get_size_calls, inside, overlaps;
+
+/* Deliberately global: the same name is in trace-filter.c. */
+extern int shadow_probe (void);
+int
+shadow_probe (void)
+{
+  return 1;
+}
 
 static int
 layer_config (const char *key, const char *value)
@@ -105,8 +116,9 @@ layer_pread (void *handle, void *buf, uint32_t count, uint64_t offset,
   memset (buf, 0, count);
   if (offset == 0) {
     char line[64];
-    int n = snprintf (line, sizeof line, "opens=%u get_size=%u overlaps=%u",
-                      opens, get_size_calls, overlaps);
+    int n = snprintf (line, sizeof line,
+                      "opens=%u get_size=%u overlaps=%u shadow=%d",
+                      opens, get_size_calls, overlaps, shadow_probe ());
     memcpy (buf, line, (uint32_t) n < count ? (uint32_t) n : count);
   }
   return 0;

@@ -5,7 +5,9 @@
  * NAME-fail=open makes its open fail after opening the layer below;
  * NAME-fail=prepare makes its prepare fail.  Its get_size asks the
  * layer below ten times (the server caches the answer: the plugin is
- * asked once, test-layer-answers-cached.sh).
+ * asked once, test-layer-answers-cached.sh).  Its open also prints
+ * "trace: NAME shadow=N" from a global function that layer-plugin.c
+ * defines too: N is 2 when the filter calls its own.
  */
 #include <config.h>
 
@@ -37,6 +39,14 @@ trace_config (nbdkit_next_config *next, nbdkit_backend *nxdata,
   return next (nxdata, key, value);
 }
 
+/* Deliberately global: the same name is in layer-plugin.c. */
+extern int shadow_probe (void);
+int
+shadow_probe (void)
+{
+  return 2;
+}
+
 static void *
 trace_open (nbdkit_next_open *next, nbdkit_context *context, int readonly,
             const char *exportname, int is_tls)
@@ -44,6 +54,7 @@ trace_open (nbdkit_next_open *next, nbdkit_context *context, int readonly,
   if (next (context, readonly, exportname) == -1)
     return NULL;
   say ("open");
+  fprintf (stderr, "trace: %s shadow=%d\n", TRACE_NAME, shadow_probe ());
   if (strcmp (fail_at, "open") == 0) {
     nbdkit_error ("%s: failing open as asked", TRACE_NAME);
     return NULL;
