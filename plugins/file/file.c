@@ -850,7 +850,7 @@ file_extents (void *handle, uint32_t count, uint64_t offset, uint32_t flags,
       return fail (h, "lseek SEEK_DATA");
     }
     if ((uint64_t) data > pos) {
-      stop = (uint64_t) data < end ? (uint64_t) data : end;
+      stop = MIN ((uint64_t) data, end);
       if (nbdkit_add_extent (extents, pos, stop - pos,
                              NBDKIT_EXTENT_HOLE | NBDKIT_EXTENT_ZERO) == -1)
         return -1;
@@ -871,7 +871,7 @@ file_extents (void *handle, uint32_t count, uint64_t offset, uint32_t flags,
      */
     if ((uint64_t) hole <= pos)
       hole = end;
-    stop = (uint64_t) hole < end ? (uint64_t) hole : end;
+    stop = MIN ((uint64_t) hole, end);
     if (nbdkit_add_extent (extents, pos, stop - pos, 0) == -1)
       return -1;
     pos = stop;
