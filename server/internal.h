@@ -320,7 +320,7 @@ struct connection {
   void *tls;                    /* gnutls_session_t after STARTTLS */
   bool tls_active;              /* the TLS handshake succeeded */
   const struct config *cfg;
-  const char *transport;        /* "unix", "tcp", "stdio", "activated" */
+  const char *transport;        /* "unix", "tcp", "vsock", "stdio", ... */
   char peer[128];               /* printable peer address */
   struct sockaddr_storage peer_addr;
   socklen_t peer_addrlen;
