@@ -38,7 +38,11 @@ grep -q -- '--selinux-label.*SELinux' "$tmpdir/err" ||
 t "$NBDKIT" -U - --swap -t 1 memory 1M \
   --run 'awk "/^VmLck:/ { print \$2 }" /proc/$PPID/status' \
   > "$tmpdir/lck"
-[ "$(cat "$tmpdir/lck")" -gt 0 ] || fail "--swap: no memory locked"
+# AddressSanitizer replaces mlockall with a no-op: there the option can
+# only be seen to be accepted.
+if [ -z "${NBDKIT_SANITIZERS:-}" ]; then
+  [ "$(cat "$tmpdir/lck")" -gt 0 ] || fail "--swap: no memory locked"
+fi
 t "$NBDKIT" -U - -t 1 memory 1M \
   --run 'awk "/^VmLck:/ { print \$2 }" /proc/$PPID/status' \
   > "$tmpdir/lck"
