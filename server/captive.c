@@ -4,6 +4,8 @@
  * other variables nbdkit-captive(1) lists in its environment, and a
  * waiter thread asks the accept loop to stop when the command exits;
  * captive_wait gives the command's exit status for the server's own.
+ * The waiter writes cap->status before it asks the loop to stop, and
+ * the main thread reads it only after joining the waiter.
  */
 #include <config.h>
 
@@ -124,18 +126,11 @@ captive_uri (const struct config *cfg)
   return uri;
 }
 
-/* The command and its waiter: set by captive_start, read by
- * captive_wait, both on the main thread; the waiter writes status
- * before it asks the accept loop to stop.
- */
-static pid_t run_pid = -1;
-static int run_status;
-static pthread_t run_thread;
-
 static void *
 wait_for_run (void *arg)
 {
-  while (waitpid (run_pid, &run_status, 0) == -1 && errno == EINTR)
+  struct captive *cap = arg;
+  while (waitpid (cap->pid, &cap->status, 0) == -1 && errno == EINTR)
     ;
   server_request_shutdown ("run-exited");
   return NULL;
@@ -147,7 +142,8 @@ wait_for_run (void *arg)
  * for require, unset when off).
  */
 int
-captive_start (const struct config *cfg, const char *uri)
+captive_start (const struct config *cfg, const char *uri,
+               struct captive *cap)
 {
   pid_t pid = fork ();
   if (pid == -1) {
@@ -175,8 +171,8 @@ captive_start (const struct config *cfg, const char *uri)
     perror ("nbdkit: --run: /bin/sh");
     _exit (127);
   }
-  run_pid = pid;
-  int e = pthread_create (&run_thread, NULL, wait_for_run, NULL);
+  cap->pid = pid;
+  int e = pthread_create (&cap->thread, NULL, wait_for_run, cap);
   if (e != 0) {
     errno = e;
     nbdkit_error ("pthread_create: %m");
@@ -187,14 +183,14 @@ captive_start (const struct config *cfg, const char *uri)
 
 /* The command's exit status as the server's (128+N for a signal). */
 int
-captive_wait (void)
+captive_wait (struct captive *cap)
 {
-  if (run_pid == -1)
+  if (cap->pid == -1)
     return EXIT_SUCCESS;
-  pthread_join (run_thread, NULL);
-  if (WIFEXITED (run_status))
-    return WEXITSTATUS (run_status);
-  if (WIFSIGNALED (run_status))
-    return 128 + WTERMSIG (run_status);
+  pthread_join (cap->thread, NULL);
+  if (WIFEXITED (cap->status))
+    return WEXITSTATUS (cap->status);
+  if (WIFSIGNALED (cap->status))
+    return 128 + WTERMSIG (cap->status);
   return 1;
 }

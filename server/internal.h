@@ -454,9 +454,15 @@ extern int options_configure (struct config *cfg);
 extern void options_free (struct config *cfg);
 
 /* ---- captive.c: --run ---- */
+struct captive {
+  pid_t pid;                    /* the --run command, or -1 */
+  int status;                   /* its wait status, once it exited */
+  pthread_t thread;             /* waits for it */
+};
 extern char *captive_uri (const struct config *cfg);
-extern int captive_start (const struct config *cfg, const char *uri);
-extern int captive_wait (void);
+extern int captive_start (const struct config *cfg, const char *uri,
+                          struct captive *cap);
+extern int captive_wait (struct captive *cap);
 
 /* ---- daemon.c: background, pid file, -u/-g ---- */
 extern int daemon_fork (void);

@@ -295,7 +295,8 @@ main (int argc, char *argv[])
       daemon_write_pidfile (cfg.pidfile) == -1)
     exit (EXIT_FAILURE);
 
-  if (cfg.run && captive_start (&cfg, uri ? uri : "") == -1)
+  struct captive cap = { .pid = -1 };
+  if (cfg.run && captive_start (&cfg, uri ? uri : "", &cap) == -1)
     exit (EXIT_FAILURE);
 
   NBDKIT_SERVER_READY ();
@@ -305,7 +306,7 @@ main (int argc, char *argv[])
 
   sock_close_all (&listener);
   conn_shutdown_all (5);
-  int status = captive_wait ();
+  int status = captive_wait (&cap);
   if (cfg.unixsocket && !cfg.listen_fds)
     unlink (cfg.unixsocket);
   if (cfg.tmpdir)
