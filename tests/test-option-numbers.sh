@@ -6,7 +6,8 @@ source "$(dirname "$0")/functions.sh"
 refuse ()
 {
   local opt="$1" bad="$2" msg="$3"
-  if "$NBDKIT" "$opt" "$bad" memory 1M > "$tmpdir/out" 2>&1; then
+  # --run: a value wrongly accepted must not leave a server behind.
+  if "$NBDKIT" "$opt" "$bad" memory 1M --run true > "$tmpdir/out" 2>&1; then
     fail "$opt \"$bad\" was accepted"
   fi
   grep -qF -e "$opt: \"$bad\" $msg" "$tmpdir/out" ||

@@ -81,7 +81,8 @@ grep -q -- '--dump-plugin' "$tmpdir/err" || fail "-s --dump-plugin: no message"
 
 # A bad option hints at --help.
 for bad in --no-such-option -x; do
-  "$NBDKIT" $bad memory 1M 2> "$tmpdir/err" && fail "$bad accepted"
+  "$NBDKIT" -U - $bad memory 1M --run true 2> "$tmpdir/err" &&
+    fail "$bad accepted"
   grep -q -- "--help" "$tmpdir/err" || fail "$bad: no --help hint"
 done
 
