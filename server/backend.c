@@ -49,6 +49,7 @@ static inline void
 call_start (const struct connection *conn, const struct layer *l,
             const char *cb, uint64_t offset, uint64_t count)
 {
+  log_layer_call (conn, l, cb, offset, count);
   if (NBDKIT_LAYER_CALL_START_ENABLED ())
     NBDKIT_LAYER_CALL_START (conn_id (conn), probe_u64 (call_cookie),
                              (uint64_t) l->depth, l->name, cb, offset,

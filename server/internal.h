@@ -16,6 +16,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -38,24 +39,46 @@
 #define MAX_BUSY_POLL      10000
 #define CONN_INBUF_SIZE    (64 * 1024)          /* buffered request input */
 
-/* ---- config (main.c) ---- */
+/* ---- config (options.c fills it, main.c runs it) ---- */
 
 struct layer;
 
+/* What the command line asks for besides serving. */
+enum config_action {
+  ACTION_SERVE = 0,
+  ACTION_HELP,                  /* --help, with the plugin's help too */
+  ACTION_VERSION,               /* -V, with every layer's version too */
+  ACTION_DUMP_PLUGIN,           /* --dump-plugin */
+};
+
+/* Where messages go: the default is stderr in the foreground and
+ * syslog once daemonised.
+ */
+enum config_log { LOG_TO_DEFAULT = 0, LOG_TO_STDERR, LOG_TO_SYSLOG,
+                  LOG_TO_NULL };
+
 struct config {
   const char *program;          /* argv[0], for messages */
+  enum config_action action;
   bool foreground;              /* -f, or implied by --run, -s, ... */
   bool verbose;                 /* -v */
   bool readonly;                /* -r */
-  bool single;                  /* -s */
+  bool single;                  /* -s, --single, --stdin */
   bool print_uri;               /* --print-uri */
   bool exit_with_parent;        /* --exit-with-parent */
   bool no_sr;                   /* --no-sr: refuse structured replies */
-  bool oldstyle;                /* -o: oldstyle negotiation */
-  bool use_syslog;              /* daemonised: log to syslog */
+  bool oldstyle;                /* -o: oldstyle negotiation (-n undoes) */
+  uint16_t mask_handshake;      /* --mask-handshake: global flags offered */
+  bool swap;                    /* --swap: lock in memory, IO flusher */
+  bool vsock;                   /* --vsock: AF_VSOCK on -p */
+  const char *selinux_label;    /* --selinux-label */
+  enum config_log log_to;       /* --log */
+  bool use_syslog;              /* messages go to syslog once started */
+  bool unix_private;            /* -U -: a socket in a private dir */
   const char *unixsocket;       /* -U, after `-' is resolved */
   char *tmpdir;                 /* temp dir holding the `-U -' socket */
-  const char *port;             /* -p */
+  const char *port;             /* -p, a number once resolved */
+  char *port_buf;               /* -p SERVICE resolved to its number */
   const char *ipaddr;           /* -i */
   int family;                   /* -4, -6 or AF_UNSPEC */
   unsigned threads;             /* -t */
@@ -71,6 +94,24 @@ struct config {
   const char *pidfile;          /* -P */
   const char *run;              /* --run */
   int listen_fds;               /* socket activation: count from fd 3 */
+
+  /* The plugin and its parameters (argv after the options), the
+   * filters (outermost first) and the -D flags, as given.
+   */
+  const char *plugin_name;
+  char **params;
+  int nparams;
+  const char **filters;
+  size_t nfilters;
+  const char **debug_flags;
+  size_t ndebug;
+  /* Keys split off key=value parameters: plugins may keep pointers to
+   * them (nbdkit-plugin(3) promises they live as long as the plugin),
+   * so they are freed only after the plugin is unloaded.
+   */
+  char **keys;
+  size_t nkeys;
+
   struct layer *top;            /* the outermost layer of the chain */
   int thread_model;             /* weakest of every layer's */
 };
@@ -279,7 +320,7 @@ struct connection {
   void *tls;                    /* gnutls_session_t after STARTTLS */
   bool tls_active;              /* the TLS handshake succeeded */
   const struct config *cfg;
-  const char *transport;        /* "unix", "tcp", "stdio", "activated" */
+  const char *transport;        /* "unix", "tcp", "vsock", "stdio", ... */
   char peer[128];               /* printable peer address */
   struct sockaddr_storage peer_addr;
   socklen_t peer_addrlen;
@@ -353,7 +394,7 @@ extern const char *tx_command_name (uint16_t cmd);
 
 /* ---- crypto.c: TLS ---- */
 extern bool tls_available (void);
-extern int tls_load (const struct config *cfg);
+extern int tls_load (struct config *cfg);
 extern int tls_start (struct connection *conn);
 extern ssize_t tls_recv (struct connection *conn, void *buf, size_t len);
 extern int tls_sendv (struct connection *conn, const struct iovec *iov,
@@ -379,6 +420,20 @@ extern void log_set_layer_name (const char *name);
 extern const char *log_swap_layer_name (const char *name);
 extern const char *log_last_error (void);
 extern void log_clear_last_error (void);
+extern int log_set_server_debug_flag (const char *arg);
+extern void log_layer_call (const struct connection *conn,
+                            const struct layer *l, const char *cb,
+                            uint64_t offset, uint64_t count);
+
+/* The server's own -D nbdkit.* flags, exported as data symbols under
+ * the names nbdkit gives them.  backend.c prints a debug line per layer
+ * call (with -v) unless the matching backend flag is 0; crypto.c reads
+ * the TLS ones.
+ */
+extern int nbdkit_debug_backend_controlpath;
+extern int nbdkit_debug_backend_datapath;
+extern int nbdkit_debug_tls_log;
+extern int nbdkit_debug_tls_session;
 
 /* ---- public.c ---- */
 extern int public_take_error (void);
@@ -387,9 +442,34 @@ extern void public_free_interned (struct connection *conn);
 /* ---- extents.c, exports.c ---- */
 extern bool exports_has_default (const struct nbdkit_exports *exports);
 
-/* ---- main.c ---- */
+/* ---- main.c: the start-up order ---- */
 extern void server_request_shutdown (const char *reason);
 extern const struct config *server_config (void);
+
+/* ---- options.c: the command line ---- */
+extern void options_parse (struct config *cfg, int argc, char *argv[]);
+extern void options_print_version (const struct config *cfg);
+extern void options_usage (FILE *fp, const char *program);
+extern int options_configure (struct config *cfg);
+extern void options_free (struct config *cfg);
+
+/* ---- captive.c: --run ---- */
+struct captive {
+  pid_t pid;                    /* the --run command, or -1 */
+  int status;                   /* its wait status, once it exited */
+  pthread_t thread;             /* waits for it */
+};
+extern char *captive_uri (const struct config *cfg);
+extern int captive_start (const struct config *cfg, const char *uri,
+                          struct captive *cap);
+extern int captive_wait (struct captive *cap);
+
+/* ---- daemon.c: background, pid file, -u/-g ---- */
+extern int daemon_fork (void);
+extern int daemon_write_pidfile (const char *path);
+extern int daemon_change_user (const struct config *cfg);
+extern int daemon_give_socket (const struct config *cfg);
+extern int daemon_lock_memory (const struct config *cfg);
 
 /* ---- helpers ---- */
 
