@@ -3,10 +3,11 @@
  * A filter sits between the server and the plugin (or the next filter)
  * and sees every callback on its way down.  Each callback receives
  * `next', the layer beneath it for this connection, and calls through
- * next's function pointers to pass a request on.  Filters are built
- * against this server's headers: unlike the plugin ABI, the filter
- * struct carries the server version it was compiled for, and the
- * server refuses a filter built for another version.
+ * next's function pointers to pass a request on.  Unlike the plugin
+ * ABI, the filter struct carries the version of the headers it was
+ * compiled with: the server loads filters built for the nbdkit release
+ * series whose filter ABI it implements (API version 6, release 1.32.x,
+ * any micro version) and refuses others.
  */
 #ifndef NBDKIT_FILTER_H
 #define NBDKIT_FILTER_H
@@ -90,6 +91,23 @@ NBDKIT_EXTERN_DECL (size_t, nbdkit_extents_count,
                     (const struct nbdkit_extents *));
 NBDKIT_EXTERN_DECL (struct nbdkit_extent, nbdkit_get_extent,
                     (const struct nbdkit_extents *, size_t));
+/* Ask next for the extents of the whole range, as many times as it
+ * takes; the caller frees the list.  REQ_ONE is dropped from flags.
+ */
+NBDKIT_EXTERN_DECL (struct nbdkit_extents *, nbdkit_extents_full,
+                    (nbdkit_next *next,
+                     uint32_t count, uint64_t offset,
+                     uint32_t flags, int *err));
+/* Add to extents the block status of next over [offset, offset+count)
+ * (both multiples of align, a power of 2) in pieces of at least align
+ * bytes: where next's extents change inside a piece, the piece gets
+ * the flags all of them share.
+ */
+NBDKIT_EXTERN_DECL (int, nbdkit_extents_aligned,
+                    (nbdkit_next *next,
+                     uint32_t count, uint64_t offset,
+                     uint32_t flags, uint32_t align,
+                     struct nbdkit_extents *extents, int *err));
 
 /* Reading and building export lists. */
 struct nbdkit_export {
@@ -102,6 +120,23 @@ NBDKIT_EXTERN_DECL (size_t, nbdkit_exports_count,
                     (const struct nbdkit_exports *));
 NBDKIT_EXTERN_DECL (struct nbdkit_export, nbdkit_get_export,
                     (const struct nbdkit_exports *, size_t));
+
+/* Contexts opened by hand.  A filter's backend (the layer below it,
+ * stable from .after_fork to .cleanup) comes from its .open context;
+ * from it the filter may open contexts of its own: it must prepare
+ * one (next->prepare) before use, and finalize and close it after,
+ * unless it hands it to the connection with nbdkit_context_set_next,
+ * which returns the next the context had before.  A shared context is
+ * not tied to one client and may be opened outside any connection.
+ */
+NBDKIT_EXTERN_DECL (nbdkit_backend *, nbdkit_context_get_backend,
+                    (nbdkit_context *context));
+NBDKIT_EXTERN_DECL (nbdkit_next *, nbdkit_next_context_open,
+                    (nbdkit_backend *backend, int readonly,
+                     const char *exportname, int shared));
+NBDKIT_EXTERN_DECL (void, nbdkit_next_context_close, (nbdkit_next *next));
+NBDKIT_EXTERN_DECL (nbdkit_next *, nbdkit_context_set_next,
+                    (nbdkit_context *context, nbdkit_next *next));
 
 NBDKIT_EXTERN_DECL (void, nbdkit_set_error, (int err));
 NBDKIT_EXTERN_DECL (const char *, nbdkit_export_name, (void));

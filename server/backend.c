@@ -1,12 +1,23 @@
-/* nbdkit server: the layer interface.  Every call into a plugin or a
+/* nbdkit server: the layer boundary.  Every call into a plugin or a
  * filter, from the server or from the filter above, goes through the
  * layer_* functions here, so this is the one place that sees a
- * request's trip down the chain.  It also owns the per-connection
- * contexts: opening them top-down, preparing them bottom-up, closing
- * them top-down.
+ * request's trip down the chain.  At this boundary each call
+ *   - asserts what the layer may rely on (the context is prepared, the
+ *     range lies within the size it reported, the flags are ones it
+ *     advertised),
+ *   - switches the log's layer name and fires layer_call_start/done,
+ *   - takes the all-requests lock when the thread model asks for it,
+ *   - and emulates what the layer asked the server to emulate (zero
+ *     by writing zeroes, FUA by flushing, cache by reading, block
+ *     status as all data), for plugins and filters alike.
+ * A layer's answers (size, can_*, block size, description) are asked
+ * once per context and cached.  This file also owns the contexts:
+ * opening them top-down, preparing them bottom-up, finalizing and
+ * closing them top-down, and the filter API for opening them by hand.
  */
 #include <config.h>
 
+#include <assert.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <setjmp.h>
@@ -38,6 +49,7 @@ static inline void
 call_start (const struct connection *conn, const struct layer *l,
             const char *cb, uint64_t offset, uint64_t count)
 {
+  log_layer_call (conn, l, cb, offset, count);
   if (NBDKIT_LAYER_CALL_START_ENABLED ())
     NBDKIT_LAYER_CALL_START (conn_id (conn), probe_u64 (call_cookie),
                              (uint64_t) l->depth, l->name, cb, offset,
@@ -58,6 +70,71 @@ static inline int64_t
 ctl_err (int64_t r)
 {
   return r == -1 ? EIO : 0;
+}
+
+/* ---- the thread model's request lock ---- */
+
+/* With SERIALIZE_ALL_REQUESTS (or SERIALIZE_CONNECTIONS), at most one
+ * call from any connection is inside the chain at a time: requests,
+ * and also open, prepare, the handshake's questions, finalize and
+ * close.  A connection's thread takes the lock around each outermost
+ * call; the calls a filter makes down the chain run under the lock its
+ * caller holds (the depth counts them).  Threads a filter starts for
+ * itself hold no connection and do not take it, as in nbdkit.
+ * SERIALIZE_CONNECTIONS is also enforced around a whole connection by
+ * connection.c (that lock is taken first).
+ */
+static pthread_mutex_t all_requests_lock = PTHREAD_MUTEX_INITIALIZER;
+static __thread unsigned requests_lock_depth;
+
+static bool
+serialize_all (void)
+{
+  const struct config *cfg = server_config ();
+  return cfg &&
+    cfg->thread_model <= NBDKIT_THREAD_MODEL_SERIALIZE_ALL_REQUESTS;
+}
+
+void
+layer_requests_lock (void)
+{
+  if (requests_lock_depth++ == 0 && serialize_all ())
+    pthread_mutex_lock (&all_requests_lock);
+}
+
+void
+layer_requests_unlock (void)
+{
+  assert (requests_lock_depth > 0);
+  if (--requests_lock_depth == 0 && serialize_all ())
+    pthread_mutex_unlock (&all_requests_lock);
+}
+
+/* Around one call into a layer: the request lock if this thread serves
+ * a connection, the layer's name in the log.  Returns the name to put
+ * back.
+ */
+struct call_scope {
+  const char *outer_name;
+  bool locked;
+};
+
+static inline struct call_scope
+enter (const struct layer *l)
+{
+  struct call_scope s = { .locked = conn_current () != NULL };
+  if (s.locked)
+    layer_requests_lock ();
+  s.outer_name = log_swap_layer_name (l->name);
+  return s;
+}
+
+static inline void
+leave (struct call_scope s)
+{
+  log_swap_layer_name (s.outer_name);
+  if (s.locked)
+    layer_requests_unlock ();
 }
 
 /* ---- configuration-time calls ---- */
@@ -106,11 +183,11 @@ int
 layer_preconnect (struct layer *l, int readonly)
 {
   struct connection *conn = conn_current ();
+  struct call_scope s = enter (l);
   call_start (conn, l, "preconnect", 0, 0);
-  const char *outer = log_swap_layer_name (l->name);
   int r = l->ops->preconnect (l, readonly);
-  log_swap_layer_name (outer);
   call_done (conn, l, "preconnect", ctl_err (r));
+  leave (s);
   return r;
 }
 
@@ -119,11 +196,11 @@ layer_list_exports (struct layer *l, int readonly, int is_tls,
                     struct nbdkit_exports *exports)
 {
   struct connection *conn = conn_current ();
+  struct call_scope s = enter (l);
   call_start (conn, l, "list_exports", 0, 0);
-  const char *outer = log_swap_layer_name (l->name);
   int r = l->ops->list_exports (l, readonly, is_tls, exports);
-  log_swap_layer_name (outer);
   call_done (conn, l, "list_exports", ctl_err (r));
+  leave (s);
   return r;
 }
 
@@ -131,31 +208,107 @@ const char *
 layer_default_export (struct layer *l, int readonly, int is_tls)
 {
   struct connection *conn = conn_current ();
+  struct call_scope s = enter (l);
   call_start (conn, l, "default_export", 0, 0);
-  const char *outer = log_swap_layer_name (l->name);
   const char *r = l->ops->default_export (l, readonly, is_tls);
-  log_swap_layer_name (outer);
   call_done (conn, l, "default_export", r ? 0 : EIO);
+  leave (s);
   return r;
 }
 
-/* ---- calls through the chain ---- */
+/* ---- answers, asked once per context ---- */
 
-int64_t
-layer_get_size (struct context *c)
+#define ANSWER(c, field) \
+  __atomic_load_n (&(c)->answers.field, __ATOMIC_ACQUIRE)
+#define SET_ANSWER(c, field, v) \
+  __atomic_store_n (&(c)->answers.field, (v), __ATOMIC_RELEASE)
+
+/* export_description before it is asked (NULL is a valid answer). */
+static const char not_asked[] = "";
+
+static void
+answers_init (struct layer_answers *a)
 {
-  call_start (c->conn, c->layer, "get_size", 0, 0);
-  int64_t r = c->layer->ops->get_size (c);
-  call_done (c->conn, c->layer, "get_size", ctl_err (r));
-  return r;
+#define X(name, type, kind) a->name = -1;
+  LAYER_QUERIES (X)
+#undef X
+  a->export_description = not_asked;
+  a->block_size_known = 0;
 }
+
+/* How an answer of each kind is kept (layer-ops.h). */
+static inline int64_t
+normalise_BOOL (int64_t r)
+{
+  return r < 0 ? -1 : r > 0;
+}
+
+static inline int64_t
+normalise_MODE (int64_t r)
+{
+  return r < 0 ? -1 : r;
+}
+
+static inline int64_t
+normalise_SIZE (int64_t r)
+{
+  return r < 0 ? -1 : r;
+}
+
+/* A question is asked of a prepared context (filters ask in their own
+ * prepare, after the layers below theirs were prepared), or of one
+ * being finalized from above.
+ */
+static inline void
+assert_usable (const struct context *c)
+{
+  assert (c != NULL);
+  assert (c->state == CTX_PREPARED);
+}
+
+#define X(name, type, kind)                                             \
+  type                                                                  \
+  layer_##name (struct context *c)                                      \
+  {                                                                     \
+    assert_usable (c);                                                  \
+    type r = ANSWER (c, name);                                          \
+    if (r != -1)                                                        \
+      return r;                                                         \
+    struct call_scope s = enter (c->layer);                             \
+    pthread_mutex_lock (&c->answer_lock);                               \
+    r = ANSWER (c, name);                                               \
+    if (r == -1) {                                                      \
+      call_start (c->conn, c->layer, #name, 0, 0);                      \
+      r = normalise_##kind (c->layer->ops->name (c));                   \
+      call_done (c->conn, c->layer, #name, ctl_err (r));                \
+      if (r != -1)                                                      \
+        SET_ANSWER (c, name, r);                                        \
+    }                                                                   \
+    pthread_mutex_unlock (&c->answer_lock);                             \
+    leave (s);                                                          \
+    return r;                                                           \
+  }
+LAYER_QUERIES (X)
+#undef X
 
 const char *
 layer_export_description (struct context *c)
 {
-  call_start (c->conn, c->layer, "export_description", 0, 0);
-  const char *r = c->layer->ops->export_description (c);
-  call_done (c->conn, c->layer, "export_description", 0);
+  assert_usable (c);
+  const char *r = ANSWER (c, export_description);
+  if (r != not_asked)
+    return r;
+  struct call_scope s = enter (c->layer);
+  pthread_mutex_lock (&c->answer_lock);
+  r = ANSWER (c, export_description);
+  if (r == not_asked) {
+    call_start (c->conn, c->layer, "export_description", 0, 0);
+    r = c->layer->ops->export_description (c);
+    call_done (c->conn, c->layer, "export_description", 0);
+    SET_ANSWER (c, export_description, r);
+  }
+  pthread_mutex_unlock (&c->answer_lock);
+  leave (s);
   return r;
 }
 
@@ -163,53 +316,305 @@ int
 layer_block_size (struct context *c, uint32_t *minimum, uint32_t *preferred,
                   uint32_t *maximum)
 {
-  *minimum = *preferred = *maximum = 0;
-  call_start (c->conn, c->layer, "block_size", 0, 0);
-  int r = c->layer->ops->block_size (c, minimum, preferred, maximum);
-  call_done (c->conn, c->layer, "block_size", ctl_err (r));
-  return r;
+  assert_usable (c);
+  int r = 0;
+  struct call_scope s = { NULL, false };
+  bool asking = !ANSWER (c, block_size_known);
+  if (asking) {
+    s = enter (c->layer);
+    pthread_mutex_lock (&c->answer_lock);
+  }
+  if (!c->answers.block_size_known) {
+    uint32_t min = 0, pref = 0, max = 0;
+    call_start (c->conn, c->layer, "block_size", 0, 0);
+    r = c->layer->ops->block_size (c, &min, &pref, &max);
+    call_done (c->conn, c->layer, "block_size", ctl_err (r));
+    if (r != -1) {
+      c->answers.block_min = min;
+      c->answers.block_pref = pref;
+      c->answers.block_max = max;
+      SET_ANSWER (c, block_size_known, 1);
+    }
+  }
+  *minimum = c->answers.block_min;
+  *preferred = c->answers.block_pref;
+  *maximum = c->answers.block_max;
+  if (asking) {
+    pthread_mutex_unlock (&c->answer_lock);
+    leave (s);
+  }
+  return r == -1 ? -1 : 0;
 }
 
-#define DEFINE_CAN(fn)                                                  \
-  int                                                                   \
-  layer_##fn (struct context *c)                                        \
-  {                                                                     \
-    call_start (c->conn, c->layer, #fn, 0, 0);                          \
-    int r = c->layer->ops->fn (c);                                      \
-    call_done (c->conn, c->layer, #fn, ctl_err (r));                    \
-    return r;                                                           \
-  }
-DEFINE_CAN (can_write)
-DEFINE_CAN (can_flush)
-DEFINE_CAN (is_rotational)
-DEFINE_CAN (can_trim)
-DEFINE_CAN (can_zero)
-DEFINE_CAN (can_fast_zero)
-DEFINE_CAN (can_extents)
-DEFINE_CAN (can_fua)
-DEFINE_CAN (can_multi_conn)
-DEFINE_CAN (can_cache)
+/* ---- data calls ---- */
 
-/* Run one data call, traced, making sure a failure carries an errno. */
-#define DATA_CALL(c, cb, offset, count, call)                         \
-  do {                                                                  \
+/* Is [offset, offset+count) a non-empty range within the size this
+ * context reported (which must have been asked)?
+ */
+static bool
+in_range (const struct context *c, uint64_t offset, uint32_t count)
+{
+  int64_t size = ANSWER (c, get_size);
+  assert (size >= 0);
+  return count > 0 && offset <= (uint64_t) size &&
+    count <= (uint64_t) size - offset;
+}
+
+/* One data call, traced, making sure a failure carries an errno; its
+ * value is the call's.
+ */
+#define DATA_CALL(c, cb, offset, count, call)                           \
+  ({                                                                    \
     *err = 0;                                                           \
+    struct call_scope s_ = enter ((c)->layer);                          \
     call_start ((c)->conn, (c)->layer, cb, (offset), (count));          \
-    const char *outer_ = log_swap_layer_name ((c)->layer->name);        \
     int r_ = (call);                                                    \
-    log_swap_layer_name (outer_);                                       \
     if (r_ == -1 && *err == 0)                                          \
       *err = EIO;                                                       \
     call_done ((c)->conn, (c)->layer, cb, r_ == -1 ? *err : 0);         \
-    return r_;                                                          \
-  } while (0)
+    leave (s_);                                                         \
+    r_;                                                                 \
+  })
+
+/* nbdkit lets a filter pass NULL for err: the error is then dropped. */
+#define ERR_OR_SCRATCH(err)                     \
+  int scratch_err_;                             \
+  if (!(err))                                   \
+    (err) = &scratch_err_
+
+static int
+call_pread (struct context *c, void *buf, uint32_t count, uint64_t offset,
+            uint32_t flags, int *err)
+{
+  return DATA_CALL (c, "pread", offset, count,
+             c->layer->ops->pread (c, buf, count, offset, flags, err));
+}
 
 int
 layer_pread (struct context *c, void *buf, uint32_t count, uint64_t offset,
              uint32_t flags, int *err)
 {
-  DATA_CALL (c, "pread", offset, count,
-             c->layer->ops->pread (c, buf, count, offset, flags, err));
+  ERR_OR_SCRATCH (err);
+  assert_usable (c);
+  assert (in_range (c, offset, count));
+  assert (flags == 0);
+  return call_pread (c, buf, count, offset, flags, err);
+}
+
+int
+layer_flush (struct context *c, uint32_t flags, int *err)
+{
+  ERR_OR_SCRATCH (err);
+  assert_usable (c);
+  assert (ANSWER (c, can_flush) == 1);
+  assert (flags == 0);
+  return DATA_CALL (c, "flush", 0, 0, c->layer->ops->flush (c, flags, err));
+}
+
+/* FUA on a write to a layer that asked for it to be emulated: the
+ * write goes down without the flag and a flush follows.
+ */
+static bool
+fua_emulated (struct context *c, uint32_t *flags)
+{
+  if (!(*flags & NBDKIT_FLAG_FUA))
+    return false;
+  assert (ANSWER (c, can_fua) > NBDKIT_FUA_NONE);
+  if (ANSWER (c, can_fua) != NBDKIT_FUA_EMULATE)
+    return false;
+  *flags &= ~NBDKIT_FLAG_FUA;
+  return true;
+}
+
+static int
+emulated_fua_flush (struct context *c, int *err)
+{
+  if (layer_can_flush (c) != 1) {
+    nbdkit_error ("%s %s asks for FUA to be emulated but cannot flush",
+                  c->layer->type, c->layer->name);
+    *err = EIO;
+    return -1;
+  }
+  return layer_flush (c, 0, err);
+}
+
+static int
+call_pwrite (struct context *c, const void *buf, uint32_t count,
+             uint64_t offset, uint32_t flags, int *err)
+{
+  return DATA_CALL (c, "pwrite", offset, count,
+             c->layer->ops->pwrite (c, buf, count, offset, flags, err));
+}
+
+int
+layer_pwrite (struct context *c, const void *buf, uint32_t count,
+              uint64_t offset, uint32_t flags, int *err)
+{
+  ERR_OR_SCRATCH (err);
+  assert_usable (c);
+  assert (ANSWER (c, can_write) == 1);
+  assert (in_range (c, offset, count));
+  assert (!(flags & ~NBDKIT_FLAG_FUA));
+  bool flush = fua_emulated (c, &flags);
+  if (call_pwrite (c, buf, count, offset, flags, err) == -1)
+    return -1;
+  return flush ? emulated_fua_flush (c, err) : 0;
+}
+
+static int
+call_trim (struct context *c, uint32_t count, uint64_t offset,
+           uint32_t flags, int *err)
+{
+  return DATA_CALL (c, "trim", offset, count,
+             c->layer->ops->trim (c, count, offset, flags, err));
+}
+
+int
+layer_trim (struct context *c, uint32_t count, uint64_t offset,
+            uint32_t flags, int *err)
+{
+  ERR_OR_SCRATCH (err);
+  assert_usable (c);
+  assert (ANSWER (c, can_write) == 1);
+  assert (ANSWER (c, can_trim) == 1);
+  assert (in_range (c, offset, count));
+  assert (!(flags & ~NBDKIT_FLAG_FUA));
+  bool flush = fua_emulated (c, &flags);
+  if (call_trim (c, count, offset, flags, err) == -1)
+    return -1;
+  return flush ? emulated_fua_flush (c, err) : 0;
+}
+
+/* Zero by writing zeroes through the layer's own pwrite. */
+static int
+emulate_zero (struct context *c, uint32_t count, uint64_t offset,
+              uint32_t flags, int *err)
+{
+  static const char zeroes[256 * 1024];
+  while (count > 0) {
+    uint32_t n = count < sizeof zeroes ? count : sizeof zeroes;
+    /* FUA (if any) on the last piece makes all of them durable. */
+    uint32_t f = n == count ? flags & NBDKIT_FLAG_FUA : 0;
+    if (layer_pwrite (c, zeroes, n, offset, f, err) == -1)
+      return -1;
+    offset += n;
+    count -= n;
+  }
+  return 0;
+}
+
+static int
+call_zero (struct context *c, uint32_t count, uint64_t offset,
+           uint32_t flags, int *err)
+{
+  return DATA_CALL (c, "zero", offset, count,
+             c->layer->ops->zero (c, count, offset, flags, err));
+}
+
+int
+layer_zero (struct context *c, uint32_t count, uint64_t offset,
+            uint32_t flags, int *err)
+{
+  ERR_OR_SCRATCH (err);
+  assert_usable (c);
+  assert (ANSWER (c, can_write) == 1);
+  assert (ANSWER (c, can_zero) > NBDKIT_ZERO_NONE);
+  assert (in_range (c, offset, count));
+  assert (!(flags & ~(NBDKIT_FLAG_MAY_TRIM | NBDKIT_FLAG_FUA |
+                      NBDKIT_FLAG_FAST_ZERO)));
+  if (flags & NBDKIT_FLAG_FUA)
+    assert (ANSWER (c, can_fua) > NBDKIT_FUA_NONE);
+  bool fast = flags & NBDKIT_FLAG_FAST_ZERO;
+  if (fast)
+    assert (ANSWER (c, can_fast_zero) == 1);
+
+  if (ANSWER (c, can_zero) == NBDKIT_ZERO_NATIVE) {
+    uint32_t f = flags;
+    bool flush = fua_emulated (c, &f);
+    if (call_zero (c, count, offset, f, err) == 0)
+      return flush ? emulated_fua_flush (c, err) : 0;
+    /* "Not like this" falls back to writing zeroes, unless the client
+     * asked for a fast zero.  Any other error is real.
+     */
+    if (*err != ENOTSUP && *err != EOPNOTSUPP)
+      return -1;
+  }
+  if (fast) {
+    *err = ENOTSUP;
+    return -1;
+  }
+  *err = 0;
+  return emulate_zero (c, count, offset, flags, err);
+}
+
+static int
+call_extents (struct context *c, uint32_t count, uint64_t offset,
+              uint32_t flags, struct nbdkit_extents *extents, int *err)
+{
+  return DATA_CALL (c, "extents", offset, count,
+             c->layer->ops->extents (c, count, offset, flags, extents,
+                                     err));
+}
+
+int
+layer_extents (struct context *c, uint32_t count, uint64_t offset,
+               uint32_t flags, struct nbdkit_extents *extents, int *err)
+{
+  ERR_OR_SCRATCH (err);
+  assert_usable (c);
+  assert (ANSWER (c, can_extents) >= 0);
+  assert (in_range (c, offset, count));
+  assert (!(flags & ~NBDKIT_FLAG_REQ_ONE));
+  /* A layer that says it has no block status is not asked: the range
+   * is all data, whatever the layers below would say.
+   */
+  if (ANSWER (c, can_extents) == 0) {
+    *err = 0;
+    if (nbdkit_add_extent (extents, offset, count, 0) == -1) {
+      *err = errno ? errno : EIO;
+      return -1;
+    }
+    return 0;
+  }
+  return call_extents (c, count, offset, flags, extents, err);
+}
+
+static int
+call_cache (struct context *c, uint32_t count, uint64_t offset,
+            uint32_t flags, int *err)
+{
+  return DATA_CALL (c, "cache", offset, count,
+             c->layer->ops->cache (c, count, offset, flags, err));
+}
+
+int
+layer_cache (struct context *c, uint32_t count, uint64_t offset,
+             uint32_t flags, int *err)
+{
+  ERR_OR_SCRATCH (err);
+  assert_usable (c);
+  assert (ANSWER (c, can_cache) > NBDKIT_CACHE_NONE);
+  assert (in_range (c, offset, count));
+  assert (flags == 0);
+  if (ANSWER (c, can_cache) == NBDKIT_CACHE_NATIVE)
+    return call_cache (c, count, offset, flags, err);
+
+  /* Emulated: read and discard, so the layer pulls the data in. */
+  const uint32_t chunk = 1024 * 1024;
+  char *buf = malloc (count < chunk ? count : chunk);
+  if (!buf) {
+    *err = ENOMEM;
+    return -1;
+  }
+  int r = 0;
+  while (r == 0 && count > 0) {
+    uint32_t n = count < chunk ? count : chunk;
+    r = call_pread (c, buf, n, offset, 0, err);
+    count -= n;
+    offset += n;
+  }
+  free (buf);
+  return r;
 }
 
 /* A read the top layer can describe in place (common/zerocopy.h)?
@@ -225,7 +630,9 @@ int
 layer_map_read (struct context *c, uint32_t count, uint64_t offset,
                 struct iovec *iov, int *niov, int *err)
 {
-  DATA_CALL (c, "pread", offset, count,
+  assert_usable (c);
+  assert (in_range (c, offset, count));
+  return DATA_CALL (c, "pread", offset, count,
              c->layer->ops->map_read (c, count, offset, iov, niov, err));
 }
 
@@ -249,6 +656,9 @@ int
 layer_map_write (struct context *c, uint32_t count, uint64_t offset,
                  struct iovec *iov, int *niov)
 {
+  assert_usable (c);
+  assert (ANSWER (c, can_write) == 1);
+  assert (in_range (c, offset, count));
   return c->layer->ops->map_write (c, count, offset, iov, niov);
 }
 
@@ -260,7 +670,7 @@ layer_unmap_write (struct context *c, uint32_t count, uint64_t offset,
     *err = 0;
     return c->layer->ops->unmap_write (c, count, offset, iov, 0, err);
   }
-  DATA_CALL (c, "pwrite", offset, count,
+  return DATA_CALL (c, "pwrite", offset, count,
              c->layer->ops->unmap_write (c, count, offset, iov, 1, err));
 }
 
@@ -277,54 +687,10 @@ int
 layer_read_fd (struct context *c, uint32_t count, uint64_t offset,
                int *fd, uint64_t *fd_offset, int *err)
 {
-  DATA_CALL (c, "pread", offset, count,
+  assert_usable (c);
+  assert (in_range (c, offset, count));
+  return DATA_CALL (c, "pread", offset, count,
              c->layer->ops->read_fd (c, count, offset, fd, fd_offset, err));
-}
-
-int
-layer_pwrite (struct context *c, const void *buf, uint32_t count,
-              uint64_t offset, uint32_t flags, int *err)
-{
-  DATA_CALL (c, "pwrite", offset, count,
-             c->layer->ops->pwrite (c, buf, count, offset, flags, err));
-}
-
-int
-layer_flush (struct context *c, uint32_t flags, int *err)
-{
-  DATA_CALL (c, "flush", 0, 0, c->layer->ops->flush (c, flags, err));
-}
-
-int
-layer_trim (struct context *c, uint32_t count, uint64_t offset,
-            uint32_t flags, int *err)
-{
-  DATA_CALL (c, "trim", offset, count,
-             c->layer->ops->trim (c, count, offset, flags, err));
-}
-
-int
-layer_zero (struct context *c, uint32_t count, uint64_t offset,
-            uint32_t flags, int *err)
-{
-  DATA_CALL (c, "zero", offset, count,
-             c->layer->ops->zero (c, count, offset, flags, err));
-}
-
-int
-layer_extents (struct context *c, uint32_t count, uint64_t offset,
-               uint32_t flags, struct nbdkit_extents *extents, int *err)
-{
-  DATA_CALL (c, "extents", offset, count,
-             c->layer->ops->extents (c, count, offset, flags, extents, err));
-}
-
-int
-layer_cache (struct context *c, uint32_t count, uint64_t offset,
-             uint32_t flags, int *err)
-{
-  DATA_CALL (c, "cache", offset, count,
-             c->layer->ops->cache (c, count, offset, flags, err));
 }
 
 /* ---- the same calls as a filter sees them (nbdkit_next) ---- */
@@ -338,19 +704,13 @@ ctx (nbdkit_next *next)
 static int
 next_prepare (nbdkit_next *next)
 {
-  return 0;
+  return layer_prepare (ctx (next));
 }
 
 static int
 next_finalize (nbdkit_next *next)
 {
-  return 0;
-}
-
-static int64_t
-next_get_size (nbdkit_next *next)
-{
-  return layer_get_size (ctx (next));
+  return layer_finalize (ctx (next));
 }
 
 static const char *
@@ -366,94 +726,33 @@ next_block_size (nbdkit_next *next, uint32_t *minimum, uint32_t *preferred,
   return layer_block_size (ctx (next), minimum, preferred, maximum);
 }
 
-#define DEFINE_NEXT_CAN(fn)                                             \
-  static int                                                            \
-  next_##fn (nbdkit_next *next)                                         \
-  {                                                                     \
-    return layer_##fn (ctx (next));                                     \
+#define X(name, type, kind)                     \
+  static type                                   \
+  next_##name (nbdkit_next *next)               \
+  {                                             \
+    return layer_##name (ctx (next));           \
   }
-DEFINE_NEXT_CAN (can_write)
-DEFINE_NEXT_CAN (can_flush)
-DEFINE_NEXT_CAN (is_rotational)
-DEFINE_NEXT_CAN (can_trim)
-DEFINE_NEXT_CAN (can_zero)
-DEFINE_NEXT_CAN (can_fast_zero)
-DEFINE_NEXT_CAN (can_extents)
-DEFINE_NEXT_CAN (can_fua)
-DEFINE_NEXT_CAN (can_multi_conn)
-DEFINE_NEXT_CAN (can_cache)
+LAYER_QUERIES (X)
+#undef X
 
-static int
-next_pread (nbdkit_next *next, void *buf, uint32_t count, uint64_t offset,
-            uint32_t flags, int *err)
-{
-  return layer_pread (ctx (next), buf, count, offset, flags, err);
-}
-
-static int
-next_pwrite (nbdkit_next *next, const void *buf, uint32_t count,
-             uint64_t offset, uint32_t flags, int *err)
-{
-  return layer_pwrite (ctx (next), buf, count, offset, flags, err);
-}
-
-static int
-next_flush (nbdkit_next *next, uint32_t flags, int *err)
-{
-  return layer_flush (ctx (next), flags, err);
-}
-
-static int
-next_trim (nbdkit_next *next, uint32_t count, uint64_t offset,
-           uint32_t flags, int *err)
-{
-  return layer_trim (ctx (next), count, offset, flags, err);
-}
-
-static int
-next_zero (nbdkit_next *next, uint32_t count, uint64_t offset,
-           uint32_t flags, int *err)
-{
-  return layer_zero (ctx (next), count, offset, flags, err);
-}
-
-static int
-next_extents (nbdkit_next *next, uint32_t count, uint64_t offset,
-              uint32_t flags, struct nbdkit_extents *extents, int *err)
-{
-  return layer_extents (ctx (next), count, offset, flags, extents, err);
-}
-
-static int
-next_cache (nbdkit_next *next, uint32_t count, uint64_t offset,
-            uint32_t flags, int *err)
-{
-  return layer_cache (ctx (next), count, offset, flags, err);
-}
+#define X(name, params, args)                                   \
+  static int                                                    \
+  next_##name (nbdkit_next *next, LAYER_UNPAREN params)         \
+  {                                                             \
+    return layer_##name (ctx (next), LAYER_UNPAREN args);       \
+  }
+LAYER_DATA_CALLS (X)
+#undef X
 
 const struct nbdkit_next_ops layer_next_ops = {
   .prepare = next_prepare,
   .finalize = next_finalize,
-  .get_size = next_get_size,
   .export_description = next_export_description,
   .block_size = next_block_size,
-  .can_write = next_can_write,
-  .can_flush = next_can_flush,
-  .is_rotational = next_is_rotational,
-  .can_trim = next_can_trim,
-  .can_zero = next_can_zero,
-  .can_fast_zero = next_can_fast_zero,
-  .can_extents = next_can_extents,
-  .can_fua = next_can_fua,
-  .can_multi_conn = next_can_multi_conn,
-  .can_cache = next_can_cache,
-  .pread = next_pread,
-  .pwrite = next_pwrite,
-  .flush = next_flush,
-  .trim = next_trim,
-  .zero = next_zero,
-  .extents = next_extents,
-  .cache = next_cache,
+#define X(name, ...) .name = next_##name,
+  LAYER_QUERIES (X)
+  LAYER_DATA_CALLS (X)
+#undef X
 };
 
 /* ---- contexts ---- */
@@ -511,6 +810,13 @@ guarded_open (struct context *c, int readonly, const char *exportname,
   return r;
 }
 
+static void
+context_free (struct context *c)
+{
+  pthread_mutex_destroy (&c->answer_lock);
+  free (c);
+}
+
 struct context *
 layer_open (struct connection *conn, struct layer *layer, int readonly,
             const char *exportname, int is_tls)
@@ -523,54 +829,173 @@ layer_open (struct connection *conn, struct layer *layer, int readonly,
   c->next_ops = layer_next_ops;
   c->layer = layer;
   c->conn = conn;
-  const char *outer = log_swap_layer_name (layer->name);
+  c->readonly = readonly;
+  c->state = CTX_NEW;
+  answers_init (&c->answers);
+  pthread_mutexattr_t attr;
+  pthread_mutexattr_init (&attr);
+  pthread_mutexattr_settype (&attr, PTHREAD_MUTEX_RECURSIVE);
+  pthread_mutex_init (&c->answer_lock, &attr);
+  pthread_mutexattr_destroy (&attr);
+
+  struct call_scope s = enter (layer);
   call_start (conn, layer, "open", 0, 0);
   int r = guarded_open (c, readonly, exportname, is_tls);
   call_done (conn, layer, "open", ctl_err (r));
-  log_swap_layer_name (outer);
+  leave (s);
   if (r == -1) {
-    /* A filter's open may have opened the layers below already. */
+    /* A filter's open may have opened the layers below already: they
+     * are closed, never finalized (they were never prepared).
+     */
     if (c->below)
-      layer_close_all (c->below);
-    free (c);
+      layer_close (c->below);
+    context_free (c);
     return NULL;
   }
+  c->state = CTX_OPENED;
   return c;
 }
 
-/* Prepare runs bottom-up, so each filter sees a ready layer below. */
+/* Prepare runs bottom-up, so each filter sees a ready layer below.  A
+ * context already prepared (by hand, through next->prepare) is left
+ * alone.
+ */
+int
+layer_prepare (struct context *c)
+{
+  assert (c->state != CTX_NEW);
+  if (c->state != CTX_OPENED)
+    return c->state == CTX_PREPARED ? 0 : -1;
+  if (c->below && layer_prepare (c->below) == -1)
+    return -1;
+  struct call_scope s = enter (c->layer);
+  call_start (c->conn, c->layer, "prepare", 0, 0);
+  int r = c->layer->ops->prepare (c, c->readonly);
+  call_done (c->conn, c->layer, "prepare", ctl_err (r));
+  leave (s);
+  if (r == -1)
+    return -1;
+  c->state = CTX_PREPARED;
+  return 0;
+}
+
 int
 layer_prepare_all (struct context *c, int readonly)
 {
-  if (c->below && layer_prepare_all (c->below, readonly) == -1)
-    return -1;
-  const char *outer = log_swap_layer_name (c->layer->name);
-  call_start (c->conn, c->layer, "prepare", 0, 0);
-  int r = c->layer->ops->prepare (c, readonly);
-  call_done (c->conn, c->layer, "prepare", ctl_err (r));
-  log_swap_layer_name (outer);
+  assert (c->readonly == readonly);
+  return layer_prepare (c);
+}
+
+/* Finalize runs top-down, mirroring prepare, and only on contexts that
+ * were prepared.  Every prepared layer is finalized even if one above
+ * it fails.
+ */
+int
+layer_finalize (struct context *c)
+{
+  int r = 0;
+  if (c->state == CTX_PREPARED) {
+    struct call_scope s = enter (c->layer);
+    call_start (c->conn, c->layer, "finalize", 0, 0);
+    r = c->layer->ops->finalize (c);
+    call_done (c->conn, c->layer, "finalize", ctl_err (r));
+    leave (s);
+    c->state = CTX_FINALIZED;
+  }
+  if (c->below && layer_finalize (c->below) == -1)
+    r = -1;
   return r;
 }
 
-/* Finalize and close run top-down, mirroring open. */
+/* Close runs top-down too, after finalize, and frees the contexts. */
 void
-layer_close_all (struct context *c)
+layer_close (struct context *c)
 {
-  const char *outer = log_swap_layer_name (NULL);
   while (c) {
     struct context *below = c->below;
-    log_set_layer_name (c->layer->name);
-    call_start (c->conn, c->layer, "finalize", 0, 0);
-    int r = c->layer->ops->finalize (c);
-    call_done (c->conn, c->layer, "finalize", ctl_err (r));
+    assert (c->state != CTX_NEW);
+    assert (c->state != CTX_PREPARED);  /* finalize first */
+    struct call_scope s = enter (c->layer);
     call_start (c->conn, c->layer, "close", 0, 0);
     c->layer->ops->close (c);
     call_done (c->conn, c->layer, "close", 0);
-    free (c);
+    leave (s);
+    context_free (c);
     c = below;
   }
-  log_swap_layer_name (outer);
 }
+
+void
+layer_close_all (struct context *c)
+{
+  layer_finalize (c);
+  layer_close (c);
+}
+
+/* ---- opening contexts by hand (nbdkit-filter(3)) ---- */
+
+nbdkit_backend *
+nbdkit_context_get_backend (nbdkit_context *context)
+{
+  struct context *c = (struct context *) context;
+  assert (c && c->layer->next);
+  return (nbdkit_backend *) c->layer->next;
+}
+
+nbdkit_next *
+nbdkit_next_context_open (nbdkit_backend *backend, int readonly,
+                          const char *exportname, int shared)
+{
+  struct layer *l = (struct layer *) backend;
+  struct connection *conn = conn_current ();
+  int is_tls;
+
+  if (!l) {
+    nbdkit_error ("nbdkit_next_context_open: no backend");
+    return NULL;
+  }
+  if (shared) {
+    /* Not tied to any client: TLS only if every client must use it. */
+    const struct config *cfg = server_config ();
+    conn = NULL;
+    is_tls = cfg && cfg->tls == TLS_REQUIRE;
+  }
+  else if (!conn) {
+    nbdkit_error ("nbdkit_next_context_open: a context that is not "
+                  "shared can only be opened while serving a client");
+    return NULL;
+  }
+  else
+    is_tls = conn->tls_active;
+  if (!exportname)
+    exportname = "";
+
+  struct context *c = layer_open (conn, l, readonly, exportname, is_tls);
+  return c ? &c->next_ops : NULL;
+}
+
+void
+nbdkit_next_context_close (nbdkit_next *next)
+{
+  if (next) {
+    struct context *c = ctx (next);
+    /* A context still prepared is finalized first, as close needs. */
+    layer_finalize (c);
+    layer_close (c);
+  }
+}
+
+nbdkit_next *
+nbdkit_context_set_next (nbdkit_context *context, nbdkit_next *next)
+{
+  struct context *c = (struct context *) context;
+  struct context *old = c->below;
+  assert (!next || ctx (next)->layer == c->layer->next);
+  c->below = next ? ctx (next) : NULL;
+  return old ? &old->next_ops : NULL;
+}
+
+/* ---- unloading ---- */
 
 /* Under valgrind (./nbdkit with NBDKIT_VALGRIND set) and in
  * AddressSanitizer builds the .so files stay mapped at exit: what a

@@ -264,15 +264,53 @@ load_psk (const struct config *cfg)
   return -1;
 }
 
-int
-tls_load (const struct config *cfg)
+/* -D nbdkit.tls.log=N: GnuTLS's own messages, as debug lines. */
+static void
+gnutls_log (int level, const char *msg)
 {
+  nbdkit_debug ("gnutls: %d: %s", level, msg);
+}
+
+/* --tls=on with no certificates where they are looked for: as nbdkit
+ * does, say so and serve without TLS (STARTTLS is then refused).
+ * --tls=require would be useless without them, so it fails later.
+ */
+static bool
+certificates_missing (const struct config *cfg)
+{
+  char *dir = certificates_dir (cfg);
+  char cert[PATH_MAX], key[PATH_MAX];
+  bool missing = true;
+  if (dir) {
+    snprintf (cert, sizeof cert, "%s/server-cert.pem", dir);
+    snprintf (key, sizeof key, "%s/server-key.pem", dir);
+    missing = !readable (cert) || !readable (key);
+  }
+  free (dir);
+  return missing;
+}
+
+int
+tls_load (struct config *cfg)
+{
+  if (cfg->tls == TLS_ON && !cfg->tls_psk && certificates_missing (cfg)) {
+    fprintf (stderr, "%s: warning: --tls=on but no TLS certificates were "
+             "found (server-cert.pem and server-key.pem); TLS is disabled "
+             "and clients asking for it are refused.  Use "
+             "--tls-certificates=DIR (see nbdkit(1)).\n", cfg->program);
+    cfg->tls = TLS_OFF;
+    return 0;
+  }
   if (cfg->tls == TLS_OFF)
     return 0;
   int r = gnutls_global_init ();
   if (r < 0) {
     nbdkit_error ("TLS: gnutls_global_init: %s", gnutls_strerror (r));
     return -1;
+  }
+  if (nbdkit_debug_tls_log > 0) {
+    gnutls_global_set_log_function (gnutls_log);
+    gnutls_global_set_log_level (nbdkit_debug_tls_log);
   }
   if ((cfg->tls_psk ? load_psk (cfg) : load_x509 (cfg)) == -1)
     return -1;
@@ -581,7 +619,7 @@ tls_available (void)
 }
 
 int
-tls_load (const struct config *cfg)
+tls_load (struct config *cfg)
 {
   if (cfg->tls == TLS_OFF)
     return 0;

@@ -114,3 +114,154 @@ nbdkit_add_extent (struct nbdkit_extents *e, uint64_t offset,
   };
   return 0;
 }
+
+/* ---- helpers for filters ---- */
+
+/* Ask next for [offset, offset+count) until it is covered. */
+struct nbdkit_extents *
+nbdkit_extents_full (nbdkit_next *next, uint32_t count, uint64_t offset,
+                     uint32_t flags, int *err)
+{
+  int scratch;
+  if (!err)
+    err = &scratch;
+  const uint64_t end = offset + count;
+  struct nbdkit_extents *all = nbdkit_extents_new (offset, end);
+  if (!all) {
+    *err = errno ? errno : ENOMEM;
+    return NULL;
+  }
+  flags &= ~NBDKIT_FLAG_REQ_ONE;
+
+  uint64_t pos = offset;
+  while (pos < end) {
+    struct nbdkit_extents *part = nbdkit_extents_new (pos, end);
+    if (!part) {
+      *err = errno ? errno : ENOMEM;
+      goto fail;
+    }
+    if (next->extents (next, end - pos, pos, flags, part, err) == -1) {
+      nbdkit_extents_free (part);
+      goto fail;
+    }
+    size_t n = nbdkit_extents_count (part);
+    for (size_t i = 0; i < n; i++) {
+      struct nbdkit_extent e = nbdkit_get_extent (part, i);
+      if (nbdkit_add_extent (all, e.offset, e.length, e.type) == -1) {
+        *err = errno ? errno : EIO;
+        nbdkit_extents_free (part);
+        goto fail;
+      }
+      pos = e.offset + e.length;
+    }
+    nbdkit_extents_free (part);
+    if (n == 0) {
+      nbdkit_error ("nbdkit_extents_full: the layer below returned no "
+                    "extents at %" PRIu64, pos);
+      *err = EIO;
+      goto fail;
+    }
+  }
+  return all;
+
+ fail:
+  nbdkit_extents_free (all);
+  return NULL;
+}
+
+/* Block status in whole blocks of align bytes.  A block that next
+ * describes with several extents gets the type bits all of them share
+ * (a block is a hole, or reads as zeroes, only if all of it does).
+ * Like a plugin's answer, this may stop short of count: it stops after
+ * the first batch of whole blocks next described.
+ */
+int
+nbdkit_extents_aligned (nbdkit_next *next, uint32_t count, uint64_t offset,
+                        uint32_t flags, uint32_t align,
+                        struct nbdkit_extents *extents, int *err)
+{
+  int scratch;
+  if (!err)
+    err = &scratch;
+  if (align == 0 || (align & (align - 1)) != 0 || offset % align != 0 ||
+      count % align != 0 || count == 0) {
+    nbdkit_error ("nbdkit_extents_aligned: offset %" PRIu64 " and count %"
+                  PRIu32 " must be multiples of %" PRIu32 ", a power of 2",
+                  offset, count, align);
+    *err = EINVAL;
+    return -1;
+  }
+
+  const uint64_t end = offset + count;
+  uint64_t pos = offset;        /* everything before pos is handled */
+  bool partial = false;         /* inside a block next split up */
+  uint64_t block = 0;           /* ... which starts here */
+  uint32_t shared = 0;          /* ... with the bits its pieces share */
+  bool added = false;
+
+  while (pos < end && (partial || !added)) {
+    struct nbdkit_extents *part = nbdkit_extents_new (pos, end);
+    if (!part) {
+      *err = errno ? errno : ENOMEM;
+      return -1;
+    }
+    if (next->extents (next, end - pos, pos, flags, part, err) == -1) {
+      nbdkit_extents_free (part);
+      return -1;
+    }
+    size_t n = nbdkit_extents_count (part);
+    for (size_t i = 0; i < n; i++) {
+      struct nbdkit_extent e = nbdkit_get_extent (part, i);
+      const uint64_t e_end = e.offset + e.length;
+      uint64_t add_off = 0, add_len = 0;
+      uint32_t add_type = 0;
+      while (pos < e_end) {
+        if (!partial) {
+          /* Whole blocks of this extent go out as they are. */
+          uint64_t whole_end = e_end & ~(uint64_t) (align - 1);
+          if (whole_end > pos) {
+            add_off = pos;
+            add_len = whole_end - pos;
+            add_type = e.type;
+            pos = whole_end;
+          }
+          else {
+            partial = true;
+            block = pos;
+            shared = e.type;
+            pos = e_end;
+            continue;
+          }
+        }
+        else {
+          shared &= e.type;
+          if (e_end >= block + align) {
+            add_off = block;
+            add_len = align;
+            add_type = shared;
+            partial = false;
+            pos = block + align;
+          }
+          else {
+            pos = e_end;
+            continue;
+          }
+        }
+        if (nbdkit_add_extent (extents, add_off, add_len, add_type) == -1) {
+          *err = errno ? errno : EIO;
+          nbdkit_extents_free (part);
+          return -1;
+        }
+        added = true;
+      }
+    }
+    nbdkit_extents_free (part);
+    if (n == 0) {
+      nbdkit_error ("nbdkit_extents_aligned: the layer below returned no "
+                    "extents at %" PRIu64, pos);
+      *err = EIO;
+      return -1;
+    }
+  }
+  return 0;
+}

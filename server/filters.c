@@ -32,12 +32,6 @@ from_backend (nbdkit_backend *b)
   return (struct layer *) b;
 }
 
-static nbdkit_next *
-below (struct context *c)
-{
-  return &c->below->next_ops;
-}
-
 /* ---- configuration time ---- */
 
 static void
@@ -195,10 +189,14 @@ next_open (nbdkit_context *nc, int readonly, const char *exportname)
   }
   c->below = layer_open (c->conn, c->layer->next, readonly, exportname,
                          opening_tls);
-  log_set_layer_name (c->layer->name);
   return c->below ? 0 : -1;
 }
 
+/* A filter may leave the layer below closed (tls-fallback does, for
+ * clients it will not let through), or open it later by hand.  Then
+ * its next is NULL, and a callback it leaves out has nothing to pass
+ * through to.
+ */
 static int
 filter_open (struct context *c, int readonly, const char *exportname,
              int is_tls)
@@ -208,21 +206,18 @@ filter_open (struct context *c, int readonly, const char *exportname,
   if (f->open) {
     c->handle = f->open (next_open, (nbdkit_context *) c, readonly,
                          exportname, is_tls);
-    if (!c->handle)
-      return -1;
+    return c->handle ? 0 : -1;
   }
-  else {
-    if (next_open ((nbdkit_context *) c, readonly, exportname) == -1)
-      return -1;
-    c->handle = NBDKIT_HANDLE_NOT_NEEDED;
-  }
-  if (!c->below) {
-    nbdkit_error ("filter %s did not open the next layer", c->layer->name);
-    if (f->close)
-      f->close (c->handle);
+  if (next_open ((nbdkit_context *) c, readonly, exportname) == -1)
     return -1;
-  }
+  c->handle = NBDKIT_HANDLE_NOT_NEEDED;
   return 0;
+}
+
+static nbdkit_next *
+below (struct context *c)
+{
+  return c->below ? &c->below->next_ops : NULL;
 }
 
 static int
@@ -247,21 +242,22 @@ filter_close (struct context *c)
     f->close (c->handle);
 }
 
+/* What a left-out callback answers when nothing is open below. */
 static int64_t
-filter_get_size (struct context *c)
+no_below (struct context *c, const char *cb)
 {
-  struct nbdkit_filter *f = F (c->layer);
-  return f->get_size ? f->get_size (below (c), c->handle)
-                     : layer_get_size (c->below);
+  nbdkit_error ("filter %s has no %s and did not open the layer below",
+                c->layer->name, cb);
+  return -1;
 }
 
 static const char *
 filter_export_description (struct context *c)
 {
   struct nbdkit_filter *f = F (c->layer);
-  return f->export_description
-    ? f->export_description (below (c), c->handle)
-    : layer_export_description (c->below);
+  if (f->export_description)
+    return f->export_description (below (c), c->handle);
+  return c->below ? layer_export_description (c->below) : NULL;
 }
 
 static int
@@ -269,94 +265,45 @@ filter_block_size (struct context *c, uint32_t *minimum, uint32_t *preferred,
                    uint32_t *maximum)
 {
   struct nbdkit_filter *f = F (c->layer);
-  return f->block_size
-    ? f->block_size (below (c), c->handle, minimum, preferred, maximum)
-    : layer_block_size (c->below, minimum, preferred, maximum);
+  if (f->block_size)
+    return f->block_size (below (c), c->handle, minimum, preferred, maximum);
+  if (!c->below)
+    return 0;                   /* no constraints */
+  return layer_block_size (c->below, minimum, preferred, maximum);
 }
 
-#define DEFINE_FILTER_CAN(fn)                                           \
-  static int                                                            \
-  filter_##fn (struct context *c)                                       \
+/* The questions: the filter's answer, or else the layer below's. */
+#define X(name, type, kind)                                             \
+  static type                                                           \
+  filter_##name (struct context *c)                                     \
   {                                                                     \
     struct nbdkit_filter *f = F (c->layer);                             \
-    return f->fn ? f->fn (below (c), c->handle) : layer_##fn (c->below); \
+    if (f->name)                                                        \
+      return f->name (below (c), c->handle);                            \
+    if (!c->below)                                                      \
+      return no_below (c, #name);                                       \
+    return layer_##name (c->below);                                     \
   }
-DEFINE_FILTER_CAN (can_write)
-DEFINE_FILTER_CAN (can_flush)
-DEFINE_FILTER_CAN (is_rotational)
-DEFINE_FILTER_CAN (can_trim)
-DEFINE_FILTER_CAN (can_zero)
-DEFINE_FILTER_CAN (can_fast_zero)
-DEFINE_FILTER_CAN (can_extents)
-DEFINE_FILTER_CAN (can_fua)
-DEFINE_FILTER_CAN (can_multi_conn)
-DEFINE_FILTER_CAN (can_cache)
+LAYER_QUERIES (X)
+#undef X
 
-static int
-filter_pread (struct context *c, void *buf, uint32_t count, uint64_t offset,
-              uint32_t flags, int *err)
-{
-  struct nbdkit_filter *f = F (c->layer);
-  return f->pread
-    ? f->pread (below (c), c->handle, buf, count, offset, flags, err)
-    : layer_pread (c->below, buf, count, offset, flags, err);
-}
-
-static int
-filter_pwrite (struct context *c, const void *buf, uint32_t count,
-               uint64_t offset, uint32_t flags, int *err)
-{
-  struct nbdkit_filter *f = F (c->layer);
-  return f->pwrite
-    ? f->pwrite (below (c), c->handle, buf, count, offset, flags, err)
-    : layer_pwrite (c->below, buf, count, offset, flags, err);
-}
-
-static int
-filter_flush (struct context *c, uint32_t flags, int *err)
-{
-  struct nbdkit_filter *f = F (c->layer);
-  return f->flush ? f->flush (below (c), c->handle, flags, err)
-                  : layer_flush (c->below, flags, err);
-}
-
-static int
-filter_trim (struct context *c, uint32_t count, uint64_t offset,
-             uint32_t flags, int *err)
-{
-  struct nbdkit_filter *f = F (c->layer);
-  return f->trim ? f->trim (below (c), c->handle, count, offset, flags, err)
-                 : layer_trim (c->below, count, offset, flags, err);
-}
-
-static int
-filter_zero (struct context *c, uint32_t count, uint64_t offset,
-             uint32_t flags, int *err)
-{
-  struct nbdkit_filter *f = F (c->layer);
-  return f->zero ? f->zero (below (c), c->handle, count, offset, flags, err)
-                 : layer_zero (c->below, count, offset, flags, err);
-}
-
-static int
-filter_extents (struct context *c, uint32_t count, uint64_t offset,
-                uint32_t flags, struct nbdkit_extents *extents, int *err)
-{
-  struct nbdkit_filter *f = F (c->layer);
-  return f->extents
-    ? f->extents (below (c), c->handle, count, offset, flags, extents, err)
-    : layer_extents (c->below, count, offset, flags, extents, err);
-}
-
-static int
-filter_cache (struct context *c, uint32_t count, uint64_t offset,
-              uint32_t flags, int *err)
-{
-  struct nbdkit_filter *f = F (c->layer);
-  return f->cache
-    ? f->cache (below (c), c->handle, count, offset, flags, err)
-    : layer_cache (c->below, count, offset, flags, err);
-}
+/* The data calls: the filter's callback, or else straight through. */
+#define X(name, params, args)                                           \
+  static int                                                            \
+  filter_##name (struct context *c, LAYER_UNPAREN params)               \
+  {                                                                     \
+    struct nbdkit_filter *f = F (c->layer);                             \
+    if (f->name)                                                        \
+      return f->name (below (c), c->handle, LAYER_UNPAREN args);        \
+    if (!c->below) {                                                    \
+      no_below (c, #name);                                              \
+      *err = EIO;                                                       \
+      return -1;                                                        \
+    }                                                                   \
+    return layer_##name (c->below, LAYER_UNPAREN args);                 \
+  }
+LAYER_DATA_CALLS (X)
+#undef X
 
 static const struct layer_ops filter_ops = {
   .unload = filter_unload,
@@ -376,27 +323,39 @@ static const struct layer_ops filter_ops = {
   .prepare = filter_prepare,
   .finalize = filter_finalize,
   .close = filter_close,
-  .get_size = filter_get_size,
   .export_description = filter_export_description,
   .block_size = filter_block_size,
-  .can_write = filter_can_write,
-  .can_flush = filter_can_flush,
-  .is_rotational = filter_is_rotational,
-  .can_trim = filter_can_trim,
-  .can_zero = filter_can_zero,
-  .can_fast_zero = filter_can_fast_zero,
-  .can_extents = filter_can_extents,
-  .can_fua = filter_can_fua,
-  .can_multi_conn = filter_can_multi_conn,
-  .can_cache = filter_can_cache,
-  .pread = filter_pread,
-  .pwrite = filter_pwrite,
-  .flush = filter_flush,
-  .trim = filter_trim,
-  .zero = filter_zero,
-  .extents = filter_extents,
-  .cache = filter_cache,
+#define X(name, ...) .name = filter_##name,
+  LAYER_QUERIES (X)
+  LAYER_DATA_CALLS (X)
+#undef X
 };
+
+/* The filter struct has no size field and may grow between nbdkit
+ * releases, so a filter is loaded only if it was built against the
+ * headers of the release series whose filter ABI we implement: filter
+ * API 6 and a _version of MAJOR.MINOR.anything (the micro version only
+ * fixes bugs).
+ */
+static bool
+abi_matches (const struct nbdkit_filter *f)
+{
+  if (f->_api_version != NBDKIT_FILTER_API_VERSION || !f->_version)
+    return false;
+  char series[32];
+  int n = snprintf (series, sizeof series, "%d.%d.", NBDKIT_VERSION_MAJOR,
+                    NBDKIT_VERSION_MINOR);
+  if (n < 0 || (size_t) n >= sizeof series ||
+      strncmp (f->_version, series, n) != 0)
+    return false;
+  const char *micro = f->_version + n;
+  if (!*micro)
+    return false;
+  for (const char *p = micro; *p; p++)
+    if (*p < '0' || *p > '9')
+      return false;
+  return true;
+}
 
 struct layer *
 filter_load (const char *name, struct layer *next)
@@ -409,11 +368,13 @@ filter_load (const char *name, struct layer *next)
   }
   l->ops = &filter_ops;
   l->type = "filter";
+  /* Until it has a name, what goes wrong is the server's to say. */
+  log_set_layer_name (NULL);
   l->next = next;
   l->filename = layer_find_so ("filter", name, &by_path);
   if (!l->filename)
     goto err;
-  l->dl = dlopen (l->filename, RTLD_NOW | RTLD_GLOBAL);
+  l->dl = layer_dlopen (l->filename);
   if (!l->dl) {
     nbdkit_error ("cannot open filter \"%s\": %s", name, dlerror ());
     goto err;
@@ -425,12 +386,17 @@ filter_load (const char *name, struct layer *next)
   }
   resident_object ((const void *) init);
   struct nbdkit_filter *src = init ();
-  if (!src || src->_api_version != NBDKIT_FILTER_API_VERSION ||
-      !src->_version || strcmp (src->_version, PACKAGE_VERSION) != 0) {
-    nbdkit_error ("%s: filter was built for another server version "
-                  "(%s); rebuild it against nbdkit %s", l->filename,
-                  src && src->_version ? src->_version : "unknown",
-                  PACKAGE_VERSION);
+  if (!src) {
+    nbdkit_error ("%s: filter_init returned NULL", l->filename);
+    goto err;
+  }
+  if (!abi_matches (src)) {
+    nbdkit_error ("%s: filter was built for nbdkit %s (filter API %d), "
+                  "this server implements the filter ABI of nbdkit %d.%d.x "
+                  "(filter API %d): rebuild the filter against it",
+                  l->filename, src->_version ? src->_version : "unknown",
+                  src->_api_version, NBDKIT_VERSION_MAJOR,
+                  NBDKIT_VERSION_MINOR, NBDKIT_FILTER_API_VERSION);
     goto err;
   }
   if (!src->name) {

@@ -587,9 +587,11 @@ hs_negotiate (struct connection *conn)
     uint64_t version;
     uint16_t gflags;
   } __attribute__ ((packed)) greeting = {
-    htobe64 (NBD_MAGIC), htobe64 (NBD_NEW_VERSION),
-    htobe16 (NBD_FLAG_FIXED_NEWSTYLE | NBD_FLAG_NO_ZEROES),
+    htobe64 (NBD_MAGIC), htobe64 (NBD_NEW_VERSION), 0,
   };
+  /* --mask-handshake takes global flags away (to test clients). */
+  uint16_t gflags = (NBD_FLAG_FIXED_NEWSTYLE | NBD_FLAG_NO_ZEROES) &
+    conn->cfg->mask_handshake;
   uint32_t cflags;
   char *data = NULL;
   int ret = -1;
@@ -598,14 +600,17 @@ hs_negotiate (struct connection *conn)
     return negotiate_oldstyle (conn);
 
   NBDKIT_HANDSHAKE_START (conn->id);
+  greeting.gflags = htobe16 (gflags);
   if (conn_send (conn, &greeting, sizeof greeting) == -1 ||
       conn_recv (conn, &cflags, 4) == -1) {
     NBDKIT_HANDSHAKE_FAIL (conn->id, "client went away");
     return -1;
   }
   cflags = be32toh (cflags);
-  if (cflags & ~(uint32_t) (NBD_FLAG_C_FIXED_NEWSTYLE |
-                            NBD_FLAG_C_NO_ZEROES)) {
+  /* The client flags mirror the global ones: a client may only set
+   * what the server offered.
+   */
+  if (cflags & ~(uint32_t) gflags) {
     NBDKIT_PROTOCOL_VIOLATION (conn->id, "unknown client flags");
     NBDKIT_HANDSHAKE_FAIL (conn->id, "unknown client flags");
     nbdkit_debug ("client sent unknown flags 0x%" PRIx32, cflags);
@@ -653,6 +658,16 @@ hs_negotiate (struct connection *conn)
 
     int r;
     const char *why = "could not reply";
+
+    /* A client that is not fixed newstyle knows only EXPORT_NAME, and
+     * no error reply can be sent to it.
+     */
+    if (!(cflags & NBD_FLAG_C_FIXED_NEWSTYLE) &&
+        option != NBD_OPT_EXPORT_NAME) {
+      NBDKIT_PROTOCOL_VIOLATION (conn->id, "option without fixed newstyle");
+      NBDKIT_HANDSHAKE_FAIL (conn->id, "option without fixed newstyle");
+      goto out;
+    }
 
     /* --tls=require: nothing but STARTTLS and ABORT in the clear. */
     if (conn->cfg->tls == TLS_REQUIRE && !conn->tls_active &&

@@ -16,6 +16,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -38,24 +39,46 @@
 #define MAX_BUSY_POLL      10000
 #define CONN_INBUF_SIZE    (64 * 1024)          /* buffered request input */
 
-/* ---- config (main.c) ---- */
+/* ---- config (options.c fills it, main.c runs it) ---- */
 
 struct layer;
 
+/* What the command line asks for besides serving. */
+enum config_action {
+  ACTION_SERVE = 0,
+  ACTION_HELP,                  /* --help, with the plugin's help too */
+  ACTION_VERSION,               /* -V, with every layer's version too */
+  ACTION_DUMP_PLUGIN,           /* --dump-plugin */
+};
+
+/* Where messages go: the default is stderr in the foreground and
+ * syslog once daemonised.
+ */
+enum config_log { LOG_TO_DEFAULT = 0, LOG_TO_STDERR, LOG_TO_SYSLOG,
+                  LOG_TO_NULL };
+
 struct config {
   const char *program;          /* argv[0], for messages */
+  enum config_action action;
   bool foreground;              /* -f, or implied by --run, -s, ... */
   bool verbose;                 /* -v */
   bool readonly;                /* -r */
-  bool single;                  /* -s */
+  bool single;                  /* -s, --single, --stdin */
   bool print_uri;               /* --print-uri */
   bool exit_with_parent;        /* --exit-with-parent */
   bool no_sr;                   /* --no-sr: refuse structured replies */
-  bool oldstyle;                /* -o: oldstyle negotiation */
-  bool use_syslog;              /* daemonised: log to syslog */
+  bool oldstyle;                /* -o: oldstyle negotiation (-n undoes) */
+  uint16_t mask_handshake;      /* --mask-handshake: global flags offered */
+  bool swap;                    /* --swap: lock in memory, IO flusher */
+  bool vsock;                   /* --vsock: AF_VSOCK on -p */
+  const char *selinux_label;    /* --selinux-label */
+  enum config_log log_to;       /* --log */
+  bool use_syslog;              /* messages go to syslog once started */
+  bool unix_private;            /* -U -: a socket in a private dir */
   const char *unixsocket;       /* -U, after `-' is resolved */
   char *tmpdir;                 /* temp dir holding the `-U -' socket */
-  const char *port;             /* -p */
+  const char *port;             /* -p, a number once resolved */
+  char *port_buf;               /* -p SERVICE resolved to its number */
   const char *ipaddr;           /* -i */
   int family;                   /* -4, -6 or AF_UNSPEC */
   unsigned threads;             /* -t */
@@ -71,6 +94,24 @@ struct config {
   const char *pidfile;          /* -P */
   const char *run;              /* --run */
   int listen_fds;               /* socket activation: count from fd 3 */
+
+  /* The plugin and its parameters (argv after the options), the
+   * filters (outermost first) and the -D flags, as given.
+   */
+  const char *plugin_name;
+  char **params;
+  int nparams;
+  const char **filters;
+  size_t nfilters;
+  const char **debug_flags;
+  size_t ndebug;
+  /* Keys split off key=value parameters: plugins may keep pointers to
+   * them (nbdkit-plugin(3) promises they live as long as the plugin),
+   * so they are freed only after the plugin is unloaded.
+   */
+  char **keys;
+  size_t nkeys;
+
   struct layer *top;            /* the outermost layer of the chain */
   int thread_model;             /* weakest of every layer's */
 };
@@ -79,11 +120,14 @@ enum { TLS_OFF = 0, TLS_ON = 1, TLS_REQUIRE = 2 };
 
 /* ---- layers (backend.c, plugins.c, filters.c) ---- */
 
+#include "layer-ops.h"
+
 struct context;
 
-/* What every layer can do.  The server calls these and nothing else;
- * plugins.c and filters.c implement them.  Errors from data calls come
- * back as -1 with *err set to an errno.
+/* What every layer can do.  The server calls these through the checked
+ * layer_* functions of backend.c and nothing else; plugins.c and
+ * filters.c implement them.  Errors from data calls come back as -1
+ * with *err set to an errno.
  */
 struct layer_ops {
   void (*unload) (struct layer *);
@@ -101,8 +145,8 @@ struct layer_ops {
                        struct nbdkit_exports *exports);
   const char *(*default_export) (struct layer *, int readonly, int is_tls);
 
-  /* Per-connection: open fills in c->handle (and opens the layers
-   * below, for filters).  Returns -1 on failure.
+  /* Per-connection: open fills in c->handle (and, for filters, usually
+   * opens the layer below).  Returns -1 on failure.
    */
   int (*open) (struct context *c, int readonly, const char *exportname,
                int is_tls);
@@ -110,34 +154,16 @@ struct layer_ops {
   int (*finalize) (struct context *c);
   void (*close) (struct context *c);
 
-  int64_t (*get_size) (struct context *c);
   const char *(*export_description) (struct context *c);
   int (*block_size) (struct context *c, uint32_t *minimum,
                      uint32_t *preferred, uint32_t *maximum);
-  int (*can_write) (struct context *c);
-  int (*can_flush) (struct context *c);
-  int (*is_rotational) (struct context *c);
-  int (*can_trim) (struct context *c);
-  int (*can_zero) (struct context *c);
-  int (*can_fast_zero) (struct context *c);
-  int (*can_extents) (struct context *c);
-  int (*can_fua) (struct context *c);
-  int (*can_multi_conn) (struct context *c);
-  int (*can_cache) (struct context *c);
-
-  int (*pread) (struct context *c, void *buf, uint32_t count,
-                uint64_t offset, uint32_t flags, int *err);
-  int (*pwrite) (struct context *c, const void *buf, uint32_t count,
-                 uint64_t offset, uint32_t flags, int *err);
-  int (*flush) (struct context *c, uint32_t flags, int *err);
-  int (*trim) (struct context *c, uint32_t count, uint64_t offset,
-               uint32_t flags, int *err);
-  int (*zero) (struct context *c, uint32_t count, uint64_t offset,
-               uint32_t flags, int *err);
-  int (*extents) (struct context *c, uint32_t count, uint64_t offset,
-                  uint32_t flags, struct nbdkit_extents *extents, int *err);
-  int (*cache) (struct context *c, uint32_t count, uint64_t offset,
-                uint32_t flags, int *err);
+#define X(name, type, kind) type (*name) (struct context *c);
+  LAYER_QUERIES (X)
+#undef X
+#define X(name, params, args) int (*name) (struct context *c, \
+                                           LAYER_UNPAREN params);
+  LAYER_DATA_CALLS (X)
+#undef X
 
   /* Reads straight from a plugin's memory (common/zerocopy.h): only a
    * plugin that exports nbdkit_zerocopy_ops has them; NULL elsewhere.
@@ -169,20 +195,47 @@ struct layer {
   void *priv;                   /* struct plugin_priv or filter_priv */
 };
 
-/* A layer opened for one connection.  next_ops must come first: a
- * filter is handed &context->next_ops of the layer below as its
- * nbdkit_next, and the server turns it back with container_of.
+/* Where a context is in its life.  Each step is owed only after the
+ * one before it succeeded: close only after open, finalize only after
+ * prepare, data calls only between prepare and finalize.
+ */
+enum context_state {
+  CTX_NEW,                      /* allocated, open not (yet) successful */
+  CTX_OPENED,                   /* open succeeded: close is owed */
+  CTX_PREPARED,                 /* prepare succeeded: finalize is owed */
+  CTX_FINALIZED,                /* finalize ran (successfully or not) */
+};
+
+/* The answers of a layer, asked once per context (layer-ops.h).  -1
+ * (or NOT_ASKED for the strings) until asked; read and written with
+ * atomics, filled in under answer_lock.
+ */
+struct layer_answers {
+#define X(name, type, kind) type name;
+  LAYER_QUERIES (X)
+#undef X
+  const char *export_description;
+  int block_size_known;
+  uint32_t block_min, block_pref, block_max;
+};
+
+/* A layer opened for one connection (or shared by several, when a
+ * filter opens it with nbdkit_next_context_open (..., shared)).
+ * next_ops must come first: a filter is handed &context->next_ops as
+ * its nbdkit_next, and the server turns it back with container_of.  A
+ * filter's own context is what it sees as its nbdkit_context.
  */
 struct context {
   struct nbdkit_next_ops next_ops;
   struct layer *layer;
-  struct context *below;        /* NULL for the plugin's context */
-  struct connection *conn;
+  struct context *below;        /* NULL for the plugin, or a filter that
+                                 * did not open the layer below */
+  struct connection *conn;      /* NULL for a shared context */
   void *handle;                 /* from the plugin's or filter's open */
-  int fua_mode;                 /* plugins: can_fua, cached by prepare */
-  int zero_mode;                /* plugins: can_zero, likewise */
-  int cache_mode;               /* plugins: can_cache, likewise */
-  int extents_mode;             /* plugins: can_extents, likewise */
+  int readonly;                 /* as opened */
+  enum context_state state;
+  pthread_mutex_t answer_lock;  /* serialises first asks of answers */
+  struct layer_answers answers;
 };
 
 /* backend.c */
@@ -190,12 +243,17 @@ extern const struct nbdkit_next_ops layer_next_ops;
 extern struct context *layer_open (struct connection *conn,
                                    struct layer *layer, int readonly,
                                    const char *exportname, int is_tls);
+extern int layer_prepare (struct context *c);
 extern int layer_prepare_all (struct context *c, int readonly);
+extern int layer_finalize (struct context *c);
+extern void layer_close (struct context *c);
 extern void layer_close_all (struct context *c);
 extern void layer_contain_open_crashes (void);
 extern void layer_unload_all (struct layer *top);
 extern int layer_set_debug_flag (struct layer *top, const char *arg);
 extern void layer_set_cookie (uint64_t cookie);
+extern void layer_requests_lock (void);
+extern void layer_requests_unlock (void);
 extern int layer_config (struct layer *l, const char *key, const char *value);
 extern int layer_config_complete (struct layer *l);
 extern int layer_get_ready (struct layer *l, int thread_model);
@@ -205,22 +263,16 @@ extern int layer_list_exports (struct layer *l, int readonly, int is_tls,
                                struct nbdkit_exports *exports);
 extern const char *layer_default_export (struct layer *l, int readonly,
                                          int is_tls);
-extern int64_t layer_get_size (struct context *c);
 extern const char *layer_export_description (struct context *c);
 extern int layer_block_size (struct context *c, uint32_t *minimum,
                              uint32_t *preferred, uint32_t *maximum);
-extern int layer_can_write (struct context *c);
-extern int layer_can_flush (struct context *c);
-extern int layer_is_rotational (struct context *c);
-extern int layer_can_trim (struct context *c);
-extern int layer_can_zero (struct context *c);
-extern int layer_can_fast_zero (struct context *c);
-extern int layer_can_extents (struct context *c);
-extern int layer_can_fua (struct context *c);
-extern int layer_can_multi_conn (struct context *c);
-extern int layer_can_cache (struct context *c);
-extern int layer_pread (struct context *c, void *buf, uint32_t count,
-                        uint64_t offset, uint32_t flags, int *err);
+#define X(name, type, kind) extern type layer_##name (struct context *c);
+LAYER_QUERIES (X)
+#undef X
+#define X(name, params, args) \
+  extern int layer_##name (struct context *c, LAYER_UNPAREN params);
+LAYER_DATA_CALLS (X)
+#undef X
 extern bool layer_has_map_read (struct context *c);
 extern int layer_map_read (struct context *c, uint32_t count, uint64_t offset,
                            struct iovec *iov, int *niov, int *err);
@@ -234,18 +286,6 @@ extern int layer_unmap_write (struct context *c, uint32_t count,
 extern bool layer_has_read_fd (struct context *c);
 extern int layer_read_fd (struct context *c, uint32_t count, uint64_t offset,
                           int *fd, uint64_t *fd_offset, int *err);
-extern int layer_pwrite (struct context *c, const void *buf, uint32_t count,
-                         uint64_t offset, uint32_t flags, int *err);
-extern int layer_flush (struct context *c, uint32_t flags, int *err);
-extern int layer_trim (struct context *c, uint32_t count, uint64_t offset,
-                       uint32_t flags, int *err);
-extern int layer_zero (struct context *c, uint32_t count, uint64_t offset,
-                       uint32_t flags, int *err);
-extern int layer_extents (struct context *c, uint32_t count, uint64_t offset,
-                          uint32_t flags, struct nbdkit_extents *extents,
-                          int *err);
-extern int layer_cache (struct context *c, uint32_t count, uint64_t offset,
-                        uint32_t flags, int *err);
 
 /* resident.c */
 extern void resident_object (const void *addr);
@@ -256,6 +296,7 @@ extern struct layer *plugin_load (const char *name, bool by_path);
 extern struct layer *filter_load (const char *name, struct layer *next);
 extern char *layer_find_so (const char *type, const char *name,
                             bool *by_path);
+extern void *layer_dlopen (const char *filename);
 
 /* ---- connections (connection.c, conn-io.c, handshake.c, transmission.h) */
 
@@ -279,7 +320,7 @@ struct connection {
   void *tls;                    /* gnutls_session_t after STARTTLS */
   bool tls_active;              /* the TLS handshake succeeded */
   const struct config *cfg;
-  const char *transport;        /* "unix", "tcp", "stdio", "activated" */
+  const char *transport;        /* "unix", "tcp", "vsock", "stdio", ... */
   char peer[128];               /* printable peer address */
   struct sockaddr_storage peer_addr;
   socklen_t peer_addrlen;
@@ -362,7 +403,7 @@ extern const char *tx_command_name (uint16_t cmd);
 
 /* ---- crypto.c: TLS ---- */
 extern bool tls_available (void);
-extern int tls_load (const struct config *cfg);
+extern int tls_load (struct config *cfg);
 extern int tls_start (struct connection *conn);
 extern ssize_t tls_recv (struct connection *conn, void *buf, size_t len);
 extern int tls_sendv (struct connection *conn, const struct iovec *iov,
@@ -388,6 +429,20 @@ extern void log_set_layer_name (const char *name);
 extern const char *log_swap_layer_name (const char *name);
 extern const char *log_last_error (void);
 extern void log_clear_last_error (void);
+extern int log_set_server_debug_flag (const char *arg);
+extern void log_layer_call (const struct connection *conn,
+                            const struct layer *l, const char *cb,
+                            uint64_t offset, uint64_t count);
+
+/* The server's own -D nbdkit.* flags, exported as data symbols under
+ * the names nbdkit gives them.  backend.c prints a debug line per layer
+ * call (with -v) unless the matching backend flag is 0; crypto.c reads
+ * the TLS ones.
+ */
+extern int nbdkit_debug_backend_controlpath;
+extern int nbdkit_debug_backend_datapath;
+extern int nbdkit_debug_tls_log;
+extern int nbdkit_debug_tls_session;
 
 /* ---- public.c ---- */
 extern int public_take_error (void);
@@ -396,9 +451,34 @@ extern void public_free_interned (struct connection *conn);
 /* ---- extents.c, exports.c ---- */
 extern bool exports_has_default (const struct nbdkit_exports *exports);
 
-/* ---- main.c ---- */
+/* ---- main.c: the start-up order ---- */
 extern void server_request_shutdown (const char *reason);
 extern const struct config *server_config (void);
+
+/* ---- options.c: the command line ---- */
+extern void options_parse (struct config *cfg, int argc, char *argv[]);
+extern void options_print_version (const struct config *cfg);
+extern void options_usage (FILE *fp, const char *program);
+extern int options_configure (struct config *cfg);
+extern void options_free (struct config *cfg);
+
+/* ---- captive.c: --run ---- */
+struct captive {
+  pid_t pid;                    /* the --run command, or -1 */
+  int status;                   /* its wait status, once it exited */
+  pthread_t thread;             /* waits for it */
+};
+extern char *captive_uri (const struct config *cfg);
+extern int captive_start (const struct config *cfg, const char *uri,
+                          struct captive *cap);
+extern int captive_wait (struct captive *cap);
+
+/* ---- daemon.c: background, pid file, -u/-g ---- */
+extern int daemon_fork (void);
+extern int daemon_write_pidfile (const char *path);
+extern int daemon_change_user (const struct config *cfg);
+extern int daemon_give_socket (const struct config *cfg);
+extern int daemon_lock_memory (const struct config *cfg);
 
 /* ---- helpers ---- */
 

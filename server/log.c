@@ -1,7 +1,8 @@
 /* nbdkit server: messages.  nbdkit_error and nbdkit_debug (called by
  * plugins, filters and the server) end up here, on stderr or, for a
- * daemonised server, in syslog.  The last error text of each thread is
- * kept so the handshake can pass it to the client.
+ * daemonised server, in syslog (or nowhere, --log=null).  The last
+ * error text of each thread is kept so the handshake can pass it to
+ * the client.  The server's own -D nbdkit.* debug flags live here too.
  */
 #include <config.h>
 
@@ -22,6 +23,50 @@ static const struct config *log_cfg;
 static bool to_syslog;
 
 static __thread const char *layer_name;
+
+/* -D nbdkit.FLAG=N: exported data symbols, set before any thread
+ * starts and read-only after (nbdkit(1), "SERVER DEBUG FLAGS").
+ */
+int nbdkit_debug_backend_controlpath = 1;
+int nbdkit_debug_backend_datapath = 1;
+int nbdkit_debug_tls_log = 0;
+int nbdkit_debug_tls_session = 0;
+
+static const struct {
+  const char *name;
+  int *var;
+} server_flags[] = {
+  { "backend.controlpath", &nbdkit_debug_backend_controlpath },
+  { "backend.datapath", &nbdkit_debug_backend_datapath },
+  { "tls.log", &nbdkit_debug_tls_log },
+  { "tls.session", &nbdkit_debug_tls_session },
+};
+
+/* ARG is "nbdkit.FLAG=N".  An unknown FLAG is a warning, as nbdkit says
+ * these flags may come and go between releases.
+ */
+int
+log_set_server_debug_flag (const char *arg)
+{
+  const char *flag = arg + strlen ("nbdkit.");
+  const char *eq = strchr (flag, '=');
+  if (!eq || eq == flag) {
+    nbdkit_error ("-D: expected nbdkit.FLAG=N, got \"%s\"", arg);
+    return -1;
+  }
+  int value;
+  if (nbdkit_parse_int ("-D", eq + 1, &value) == -1)
+    return -1;
+  for (size_t i = 0; i < sizeof server_flags / sizeof server_flags[0]; i++)
+    if (strlen (server_flags[i].name) == (size_t) (eq - flag) &&
+        strncmp (server_flags[i].name, flag, eq - flag) == 0) {
+      *server_flags[i].var = value;
+      return 0;
+    }
+  fprintf (stderr, "nbdkit: warning: -D: the server has no debug flag "
+           "nbdkit.%.*s\n", (int) (eq - flag), flag);
+  return 0;
+}
 static __thread char last_error[256];
 
 void
@@ -107,6 +152,10 @@ emit (int priority, const char *kind, const char *fs, va_list args)
 
   NBDKIT_LOG (priority == LOG_ERR ? "error" : "debug",
               layer_name ? layer_name : "nbdkit", msg);
+  if (log_cfg && log_cfg->log_to == LOG_TO_NULL) {
+    errno = saved_errno;
+    return;
+  }
   /* Debug messages are formatted for the probe even without -v. */
   if (priority == LOG_DEBUG && !(log_cfg && log_cfg->verbose))
     return;
@@ -160,4 +209,42 @@ nbdkit_debug (const char *fs, ...)
   va_start (args, fs);
   nbdkit_vdebug (fs, args);
   va_end (args);
+}
+
+/* The data calls, whose lines -D nbdkit.backend.datapath=0 quiets;
+ * every other layer call is control path.
+ */
+static bool
+is_datapath (const char *cb)
+{
+  static const char *const data[] = {
+    "pread", "pwrite", "flush", "trim", "zero", "extents", "cache",
+    "map_read", "map_write", "unmap_write", "read_fd",
+  };
+  for (size_t i = 0; i < sizeof data / sizeof data[0]; i++)
+    if (strcmp (cb, data[i]) == 0)
+      return true;
+  return false;
+}
+
+/* With -v, one debug line per layer call (as nbdkit prints), unless
+ * the backend flag for its kind of call is 0.  backend.c calls this as
+ * each call starts.
+ */
+void
+log_layer_call (const struct connection *conn, const struct layer *l,
+                const char *cb, uint64_t offset, uint64_t count)
+{
+  if (!(log_cfg && log_cfg->verbose))
+    return;
+  bool data = is_datapath (cb);
+  if (data ? !nbdkit_debug_backend_datapath
+           : !nbdkit_debug_backend_controlpath)
+    return;
+  const char *old = log_swap_layer_name (l->name);
+  if (data)
+    nbdkit_debug ("%s count=%" PRIu64 " offset=%" PRIu64, cb, count, offset);
+  else
+    nbdkit_debug ("%s", cb);
+  log_swap_layer_name (old);
 }

@@ -3,11 +3,14 @@
  * _struct_size (older plugins have fewer fields), API version 1 and 2
  * callbacks are both accepted, and what a plugin leaves out gets the
  * default the protocol expects (no trim, emulated FUA and zero, ...).
+ * The emulation itself (zero, FUA, cache, block status) happens at the
+ * layer boundary in backend.c, which serves filters the same way.
  */
 #include <config.h>
 
 #include <ctype.h>
 #include <dlfcn.h>
+#include <link.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -124,6 +127,83 @@ layer_find_so (const char *type, const char *name, bool *by_path)
   return NULL;
 }
 
+/* ---- loading the .so ---- */
+
+/* The names of the objects loaded in the process right now. */
+struct loaded {
+  char **names;
+  size_t n;
+};
+
+static int
+add_loaded (struct dl_phdr_info *info, size_t size, void *arg)
+{
+  struct loaded *set = arg;
+  if (!info->dlpi_name || !*info->dlpi_name)
+    return 0;
+  char **v = realloc (set->names, (set->n + 1) * sizeof *v);
+  if (!v)
+    return 1;
+  set->names = v;
+  if (!(v[set->n] = strdup (info->dlpi_name)))
+    return 1;
+  set->n++;
+  return 0;
+}
+
+static bool
+was_loaded (const struct loaded *set, const char *name)
+{
+  for (size_t i = 0; i < set->n; i++)
+    if (strcmp (set->names[i], name) == 0)
+      return true;
+  return false;
+}
+
+static void
+free_loaded (struct loaded *set)
+{
+  for (size_t i = 0; i < set->n; i++)
+    free (set->names[i]);
+  free (set->names);
+}
+
+/* Open a plugin or filter.  Its own symbols stay private to it
+ * (RTLD_LOCAL), so one .so's helper functions cannot shadow another's
+ * or the server's.  The shared libraries it brings in with it are made
+ * global, as if the server had been linked with them: an embedded
+ * interpreter (python, perl, ...) loads extension modules that expect
+ * the interpreter's library in the global scope and do not link it
+ * themselves (Python's _ctypes needs libpython's PyTuple_Type).
+ */
+void *
+layer_dlopen (const char *filename)
+{
+  struct loaded before = { NULL, 0 }, after = { NULL, 0 };
+  dl_iterate_phdr (add_loaded, &before);
+  void *dl = dlopen (filename, RTLD_NOW | RTLD_LOCAL);
+  if (dl) {
+    dl_iterate_phdr (add_loaded, &after);
+    struct link_map *self = NULL;
+    dlinfo (dl, RTLD_DI_LINKMAP, &self);
+    for (size_t i = 0; i < after.n; i++) {
+      const char *name = after.names[i];
+      if (was_loaded (&before, name) ||
+          (self && self->l_name && strcmp (self->l_name, name) == 0))
+        continue;
+      /* Already loaded: this only widens its scope, and the extra
+       * reference is dropped at once (the .so still holds it).
+       */
+      void *dep = dlopen (name, RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
+      if (dep)
+        dlclose (dep);
+    }
+  }
+  free_loaded (&before);
+  free_loaded (&after);
+  return dl;
+}
+
 /* ---- the layer operations ---- */
 
 static void
@@ -167,10 +247,6 @@ thread_model_name (int m)
 }
 
 static int plugin_thread_model (struct layer *l);
-static int plugin_can_fua (struct context *c);
-static int plugin_can_zero (struct context *c);
-static int plugin_can_cache (struct context *c);
-static int plugin_can_extents (struct context *c);
 
 static void
 plugin_dump_fields (struct layer *l)
@@ -304,18 +380,10 @@ plugin_open (struct context *c, int readonly, const char *exportname,
   return c->handle ? 0 : -1;
 }
 
-/* Runs once per connection after open: cache what the data path asks
- * on every request.
- */
 static int
 plugin_prepare (struct context *c, int readonly)
 {
-  c->fua_mode = plugin_can_fua (c);
-  c->zero_mode = plugin_can_zero (c);
-  c->cache_mode = plugin_can_cache (c);
-  c->extents_mode = plugin_can_extents (c);
-  return c->fua_mode == -1 || c->zero_mode == -1 || c->cache_mode == -1 ||
-    c->extents_mode == -1 ? -1 : 0;
+  return 0;
 }
 
 static int
@@ -560,23 +628,7 @@ plugin_flush (struct context *c, uint32_t flags, int *err)
   return r;
 }
 
-/* After a write-type call: FUA by flushing when the plugin cannot. */
-static int
-finish_fua (struct context *c, uint32_t flags, int *err)
-{
-  if ((flags & NBDKIT_FLAG_FUA) && c->fua_mode == NBDKIT_FUA_EMULATE)
-    return plugin_flush (c, 0, err);
-  return 0;
-}
-
-static uint32_t
-native_fua (struct context *c, uint32_t flags)
-{
-  if ((flags & NBDKIT_FLAG_FUA) && c->fua_mode != NBDKIT_FUA_NATIVE)
-    flags &= ~NBDKIT_FLAG_FUA;
-  return flags;
-}
-
+/* The boundary passes FUA only to a plugin that does it natively. */
 static int
 plugin_pwrite (struct context *c, const void *buf, uint32_t count,
                uint64_t offset, uint32_t flags, int *err)
@@ -584,12 +636,10 @@ plugin_pwrite (struct context *c, const void *buf, uint32_t count,
   struct plugin_priv *pp = PP (c);
   int r = pp->p._api_version == 1
     ? pp->pwrite_v1 (c->handle, buf, count, offset)
-    : pp->p.pwrite (c->handle, buf, count, offset, native_fua (c, flags));
-  if (r == -1) {
+    : pp->p.pwrite (c->handle, buf, count, offset, flags);
+  if (r == -1)
     CALL_FAILED (c, err);
-    return -1;
-  }
-  return finish_fua (c, flags, err);
+  return r;
 }
 
 static int
@@ -597,72 +647,40 @@ plugin_trim (struct context *c, uint32_t count, uint64_t offset,
              uint32_t flags, int *err)
 {
   struct plugin_priv *pp = PP (c);
-  int r;
   if (!has_trim (c))
     return 0;                   /* trim is advisory */
-  r = pp->p._api_version == 1
+  int r = pp->p._api_version == 1
     ? pp->trim_v1 (c->handle, count, offset)
-    : pp->p.trim (c->handle, count, offset, native_fua (c, flags));
-  if (r == -1) {
+    : pp->p.trim (c->handle, count, offset, flags);
+  if (r == -1)
     CALL_FAILED (c, err);
-    return -1;
-  }
-  return finish_fua (c, flags, err);
+  return r;
 }
 
-/* Zero by writing zero buffers, for plugins without a native zero. */
-static int
-emulate_zero (struct context *c, uint32_t count, uint64_t offset,
-              uint32_t flags, int *err)
-{
-  static const char zeroes[64 * 1024];
-  while (count > 0) {
-    uint32_t n = count < sizeof zeroes ? count : sizeof zeroes;
-    if (plugin_pwrite (c, zeroes, n, offset, flags & ~NBDKIT_FLAG_FUA,
-                       err) == -1)
-      return -1;
-    offset += n;
-    count -= n;
-  }
-  return finish_fua (c, flags, err);
-}
-
+/* Native zero only: failing with ENOTSUP makes the boundary write
+ * zeroes instead (unless the client asked for a fast zero).
+ */
 static int
 plugin_zero (struct context *c, uint32_t count, uint64_t offset,
              uint32_t flags, int *err)
 {
   struct plugin_priv *pp = PP (c);
   bool fast = flags & NBDKIT_FLAG_FAST_ZERO;
-  int r = -1;
+  int r;
 
-  if (has_zero (c) && c->zero_mode == NBDKIT_ZERO_NATIVE) {
-    errno = 0;
-    if (pp->p._api_version == 1)
-      r = fast ? (errno = ENOTSUP, -1)
-        : pp->zero_v1 (c->handle, count, offset,
-                       !!(flags & NBDKIT_FLAG_MAY_TRIM));
-    else
-      r = pp->p.zero (c->handle, count, offset, native_fua (c, flags));
-    if (r == 0)
-      return finish_fua (c, flags, err);
-    CALL_FAILED (c, err);
-    /* A plugin may say "not like this": fall back unless fast.  Any
-     * other error is real, fast or not: ENOTSUP would invite the
-     * client to retry slowly and hide it.
-     */
-    if (*err != ENOTSUP && *err != EOPNOTSUPP)
-      return -1;
-    if (fast) {
-      *err = ENOTSUP;
-      return -1;
-    }
-  }
-  else if (fast) {
+  if (!has_zero (c) || (pp->p._api_version == 1 && fast)) {
     *err = ENOTSUP;
     return -1;
   }
-  *err = 0;
-  return emulate_zero (c, count, offset, flags, err);
+  errno = 0;
+  if (pp->p._api_version == 1)
+    r = pp->zero_v1 (c->handle, count, offset,
+                     !!(flags & NBDKIT_FLAG_MAY_TRIM));
+  else
+    r = pp->p.zero (c->handle, count, offset, flags);
+  if (r == -1)
+    CALL_FAILED (c, err);
+  return r;
 }
 
 static int
@@ -670,10 +688,14 @@ plugin_extents (struct context *c, uint32_t count, uint64_t offset,
                 uint32_t flags, struct nbdkit_extents *extents, int *err)
 {
   struct nbdkit_plugin *p = P (c->layer);
-  if (!p->extents || c->extents_mode != 1)
-    /* Everything is data. */
-    return nbdkit_add_extent (extents, offset, count, 0) == -1 ?
-      (*err = errno ? errno : EIO, -1) : 0;
+  if (!p->extents) {
+    /* can_extents said yes without an extents callback: all data. */
+    if (nbdkit_add_extent (extents, offset, count, 0) == -1) {
+      *err = errno ? errno : EIO;
+      return -1;
+    }
+    return 0;
+  }
   int r = p->extents (c->handle, count, offset, flags, extents);
   if (r == -1)
     CALL_FAILED (c, err);
@@ -685,32 +707,12 @@ plugin_cache (struct context *c, uint32_t count, uint64_t offset,
               uint32_t flags, int *err)
 {
   struct nbdkit_plugin *p = P (c->layer);
-  int mode = c->cache_mode;
-  if (mode == NBDKIT_CACHE_NATIVE && p->cache) {
-    int r = p->cache (c->handle, count, offset, 0);
-    if (r == -1)
-      CALL_FAILED (c, err);
-    return r;
-  }
-  if (mode == NBDKIT_CACHE_EMULATE) {
-    /* Read and discard, so the plugin pulls the data in. */
-    char *buf = malloc (count < 1024 * 1024 ? count : 1024 * 1024);
-    if (!buf) {
-      *err = ENOMEM;
-      return -1;
-    }
-    while (count > 0) {
-      uint32_t n = count < 1024 * 1024 ? count : 1024 * 1024;
-      if (plugin_pread (c, buf, n, offset, 0, err) == -1) {
-        free (buf);
-        return -1;
-      }
-      count -= n;
-      offset += n;
-    }
-    free (buf);
-  }
-  return 0;
+  if (!p->cache)
+    return 0;                   /* can_cache said native without one */
+  int r = p->cache (c->handle, count, offset, flags);
+  if (r == -1)
+    CALL_FAILED (c, err);
+  return r;
 }
 
 static const struct layer_ops plugin_ops = {
@@ -731,26 +733,12 @@ static const struct layer_ops plugin_ops = {
   .prepare = plugin_prepare,
   .finalize = plugin_finalize,
   .close = plugin_close,
-  .get_size = plugin_get_size,
   .export_description = plugin_export_description,
   .block_size = plugin_block_size,
-  .can_write = plugin_can_write,
-  .can_flush = plugin_can_flush,
-  .is_rotational = plugin_is_rotational,
-  .can_trim = plugin_can_trim,
-  .can_zero = plugin_can_zero,
-  .can_fast_zero = plugin_can_fast_zero,
-  .can_extents = plugin_can_extents,
-  .can_fua = plugin_can_fua,
-  .can_multi_conn = plugin_can_multi_conn,
-  .can_cache = plugin_can_cache,
-  .pread = plugin_pread,
-  .pwrite = plugin_pwrite,
-  .flush = plugin_flush,
-  .trim = plugin_trim,
-  .zero = plugin_zero,
-  .extents = plugin_extents,
-  .cache = plugin_cache,
+#define X(name, ...) .name = plugin_##name,
+  LAYER_QUERIES (X)
+  LAYER_DATA_CALLS (X)
+#undef X
   .has_map_read = plugin_has_map_read,
   .map_read = plugin_map_read,
   .unmap_read = plugin_unmap_read,
@@ -779,7 +767,7 @@ plugin_load (const char *name, bool by_path)
   if (!l->filename)
     goto err;
 
-  l->dl = dlopen (l->filename, RTLD_NOW | RTLD_GLOBAL);
+  l->dl = layer_dlopen (l->filename);
   if (!l->dl) {
     nbdkit_error ("cannot open plugin \"%s\": %s", name, dlerror ());
     goto err;

@@ -1,7 +1,7 @@
 /* nbdkit server: listening and accepting.  sock_bind_all opens the
  * listening sockets the configuration asks for (a Unix socket, TCP on
- * every address of -i/-p, or the fds handed over by socket
- * activation); sock_accept_loop accepts until the quit fd becomes
+ * every address of -i/-p, AF_VSOCK with --vsock, or the fds handed
+ * over by socket activation); sock_accept_loop accepts until the quit fd becomes
  * readable, running each connection in its own detached thread.  It
  * turns away clients beyond --max-connections, and rests rather than
  * spins while out of file descriptors.
@@ -20,6 +20,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include <linux/vm_sockets.h>
 
 #include "internal.h"
 
@@ -129,11 +130,48 @@ bind_tcp (const struct config *cfg, struct listener *l)
   return 0;
 }
 
+/* --vsock: listen on every CID (the host, and guests reaching it). */
+static int
+bind_vsock (const struct config *cfg, struct listener *l)
+{
+  const char *port = cfg->port ? cfg->port : "10809";
+  struct sockaddr_vm addr = {
+    .svm_family = AF_VSOCK,
+    .svm_cid = VMADDR_CID_ANY,
+    .svm_port = (unsigned) atoi (port),
+  };
+  int fd = socket (AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd == -1) {
+    nbdkit_error ("--vsock: socket: %m (is the vsock module loaded?)");
+    return -1;
+  }
+  if (bind (fd, (struct sockaddr *) &addr, sizeof addr) == -1 ||
+      listen (fd, SOMAXCONN) == -1) {
+    nbdkit_error ("--vsock: bind: port %s: %m", port);
+    close (fd);
+    return -1;
+  }
+  if (NBDKIT_LISTEN_ENABLED ()) {
+    char desc[32];
+    snprintf (desc, sizeof desc, "vsock:%s", port);
+    NBDKIT_LISTEN ((int64_t) fd, desc);
+  }
+  return add_fd (l, fd);
+}
+
 int
 sock_bind_all (struct config *cfg, struct listener *l)
 {
   l->fds = NULL;
   l->nfds = 0;
+  /* The label applies to sockets we create: with -s or socket
+   * activation there are none, and the option is harmless.
+   */
+  if (cfg->selinux_label && cfg->listen_fds == 0) {
+    nbdkit_error ("--selinux-label: this nbdkit was built without SELinux "
+                  "support (libselinux), so the label cannot be applied");
+    return -1;
+  }
   if (cfg->listen_fds > 0) {
     for (int i = 0; i < cfg->listen_fds; i++) {
       int fd = 3 + i;
@@ -147,6 +185,8 @@ sock_bind_all (struct config *cfg, struct listener *l)
   }
   if (cfg->unixsocket)
     return bind_unix (cfg->unixsocket, l);
+  if (cfg->vsock)
+    return bind_vsock (cfg, l);
   return bind_tcp (cfg, l);
 }
 
@@ -295,6 +335,8 @@ accept_one (const struct config *cfg, int lfd, bool stopping)
   }
   else if (ss.ss_family == AF_UNIX)
     grow_sndbuf (fd);
+  else if (ss.ss_family == AF_VSOCK)
+    transport = "vsock";
 
   struct accepted *a = malloc (sizeof *a);
   if (!a) {

@@ -18,9 +18,6 @@
 #include "protocol.h"
 #include "transmission.h"
 
-/* SERIALIZE_ALL_REQUESTS: one request at a time, server-wide. */
-static pthread_mutex_t all_requests_lock = PTHREAD_MUTEX_INITIALIZER;
-
 /* Block status replies carry at most this many descriptors. */
 #define MAX_DESCRIPTORS 65536
 
@@ -196,9 +193,6 @@ tx_worker_loop (void *arg)
   struct worker *w = arg;
   struct pool *pool = w->pool;
   struct connection *conn = w->conn;
-  bool serialize_all = conn->cfg->thread_model <=
-    NBDKIT_THREAD_MODEL_SERIALIZE_ALL_REQUESTS;
-
   conn_set_current (conn);
   for (;;) {
     struct request req;
@@ -230,8 +224,8 @@ tx_worker_loop (void *arg)
     conn->requests++;
     int err = req.error, ndesc = 0;
     if (err == 0) {
-      if (serialize_all)
-        pthread_mutex_lock (&all_requests_lock);
+      /* SERIALIZE_ALL_REQUESTS: one request at a time, server-wide. */
+      layer_requests_lock ();
       if (NBDKIT_REQUEST_DISPATCH_ENABLED ())
         NBDKIT_REQUEST_DISPATCH (conn->id, req.cookie,
                                  req.start_ns ? now_ns () - req.start_ns : 0);
@@ -244,8 +238,7 @@ tx_worker_loop (void *arg)
       layer_set_cookie (req.cookie);
       err = tx_layer_error_for_reply (run (conn, w, &req, &ndesc), req.flags);
       layer_set_cookie (0);
-      if (serialize_all)
-        pthread_mutex_unlock (&all_requests_lock);
+      layer_requests_unlock ();
       if (t0) {
         uint64_t cpu = c0 == UINT64_MAX ? c0 : pool_thread_cpu_ns () - c0;
         parking = pool_account (pool, w, now_ns () - t0, cpu);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make install puts everything where DESIGN.md and nbdkit(1) say: the
 # server, plugins under $libdir/nbdkit/plugins, filters under
-# $libdir/nbdkit/filters, the public headers, man pages and nbdkit.pc;
+# $libdir/nbdkit/filters, the public headers, man pages (every page of
+# docs/), the systemd units and nbdkit.pc;
 # and what it installed works: the installed server serves the
 # installed memory plugin, and a plugin builds against the installed
 # headers found through pkg-config.
@@ -29,6 +30,24 @@ for f in "$root/sbin/nbdkit" \
          "$root/share/man/man1/nbdkit-memory-plugin.1"; do
   [ -e "$f" ] || fail "make install did not install $f"
 done
+
+# Every server-wide page of docs/Makefile.am, as a man page in section 1.
+pages=$(sed -n '/^man_pod *=/,/[^\\]$/p' "$abs_top_srcdir/docs/Makefile.am" |
+        tr ' \t\\' '\n\n\n' | sed -n 's/\.pod$//p')
+[ "$(echo "$pages" | wc -l)" -ge 14 ] || fail "too few pages in man_pod: $pages"
+for p in $pages; do
+  [ -s "$root/share/man/man1/$p.1" ] ||
+    fail "make install did not install the man page $p.1"
+done
+# The systemd units, unless configured --with-systemdsystemunitdir=no.
+unitdir=$(sed -n 's/^systemdsystemunitdir = //p' \
+            "$abs_top_builddir/service/Makefile")
+unitdir=${unitdir/\$\{prefix\}/$prefix}
+if [ -n "$unitdir" ]; then
+  for u in nbdkit.socket nbdkit.service; do
+    [ -s "$dest$unitdir/$u" ] || fail "make install did not install $unitdir/$u"
+  done
+fi
 
 # The installed server with the installed plugin (by path: the compiled-in
 # plugin directory is not under DESTDIR).

@@ -6,7 +6,8 @@ source "$(dirname "$0")/functions.sh"
 refuse ()
 {
   local opt="$1" bad="$2" msg="$3"
-  if "$NBDKIT" "$opt" "$bad" memory 1M > "$tmpdir/out" 2>&1; then
+  # --run: a value wrongly accepted must not leave a server behind.
+  if "$NBDKIT" "$opt" "$bad" memory 1M --run true > "$tmpdir/out" 2>&1; then
     fail "$opt \"$bad\" was accepted"
   fi
   grep -qF -e "$opt: \"$bad\" $msg" "$tmpdir/out" ||
@@ -18,10 +19,11 @@ take ()
     fail "$1 \"$2\" was refused"
 }
 
-for bad in 0 1025 x -3 "" 4k; do
-  refuse -t "$bad" "is not a thread count from 1 to 1024"
+for bad in 1025 x -3 "" 4k; do
+  refuse -t "$bad" "is not a thread count from 0 to 1024"
 done
-take -t 1; take -t 1024
+# -t 0 is the default count, as with nbdkit.
+take -t 0; take -t 1; take -t 1024
 for bad in 0 1000001 x; do
   refuse --max-connections "$bad" "is not a count from 1 to 1000000"
 done

@@ -1,10 +1,55 @@
 #!/usr/bin/env bash
-# --version (and -V) print "nbdkit X.Y.Z" and exit 0.
+# --version (and -V): "nbdkit 1.32.5" first (the nbdkit release whose
+# interfaces this server implements, which scripts parse), then a line
+# naming this server; with a plugin, one line per layer exactly as
+# Debian's nbdkit prints them (NAME VERSION, or NAME alone for a plugin
+# without a version).
 source "$(dirname "$0")/functions.sh"
 
 for opt in --version -V; do
   t "$NBDKIT" $opt > "$tmpdir/v"
   cat "$tmpdir/v"
-  head -1 "$tmpdir/v" | grep -Eq '^nbdkit [0-9]+\.[0-9]+\.[0-9]+' ||
-    fail "$opt: first line is not 'nbdkit X.Y.Z'"
+  [ "$(head -1 "$tmpdir/v")" = "nbdkit 1.32.5" ] ||
+    fail "$opt: first line is not 'nbdkit 1.32.5'"
+  [ "$(sed -n 2p "$tmpdir/v")" = "server: nbdkit-usdt 0.2.0" ] ||
+    fail "$opt: second line does not name this server"
+  [ "$(wc -l < "$tmpdir/v")" -eq 2 ] || fail "$opt: more than two lines"
 done
+
+# The layers, outermost first, as nbdkit prints them.
+t "$NBDKIT" --filter=offset memory --version > "$tmpdir/ours"
+cat "$tmpdir/ours"
+printf 'offset 1.32.5\nmemory 1.32.5\n' > "$tmpdir/want"
+tail -n +3 "$tmpdir/ours" | diff -u "$tmpdir/want" - ||
+  fail "layer lines differ"
+if [ -x /usr/bin/nbdkit ]; then
+  /usr/bin/nbdkit --filter=offset memory --version | tail -n +2 \
+    > "$tmpdir/debian"
+  diff -u "$tmpdir/debian" <(tail -n +3 "$tmpdir/ours") ||
+    fail "layer lines differ from Debian's nbdkit"
+fi
+
+# A plugin that declares no version: its name alone.
+if command -v cc >/dev/null; then
+  cat > "$tmpdir/nover.c" <<'C'
+#include <stdint.h>
+#include <string.h>
+#define NBDKIT_API_VERSION 2
+#include <nbdkit-plugin.h>
+#define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
+static void *o (int ro) { return NBDKIT_HANDLE_NOT_NEEDED; }
+static int64_t s (void *h) { return 512; }
+static int r (void *h, void *b, uint32_t n, uint64_t off, uint32_t f)
+{ memset (b, 0, n); return 0; }
+static struct nbdkit_plugin plugin = {
+  .name = "nover", .open = o, .get_size = s, .pread = r,
+};
+NBDKIT_REGISTER_PLUGIN (plugin)
+C
+  cc -shared -fPIC -I"$abs_top_srcdir/include" -I"$abs_top_builddir/include" \
+    -o "$tmpdir/nover.so" "$tmpdir/nover.c"
+  t "$NBDKIT" "$tmpdir/nover.so" --version > "$tmpdir/nover"
+  cat "$tmpdir/nover"
+  [ "$(sed -n 3p "$tmpdir/nover")" = "nover" ] ||
+    fail "a plugin without a version is not printed as its name alone"
+fi

@@ -48,6 +48,11 @@
 #define NBDKIT_PROBE_SEMAPHORES 1
 #include <nbdkit-probe.h>
 
+/* From the source tree's common/include (header-only, nothing to link):
+ * a plugin built elsewhere can write the division out.
+ */
+#include "rounding.h"
+
 NBDKIT_PROBE_SEMAPHORE (example_config);
 NBDKIT_PROBE_SEMAPHORE (example_read);
 NBDKIT_PROBE_SEMAPHORE (example_write);
@@ -109,10 +114,10 @@ example_config_complete (void)
                   disk.size);
     return -1;
   }
-  disk.nr_blocks = (disk.size + BLOCK_SIZE - 1) / BLOCK_SIZE;
+  disk.nr_blocks = DIV_ROUND_UP (disk.size, BLOCK_SIZE);
   /* calloc (0) may return NULL; ask for at least one byte. */
   disk.bytes = calloc (disk.size ? (size_t) disk.size : 1, 1);
-  disk.map = calloc ((size_t) (disk.nr_blocks + 7) / 8 + 1, 1);
+  disk.map = calloc ((size_t) DIV_ROUND_UP (disk.nr_blocks, 8) + 1, 1);
   if (disk.bytes == NULL || disk.map == NULL) {
     nbdkit_error ("allocating a %" PRIi64 " byte disk: %m", disk.size);
     return -1;
@@ -223,7 +228,7 @@ static int
 example_zero (void *handle, uint32_t count, uint64_t offset, uint32_t flags)
 {
   uint64_t end = offset + count;
-  int64_t first = (int64_t) ((offset + BLOCK_SIZE - 1) / BLOCK_SIZE);
+  int64_t first = (int64_t) DIV_ROUND_UP (offset, BLOCK_SIZE);
   int64_t last = end == (uint64_t) disk.size
     ? disk.nr_blocks : (int64_t) (end / BLOCK_SIZE);
 

@@ -4,7 +4,13 @@
  *
  *   file=PATH  one regular file or block device is the only export;
  *   dir=DIR    each regular file or block device directly inside DIR
- *              is an export named after the file, chosen by the client.
+ *              is an export named after the file, chosen by the client
+ *              (directory=DIR is the same).
+ *
+ * and the page cache hints: fadvise= (given to the kernel once per
+ * descriptor) and cache=none (each read's pages, and each write's once
+ * written back, are dropped from the page cache).  -D file.zero=1 logs
+ * how each zero request was carried out.
  *
  * Each connection opens its own descriptor in open() and keeps it in a
  * struct handle; requests use only pread/pwrite-style calls on it, so
@@ -19,6 +25,7 @@
 #include <config.h>
 
 #include <dirent.h>
+#include <pthread.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -39,13 +46,49 @@
 #define NBDKIT_API_VERSION 2
 #include <nbdkit-plugin.h>
 
+#include "cleanup.h"
+#include "full-rw.h"
+#include "minmax.h"
+#include "rounding.h"
+#include "vector.h"
 #include "zerocopy.h"
+
+/* -D file.zero=1: log how each zero request was done. */
+NBDKIT_DLL_PUBLIC int file_debug_zero;
 
 /* Exactly one of these is set by config (as an absolute path), and
  * neither changes once the server starts serving.
  */
 static char *filename;
 static char *directory;
+
+/* cache=default|none */
+static bool cache_none;
+
+/* fadvise=normal|random|sequential */
+#ifdef HAVE_POSIX_FADVISE
+static int fadvise_mode = POSIX_FADV_NORMAL;
+#endif
+
+/* With cache=none, a write's pages can only be dropped from the page
+ * cache once they are written back.  Rather than wait for each write,
+ * writeback is started at once and the range remembered; it is waited
+ * for and dropped EVICT_WINDOW writes later, by which time it is
+ * usually done.
+ */
+#define EVICT_WINDOW 8
+
+/* The kernel drops only whole folios, which can be up to 2 MiB (and
+ * naturally aligned): a range is widened to that alignment before its
+ * pages are dropped, or a large folio straddling its edge would stay.
+ * Dropping a neighbour's clean pages early costs only a re-read, and
+ * dirty ones are never dropped.
+ */
+#define EVICT_ALIGN (UINT64_C (2) << 20)
+struct evict_range {
+  uint64_t offset;
+  uint32_t count;               /* 0: empty */
+};
 
 struct handle {
   int fd;
@@ -59,6 +102,10 @@ struct handle {
   bool can_punch_hole;
   bool can_zero_range;
   bool can_zeroout;
+  /* cache=none: writes not yet dropped from the page cache. */
+  pthread_mutex_t evict_lock;   /* protects the two fields below */
+  struct evict_range evict[EVICT_WINDOW];
+  unsigned evict_next;
 };
 
 /* Report a failed system call on H, keeping errno for the server. */
@@ -100,9 +147,39 @@ file_unload (void)
 static int
 file_config (const char *key, const char *value)
 {
-  bool is_dir = strcmp (key, "dir") == 0;
+  bool is_dir = strcmp (key, "dir") == 0 || strcmp (key, "directory") == 0;
   char *path;
 
+  if (strcmp (key, "cache") == 0) {
+    if (strcmp (value, "none") == 0)
+      cache_none = true;
+    else if (strcmp (value, "default") == 0)
+      cache_none = false;
+    else {
+      nbdkit_error ("cache=%s: must be default or none", value);
+      return -1;
+    }
+    return 0;
+  }
+  if (strcmp (key, "fadvise") == 0) {
+#ifdef HAVE_POSIX_FADVISE
+    if (strcmp (value, "normal") == 0)
+      fadvise_mode = POSIX_FADV_NORMAL;
+    else if (strcmp (value, "random") == 0)
+      fadvise_mode = POSIX_FADV_RANDOM;
+    else if (strcmp (value, "sequential") == 0)
+      fadvise_mode = POSIX_FADV_SEQUENTIAL;
+    else {
+      nbdkit_error ("fadvise=%s: must be normal, random or sequential",
+                    value);
+      return -1;
+    }
+#else
+    nbdkit_debug ("fadvise=%s: posix_fadvise is not available, ignored",
+                  value);
+#endif
+    return 0;
+  }
   if (!is_dir && strcmp (key, "file") != 0) {
     nbdkit_error ("unknown parameter '%s'", key);
     return -1;
@@ -155,7 +232,10 @@ file_config_complete (void)
 
 #define file_config_help \
   "[file=]FILENAME           The file or block device to serve.\n" \
-  "dir=DIRECTORY             Serve the files in DIRECTORY by export name."
+  "dir=DIRECTORY             Serve the files in DIRECTORY by export name.\n" \
+  "cache=default|none        Keep (default) or drop pages in the page cache.\n" \
+  "fadvise=normal|random|sequential\n" \
+  "                          Hint the access pattern to the kernel."
 
 static void
 file_dump_plugin (void)
@@ -195,14 +275,12 @@ compare_names (const void *a, const void *b)
   return strcmp (*(char *const *) a, *(char *const *) b);
 }
 
-/* Collect the export names of DIRECTORY, sorted, into *NAMES_RET. */
+/* Collect the export names of DIRECTORY, sorted, into *NAMES. */
 static int
-read_directory (char ***names_ret, size_t *n_ret)
+read_directory (string_vector *names)
 {
   DIR *dir;
   struct dirent *ent;
-  char **names = NULL;
-  size_t n = 0, alloc = 0, i;
   int r = -1;
 
   dir = opendir (directory);
@@ -211,6 +289,8 @@ read_directory (char ***names_ret, size_t *n_ret)
     return -1;
   }
   for (;;) {
+    char *name;
+
     errno = 0;
     ent = readdir (dir);
     if (ent == NULL) {
@@ -222,36 +302,17 @@ read_directory (char ***names_ret, size_t *n_ret)
     }
     if (!is_servable (dirfd (dir), ent))
       continue;
-    if (n == alloc) {
-      size_t new_alloc = alloc ? alloc * 2 : 16;
-      char **new_names = realloc (names, new_alloc * sizeof *names);
-
-      if (new_names == NULL) {
-        nbdkit_error ("realloc: %m");
-        goto out;
-      }
-      names = new_names;
-      alloc = new_alloc;
-    }
-    names[n] = strdup (ent->d_name);
-    if (names[n] == NULL) {
-      nbdkit_error ("strdup: %m");
+    name = strdup (ent->d_name);
+    if (name == NULL || string_vector_append (names, name) == -1) {
+      nbdkit_error ("%s: %m", directory);
+      free (name);
       goto out;
     }
-    n++;
   }
-  if (n > 0)
-    qsort (names, n, sizeof *names, compare_names);
-  *names_ret = names;
-  *n_ret = n;
-  names = NULL;
-  n = 0;
+  string_vector_sort (names, compare_names);
   r = 0;
 
  out:
-  for (i = 0; i < n; ++i)
-    free (names[i]);
-  free (names);
   closedir (dir);
   return r;
 }
@@ -259,22 +320,18 @@ read_directory (char ***names_ret, size_t *n_ret)
 static int
 file_list_exports (int readonly, int is_tls, struct nbdkit_exports *exports)
 {
-  char **names;
-  size_t n, i;
-  int r = 0;
+  CLEANUP_FREE_STRING_VECTOR string_vector names = empty_vector;
+  size_t i;
 
   if (directory == NULL)
     return nbdkit_use_default_export (exports);
 
-  if (read_directory (&names, &n) == -1)
+  if (read_directory (&names) == -1)
     return -1;
-  for (i = 0; i < n; ++i) {
-    if (r == 0 && nbdkit_add_export (exports, names[i], NULL) == -1)
-      r = -1;
-    free (names[i]);
-  }
-  free (names);
-  return r;
+  for (i = 0; i < names.len; ++i)
+    if (nbdkit_add_export (exports, names.ptr[i], NULL) == -1)
+      return -1;
+  return 0;
 }
 
 /* In dir= mode, turn the client's export name into a path.  Names are
@@ -323,6 +380,7 @@ file_open (int readonly)
   h->fd = -1;
   h->readonly = readonly;
   h->can_punch_hole = h->can_zero_range = h->can_zeroout = true;
+  pthread_mutex_init (&h->evict_lock, NULL);
 
   if (directory != NULL) {
     h->path = export_path ();
@@ -372,6 +430,15 @@ file_open (int readonly)
     goto error;
   }
   h->is_block = S_ISBLK (st.st_mode);
+#ifdef HAVE_POSIX_FADVISE
+  /* A hint for the whole file (length 0: to the end, however it grows).
+   * Only a hint, so a refusal is not an error.
+   */
+  err = posix_fadvise (h->fd, 0, 0, fadvise_mode);
+  if (err != 0)
+    nbdkit_debug ("%s: posix_fadvise: %s (ignored)", h->path,
+                  strerror (err));
+#endif
   nbdkit_debug ("file: opened %s (%s, %s)", h->path,
                 h->is_block ? "block device" : "regular file",
                 readonly ? "read-only" : "read-write");
@@ -381,18 +448,74 @@ file_open (int readonly)
   err = errno;
   if (h->fd >= 0)
     close (h->fd);
+  pthread_mutex_destroy (&h->evict_lock);
   free (h->path);
   free (h);
   errno = err;
   return NULL;
 }
 
+/* cache=none: drop the pages holding [OFFSET, OFFSET + COUNT) from
+ * the page cache.
+ */
+static void
+drop_cache (struct handle *h, uint64_t offset, uint64_t count)
+{
+#ifdef HAVE_POSIX_FADVISE
+  uint64_t lo = ROUND_DOWN (offset, EVICT_ALIGN);
+  uint64_t hi = ROUND_UP (offset + count, EVICT_ALIGN);
+
+  posix_fadvise (h->fd, lo, hi - lo, POSIX_FADV_DONTNEED);
+#endif
+}
+
+/* cache=none: wait for the writeback of R (started when it was
+ * written) and drop its pages.  Advisory: failures are only logged.
+ */
+static void
+evict_now (struct handle *h, struct evict_range r)
+{
+  if (r.count == 0)
+    return;
+#ifdef SYNC_FILE_RANGE_WAIT_AFTER
+  if (sync_file_range (h->fd, r.offset, r.count,
+                       SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+                       SYNC_FILE_RANGE_WAIT_AFTER) == -1)
+    nbdkit_debug ("%s: sync_file_range: %m (ignored)", h->path);
+#endif
+  drop_cache (h, r.offset, r.count);
+}
+
+/* cache=none, after a write of COUNT bytes at OFFSET: start its
+ * writeback now, and finish the one EVICT_WINDOW writes back.
+ */
+static void
+evict_write (struct handle *h, uint32_t count, uint64_t offset)
+{
+  struct evict_range old;
+
+#ifdef SYNC_FILE_RANGE_WRITE
+  if (sync_file_range (h->fd, offset, count, SYNC_FILE_RANGE_WRITE) == -1)
+    nbdkit_debug ("%s: sync_file_range: %m (ignored)", h->path);
+#endif
+  pthread_mutex_lock (&h->evict_lock);
+  old = h->evict[h->evict_next];
+  h->evict[h->evict_next] = (struct evict_range) { offset, count };
+  h->evict_next = (h->evict_next + 1) % EVICT_WINDOW;
+  pthread_mutex_unlock (&h->evict_lock);
+  evict_now (h, old);
+}
+
 static void
 file_close (void *handle)
 {
   struct handle *h = handle;
+  unsigned i;
 
+  for (i = 0; i < EVICT_WINDOW; ++i)
+    evict_now (h, h->evict[i]);
   close (h->fd);
+  pthread_mutex_destroy (&h->evict_lock);
   free (h->path);
   free (h);
 }
@@ -448,26 +571,18 @@ file_pread (void *handle, void *buf, uint32_t count, uint64_t offset,
             uint32_t flags)
 {
   struct handle *h = handle;
-  char *p = buf;
+  ssize_t r = full_pread (h->fd, buf, count, offset);
 
-  while (count > 0) {
-    ssize_t r = pread (h->fd, p, count, offset);
-
-    if (r == -1) {
-      if (errno == EINTR)
-        continue;
-      return fail (h, "pread");
-    }
-    if (r == 0) {
-      nbdkit_error ("%s: pread: unexpected end of file at offset %" PRIu64
-                    " (did the file shrink?)", h->path, offset);
-      errno = EIO;
-      return -1;
-    }
-    p += r;
-    count -= r;
-    offset += r;
+  if (r == -1)
+    return fail (h, "pread");
+  if (r < count) {
+    nbdkit_error ("%s: pread: unexpected end of file at offset %" PRIu64
+                  " (did the file shrink?)", h->path, offset + r);
+    errno = EIO;
+    return -1;
   }
+  if (cache_none)
+    drop_cache (h, offset, count);
   return 0;
 }
 
@@ -481,6 +596,11 @@ file_read_fd (void *handle, uint32_t count, uint64_t offset, int *fd,
 {
   struct handle *h = handle;
 
+  /* sendfile would leave the pages cached: let pread drop them. */
+  if (cache_none) {
+    errno = ENOTSUP;
+    return -1;
+  }
   *fd = h->fd;
   *fd_offset = offset;
   return 0;
@@ -495,26 +615,10 @@ static int
 write_all (struct handle *h, const void *buf, uint32_t count,
            uint64_t offset)
 {
-  const char *p = buf;
-
-  while (count > 0) {
-    ssize_t r = pwrite (h->fd, p, count, offset);
-
-    if (r == -1) {
-      if (errno == EINTR)
-        continue;
-      return fail (h, "pwrite");
-    }
-    if (r == 0) {
-      nbdkit_error ("%s: pwrite: no progress at offset %" PRIu64,
-                    h->path, offset);
-      errno = EIO;
-      return -1;
-    }
-    p += r;
-    count -= r;
-    offset += r;
-  }
+  if (full_pwrite (h->fd, buf, count, offset) == -1)
+    return fail (h, "pwrite");
+  if (cache_none)
+    evict_write (h, count, offset);
   return 0;
 }
 
@@ -604,6 +708,16 @@ file_trim (void *handle, uint32_t count, uint64_t offset, uint32_t flags)
   return 0;
 }
 
+/* -D file.zero=1: say how a zero request was carried out. */
+static void
+zero_debug (struct handle *h, const char *how, uint32_t count,
+            uint64_t offset)
+{
+  if (file_debug_zero)
+    nbdkit_debug ("%s: zero %" PRIu32 " bytes at %" PRIu64 ": %s",
+                  h->path, count, offset, how);
+}
+
 /* The ways of zeroing, cheapest first.  Returns 0 if one worked, 1 if
  * none applies, -1 on error.
  */
@@ -617,6 +731,8 @@ zero_fast (struct handle *h, uint32_t count, uint64_t offset, uint32_t flags)
    */
   if (flags & NBDKIT_FLAG_MAY_TRIM) {
     r = punch_hole (h, count, offset);
+    if (r == 0)
+      zero_debug (h, "punched a hole (fallocate PUNCH_HOLE)", count, offset);
     if (r <= 0)
       return r;
   }
@@ -624,11 +740,15 @@ zero_fast (struct handle *h, uint32_t count, uint64_t offset, uint32_t flags)
   /* On block devices the remaining methods may make the kernel write
    * the zeroes itself, which is not what a fast zero asks for.
    */
-  if (h->is_block && (flags & NBDKIT_FLAG_FAST_ZERO))
+  if (h->is_block && (flags & NBDKIT_FLAG_FAST_ZERO)) {
+    zero_debug (h, "block device: no fast way without trim", count, offset);
     return 1;
+  }
 
   r = try_fallocate (h, &h->can_zero_range, FALLOC_FL_ZERO_RANGE,
                      count, offset);
+  if (r == 0)
+    zero_debug (h, "fallocate ZERO_RANGE", count, offset);
   if (r <= 0)
     return r;
 
@@ -641,6 +761,9 @@ zero_fast (struct handle *h, uint32_t count, uint64_t offset, uint32_t flags)
       if (r == 0 && fallocate (h->fd, 0, offset, count) == -1)
         nbdkit_debug ("%s: re-allocating after punch: %m (ignored)",
                       h->path);
+      if (r == 0)
+        zero_debug (h, "fallocate PUNCH_HOLE, then allocated again",
+                    count, offset);
       return r;
     }
   }
@@ -649,8 +772,10 @@ zero_fast (struct handle *h, uint32_t count, uint64_t offset, uint32_t flags)
   if (h->is_block && supported (&h->can_zeroout)) {
     uint64_t range[2] = { offset, count };
 
-    if (ioctl (h->fd, BLKZEROOUT, range) == 0)
+    if (ioctl (h->fd, BLKZEROOUT, range) == 0) {
+      zero_debug (h, "ioctl BLKZEROOUT", count, offset);
       return 0;
+    }
     if (is_unsupported_errno (errno))
       unsupported (&h->can_zeroout);
     else if (errno != EINVAL)
@@ -673,12 +798,15 @@ file_zero (void *handle, uint32_t count, uint64_t offset, uint32_t flags)
   if (r == 1) {
     if (flags & NBDKIT_FLAG_FAST_ZERO) {
       nbdkit_debug ("%s: no fast way to zero here", h->path);
+      zero_debug (h, "refused: fast zero asked, none available",
+                  count, offset);
       nbdkit_set_error (ENOTSUP);
       errno = ENOTSUP;
       return -1;
     }
+    zero_debug (h, "writing zeroes (no faster way here)", count, offset);
     while (count > 0) {
-      uint32_t n = count < sizeof zeroes ? count : sizeof zeroes;
+      uint32_t n = MIN (count, (uint32_t) sizeof zeroes);
 
       if (write_all (h, zeroes, n, offset) == -1)
         return -1;
@@ -722,7 +850,7 @@ file_extents (void *handle, uint32_t count, uint64_t offset, uint32_t flags,
       return fail (h, "lseek SEEK_DATA");
     }
     if ((uint64_t) data > pos) {
-      stop = (uint64_t) data < end ? (uint64_t) data : end;
+      stop = MIN ((uint64_t) data, end);
       if (nbdkit_add_extent (extents, pos, stop - pos,
                              NBDKIT_EXTENT_HOLE | NBDKIT_EXTENT_ZERO) == -1)
         return -1;
@@ -743,7 +871,7 @@ file_extents (void *handle, uint32_t count, uint64_t offset, uint32_t flags,
      */
     if ((uint64_t) hole <= pos)
       hole = end;
-    stop = (uint64_t) hole < end ? (uint64_t) hole : end;
+    stop = MIN ((uint64_t) hole, end);
     if (nbdkit_add_extent (extents, pos, stop - pos, 0) == -1)
       return -1;
     pos = stop;

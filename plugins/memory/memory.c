@@ -1,11 +1,13 @@
 /* The memory plugin: a RAM disk of any size up to 2^63 - 1 bytes.
  *
  * This file owns the plugin's parameters and its nbdkit callbacks; the
- * bytes themselves live in the sparse store (sparse.c), which takes
- * memory only for pages holding non-zero data.  There is one store for
- * the whole server, shared by every connection, so all clients see the
- * same disk and multi-conn is safe.  The store does its own locking and
- * the plugin runs with the fully parallel thread model.
+ * bytes themselves live in an allocator (common/allocators), picked by
+ * allocator=: the sparse store by default, which takes memory only for
+ * pages holding non-zero data, or one flat buffer (malloc), or
+ * compressed pages (zstd).  There is one allocator for the whole
+ * server, shared by every connection, so all clients see the same disk
+ * and multi-conn is safe.  The allocators do their own locking and the
+ * plugin runs with the fully parallel thread model.
  */
 #include <config.h>
 
@@ -14,22 +16,25 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define NBDKIT_API_VERSION 2
 #include <nbdkit-plugin.h>
 
-#include "sparse.h"
+#include "allocator.h"
 #include "zerocopy.h"
 
 /* Set by config, read-only once the server starts serving. */
 static int64_t size = -1;
-static struct sparse *store;
+static char *allocator_spec;    /* NULL: sparse */
+static struct allocator *store;
 
 static void
 memory_unload (void)
 {
-  sparse_destroy (store);
+  allocator_destroy (store);
+  free (allocator_spec);
 }
 
 static int
@@ -41,6 +46,15 @@ memory_config (const char *key, const char *value)
     if (r == -1)
       return -1;
     size = r;
+    return 0;
+  }
+  if (strcmp (key, "allocator") == 0) {
+    free (allocator_spec);
+    allocator_spec = strdup (value);
+    if (allocator_spec == NULL) {
+      nbdkit_error ("strdup: %m");
+      return -1;
+    }
     return 0;
   }
   nbdkit_error ("unknown parameter '%s'", key);
@@ -55,21 +69,31 @@ memory_config_complete (void)
                   "nbdkit memory 1G");
     return -1;
   }
-  store = sparse_create (size);
+  const char *spec = allocator_spec ? allocator_spec : "sparse";
+  const char *why;
+
+  store = allocator_create (spec, size, nbdkit_debug, &why);
   if (store == NULL) {
-    nbdkit_error ("creating the store: %m");
+    if (why)
+      nbdkit_error ("allocator=%s: %s", spec, why);
+    else
+      nbdkit_error ("allocator=%s: %m", spec);
     return -1;
   }
   return 0;
 }
 
 #define memory_config_help \
-  "[size=]SIZE               (required) Size of the RAM disk (eg. 1G)."
+  "[size=]SIZE               (required) Size of the RAM disk (eg. 1G).\n" \
+  "allocator=sparse|malloc[,mlock=true]|zstd\n" \
+  "                          How the disk is kept in memory (default sparse)."
 
 static void
 memory_dump_plugin (void)
 {
-  printf ("memory_page_size=%d\n", SPARSE_PAGE_SIZE);
+  printf ("memory_page_size=%d\n", 4096);
+  printf ("mlock=%s\n", allocator_have_mlock () ? "yes" : "no");
+  printf ("zstd=%s\n", allocator_have_zstd () ? "yes" : "no");
 }
 
 static void *
@@ -108,32 +132,44 @@ static int
 memory_pread (void *handle, void *buf, uint32_t count, uint64_t offset,
               uint32_t flags)
 {
-  sparse_read (store, buf, count, offset);
+  allocator_read (store, buf, count, offset);
   return 0;
 }
 
-/* Reads straight from the store (common/zerocopy.h). */
+/* Reads straight from the store (common/zerocopy.h), where the
+ * allocator can lend them (sparse, malloc).  Otherwise E2BIG, the
+ * answer that sends the server to pread.
+ */
 static int
 memory_map_read (void *handle, uint32_t count, uint64_t offset,
                  struct iovec *iov, int *niov)
 {
-  return sparse_map_read (store, count, offset, iov, niov);
+  if (store->ops->map_read == NULL) {
+    errno = E2BIG;
+    return -1;
+  }
+  return store->ops->map_read (store, count, offset, iov, niov);
 }
 
 static void
 memory_unmap_read (void *handle)
 {
-  sparse_unmap_read (store);
+  store->ops->unmap_read (store);
 }
 
 /* Writes whose payload is received straight into pages of the
- * store's own, which then fill holes or replace stored pages.
+ * store's own, which then fill holes or replace stored pages (sparse
+ * only; any failure sends the server to pwrite).
  */
 static int
 memory_map_write (void *handle, uint32_t count, uint64_t offset,
                   struct iovec *iov, int *niov)
 {
-  return sparse_map_write (store, count, offset, iov, niov);
+  if (store->ops->map_write == NULL) {
+    errno = ENOTSUP;
+    return -1;
+  }
+  return store->ops->map_write (store, count, offset, iov, niov);
 }
 
 /* A write the store could not take (errno ENOMEM): say so, keep errno. */
@@ -152,7 +188,7 @@ static int
 memory_unmap_write (void *handle, uint32_t count, uint64_t offset,
                     const struct iovec *iov, int keep)
 {
-  if (sparse_unmap_write (store, count, offset, iov, keep) == -1)
+  if (store->ops->unmap_write (store, count, offset, iov, keep) == -1)
     return write_failed (count, offset);
   return 0;
 }
@@ -169,7 +205,7 @@ static int
 memory_pwrite (void *handle, const void *buf, uint32_t count,
                uint64_t offset, uint32_t flags)
 {
-  if (sparse_write (store, buf, count, offset) == -1)
+  if (allocator_write (store, buf, count, offset) == -1)
     return write_failed (count, offset);
   return 0;
 }
@@ -186,15 +222,13 @@ memory_flush (void *handle, uint32_t flags)
 static int
 memory_trim (void *handle, uint32_t count, uint64_t offset, uint32_t flags)
 {
-  sparse_zero (store, count, offset);
-  return 0;
+  return allocator_zero (store, count, offset);
 }
 
 static int
 memory_zero (void *handle, uint32_t count, uint64_t offset, uint32_t flags)
 {
-  sparse_zero (store, count, offset);
-  return 0;
+  return allocator_zero (store, count, offset);
 }
 
 static int
@@ -217,7 +251,7 @@ static int
 memory_extents (void *handle, uint32_t count, uint64_t offset,
                 uint32_t flags, struct nbdkit_extents *extents)
 {
-  return sparse_extents (store, count, offset,
+  return allocator_extents (store, count, offset,
                          (flags & NBDKIT_FLAG_REQ_ONE) != 0,
                          add_extent, extents);
 }
@@ -228,7 +262,7 @@ static struct nbdkit_plugin plugin = {
   .name              = "memory",
   .version           = PACKAGE_VERSION,
   .longname          = "nbdkit memory plugin",
-  .description       = "A sparse RAM disk shared by all clients",
+  .description       = "A RAM disk shared by all clients",
   .unload            = memory_unload,
   .config            = memory_config,
   .config_complete   = memory_config_complete,

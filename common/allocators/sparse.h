@@ -1,4 +1,6 @@
-/* A sparse byte store for the memory plugin.
+/* A sparse byte store: the page store behind allocator=sparse
+ * (allocator.h), which the memory plugin also calls for its zero-copy
+ * paths.
  *
  * The store holds a virtual disk of up to 2^63 bytes, keeping memory
  * only for the 4 KiB pages that hold non-zero data.  Everything not
@@ -8,8 +10,8 @@
  *
  * All functions may be called from many threads at once.
  */
-#ifndef NBDKIT_MEMORY_SPARSE_H
-#define NBDKIT_MEMORY_SPARSE_H
+#ifndef NBDKIT_SPARSE_H
+#define NBDKIT_SPARSE_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -88,4 +90,4 @@ extern int sparse_extents (struct sparse *s, uint32_t count, uint64_t offset,
 /* Number of pages currently stored (for debugging and tests). */
 extern uint64_t sparse_pages_stored (struct sparse *s);
 
-#endif /* NBDKIT_MEMORY_SPARSE_H */
+#endif /* NBDKIT_SPARSE_H */

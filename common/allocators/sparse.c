@@ -1,4 +1,4 @@
-/* The memory plugin's sparse store: a radix tree of 4 KiB pages.
+/* The sparse allocator's store: a radix tree of 4 KiB pages.
  *
  * The disk is cut into pages of SPARSE_PAGE_SIZE bytes, numbered from
  * 0.  Pages are found through a fixed-depth tree of nodes, each node an
@@ -75,7 +75,10 @@
 #endif
 
 #include "arena.h"
+#include "iszero.h"
+#include "minmax.h"
 #include "sparse.h"
+#include "vector.h"
 
 #define PAGE_SHIFT 12
 #define FANOUT_SHIFT 9
@@ -122,6 +125,8 @@ struct small_leaf {
   uintptr_t entry[];            /* page | index, or 0; atomic */
 };
 
+DEFINE_VECTOR_TYPE (leaf_vector, struct small_leaf *);
+
 struct sparse {
   pthread_rwlock_t lock;        /* see the top of the file */
   void *root;                   /* node at level DEPTH, or NULL */
@@ -129,9 +134,8 @@ struct sparse {
   struct arena *arena;          /* where pages come from */
   uint64_t pages;               /* atomic: pages stored */
   uint64_t freed;               /* atomic: node bytes freed since last trim */
-  pthread_mutex_t retire_lock;  /* protects the three fields below */
-  struct small_leaf **retired;  /* replaced small leaves, not yet freed */
-  size_t nr_retired, cap_retired;
+  pthread_mutex_t retire_lock;  /* protects RETIRED */
+  leaf_vector retired;          /* replaced small leaves, not yet freed */
   pthread_mutex_t spare_lock;   /* protects the four fields below */
   unsigned char *spare[SPARE_MAX]; /* pages not in the tree: no reader */
   size_t nr_spare;
@@ -283,20 +287,11 @@ leaf_grow (struct sparse *s, void **slot, void *leaf)
    * nothing can fail once others can see the new leaf.
    */
   pthread_mutex_lock (&s->retire_lock);
-  if (s->nr_retired == s->cap_retired) {
-    size_t n = s->cap_retired ? 2 * s->cap_retired : 64;
-    struct small_leaf **p = realloc (s->retired, n * sizeof *p);
-
-    if (p != NULL) {
-      s->retired = p;
-      s->cap_retired = n;
-    }
-  }
-  room = s->nr_retired < s->cap_retired;
+  room = leaf_vector_reserve (&s->retired, 1) == 0;
   if (room) {
     won = replace_slot (slot, leaf, bigger);
     if (won)
-      s->retired[s->nr_retired++] = old;
+      s->retired.ptr[s->retired.len++] = old;
   }
   pthread_mutex_unlock (&s->retire_lock);
 
@@ -316,12 +311,12 @@ free_retired (struct sparse *s)
 {
   size_t i;
 
-  for (i = 0; i < s->nr_retired; ++i) {
-    __atomic_add_fetch (&s->freed, small_size (s->retired[i]->cap),
+  for (i = 0; i < s->retired.len; ++i) {
+    __atomic_add_fetch (&s->freed, small_size (s->retired.ptr[i]->cap),
                         __ATOMIC_RELAXED);
-    free (s->retired[i]);
+    free (s->retired.ptr[i]);
   }
-  s->nr_retired = 0;
+  s->retired.len = 0;
 }
 
 /* Shift from a byte offset to the child index of a node at LEVEL. */
@@ -329,21 +324,6 @@ static inline unsigned
 child_shift (unsigned level)
 {
   return PAGE_SHIFT + FANOUT_SHIFT * (level - 1);
-}
-
-static bool
-is_zero (const unsigned char *p, size_t n)
-{
-  size_t i;
-
-  /* Once the first 16 bytes are known to be zero, comparing the buffer
-   * with itself shifted by 16 proves the rest zero by induction, and
-   * memcmp is much faster than a byte loop.
-   */
-  for (i = 0; i < n && i < 16; ++i)
-    if (p[i] != 0)
-      return false;
-  return n <= 16 || memcmp (p, p + 16, n - 16) == 0;
 }
 
 static bool
@@ -449,7 +429,7 @@ sparse_destroy (struct sparse *s)
   if (s->root != NULL)
     free_subtree (s, s->root, s->depth);
   free_retired (s);
-  free (s->retired);
+  leaf_vector_reset (&s->retired);
   arena_destroy (s->arena);     /* spare and old pages too */
   pthread_mutex_destroy (&s->spare_lock);
   pthread_mutex_destroy (&s->retire_lock);
@@ -546,8 +526,7 @@ sparse_read (struct sparse *s, void *buf, uint32_t count, uint64_t offset)
     size_t n = SPARSE_PAGE_SIZE - in_page;
     const unsigned char *data = NULL;
 
-    if (n > count)
-      n = count;
+    n = MIN (n, (size_t) count);
     data = cursor_page (s, &c, page);
     if (data != NULL)
       memcpy (out, data + in_page, n);
@@ -578,8 +557,7 @@ sparse_map_read (struct sparse *s, uint32_t count, uint64_t offset,
     size_t len = SPARSE_PAGE_SIZE - in_page;
     const unsigned char *data = NULL;
 
-    if (len > count)
-      len = count;
+    len = MIN (len, (size_t) count);
     data = cursor_page (s, &c, page);
     data = data ? data + in_page : hole_bytes + in_page;
     /* Pages written in order sit side by side in an arena: merge. */
@@ -756,8 +734,7 @@ finish_write (struct sparse *s, uint32_t count, uint64_t offset,
     size_t n = SPARSE_PAGE_SIZE - in_page;
     unsigned char *ours, *cur = NULL;
 
-    if (n > count)
-      n = count;
+    n = MIN (n, (size_t) count);
     bool whole = n == SPARSE_PAGE_SIZE;
     ours = mapped_at (iov, &at, &into, n) - in_page;
     if (store && r == 0) {
@@ -840,8 +817,7 @@ sparse_map_write (struct sparse *s, uint32_t count, uint64_t offset,
     size_t len = SPARSE_PAGE_SIZE - in_page;
     unsigned char *fresh = NULL;
 
-    if (len > left)
-      len = left;
+    len = MIN (len, (size_t) left);
     if (len == SPARSE_PAGE_SIZE)
       fresh = take_spare (s);
     if (fresh == NULL)
@@ -895,8 +871,7 @@ sparse_write (struct sparse *s, const void *buf, uint32_t count,
     size_t n = SPARSE_PAGE_SIZE - in_page;
     unsigned char *data = NULL;
 
-    if (n > count)
-      n = count;
+    n = MIN (n, (size_t) count);
     data = cursor_page (s, &c, page);
     if (data == NULL && !is_zero (in, n)) {
       /* The arena's pages are zero already: just the data. */
@@ -953,8 +928,8 @@ zero_page (struct sparse *s, unsigned char *page, uint64_t page_start,
     free_subtree (s, page, 0);
     return true;
   }
-  lo = (start > page_start ? start : page_start) - page_start;
-  hi = (end < page_end ? end : page_end) - page_start;
+  lo = MAX (start, page_start) - page_start;
+  hi = MIN (end, page_end) - page_start;
   memset (page + lo, 0, hi - lo);
   if (is_zero (page, SPARSE_PAGE_SIZE)) {
     free_subtree (s, page, 0);
@@ -999,8 +974,7 @@ zero_leaf (struct sparse *s, void **slot, uint64_t base,
     uint64_t last = (end - 1 - base) >> PAGE_SHIFT;
     uint64_t i;
 
-    if (last > FANOUT - 1)
-      last = FANOUT - 1;
+    last = MIN (last, (uint64_t) FANOUT - 1);
     for (i = first; i <= last; ++i)
       if (node->slot[i] != NULL &&
           zero_page (s, node->slot[i], base + i * SPARSE_PAGE_SIZE,
@@ -1026,8 +1000,7 @@ zero_node (struct sparse *s, struct node *node, unsigned level,
   uint64_t last = (end - 1 - base) >> shift;
   uint64_t i;
 
-  if (last > FANOUT - 1)
-    last = FANOUT - 1;
+  last = MIN (last, (uint64_t) FANOUT - 1);
 
   for (i = first; i <= last; ++i) {
     void *child = node->slot[i];
@@ -1156,8 +1129,7 @@ extents_leaf (void *leaf, uint64_t base, uint64_t start, uint64_t end,
   uint64_t present[FANOUT / 64] = { 0 };
   uint64_t i;
 
-  if (last > FANOUT - 1)
-    last = FANOUT - 1;
+  last = MIN (last, (uint64_t) FANOUT - 1);
 
   /* Which pages exist, as a bitmap. */
   if (is_small (leaf)) {
@@ -1184,8 +1156,8 @@ extents_leaf (void *leaf, uint64_t base, uint64_t start, uint64_t end,
   for (i = first; i <= last && !w->stop; ++i) {
     uint64_t page_start = base + i * SPARSE_PAGE_SIZE;
     uint64_t page_end = page_start + SPARSE_PAGE_SIZE;
-    uint64_t lo = start > page_start ? start : page_start;
-    uint64_t hi = end < page_end ? end : page_end;
+    uint64_t lo = MAX (start, page_start);
+    uint64_t hi = MIN (end, page_end);
 
     walk_add (w, lo, hi - lo, (present[i / 64] >> (i % 64)) & 1);
   }
@@ -1204,15 +1176,14 @@ extents_node (struct node *node, unsigned level, uint64_t base,
   uint64_t last = (end - 1 - base) >> shift;
   uint64_t i;
 
-  if (last > FANOUT - 1)
-    last = FANOUT - 1;
+  last = MIN (last, (uint64_t) FANOUT - 1);
 
   for (i = first; i <= last && !w->stop; ++i) {
     void *child = load_slot (&node->slot[i]);
     uint64_t child_start = base + i * span;
     uint64_t child_end = child_start + span;
-    uint64_t lo = start > child_start ? start : child_start;
-    uint64_t hi = end < child_end ? end : child_end;
+    uint64_t lo = MAX (start, child_start);
+    uint64_t hi = MIN (end, child_end);
 
     if (child == NULL)
       walk_add (w, lo, hi - lo, false);

@@ -1,4 +1,4 @@
-/* The memory plugin's page allocator (see arena.h).
+/* The sparse store's page allocator (see arena.h).
  *
  * Why not malloc: a first write to a page used to cost a malloc of 4
  * KiB, which in a thread's malloc arena grows the heap with an mprotect
@@ -56,6 +56,8 @@
 #include <sys/mman.h>
 
 #include "arena.h"
+#include "rounding.h"
+#include "vector.h"
 
 /* One mapping.  Large enough that mapping is rare, small enough that
  * the address space reserved ahead of use is negligible.
@@ -67,6 +69,9 @@
  */
 #define POPULATE_SIZE (256ul << 10)
 
+DEFINE_VECTOR_TYPE (chunk_vector, void *);
+DEFINE_VECTOR_TYPE (addr_vector, uintptr_t);
+
 /* A run of free pages: [START, START + PAGES * ARENA_PAGE_SIZE). */
 struct run {
   uintptr_t start;
@@ -77,12 +82,10 @@ struct arena {
   size_t sys_page;              /* the kernel's page size; read-only */
   pthread_mutex_t lock;         /* protects the fields below */
   char *next, *end;             /* bump region of the newest chunk */
-  void **chunks;                /* every mapping, for arena_destroy */
-  size_t nr_chunks, cap_chunks;
+  chunk_vector chunks;          /* every mapping, for arena_destroy */
   struct run *free;             /* sorted by start, none adjacent */
   size_t nr_free;
-  uintptr_t *pending;           /* freed, not yet released */
-  size_t nr_pending, cap_pending;
+  addr_vector pending;          /* freed, not yet released */
 };
 
 struct arena *
@@ -111,31 +114,13 @@ arena_destroy (struct arena *a)
 
   if (a == NULL)
     return;
-  for (i = 0; i < a->nr_chunks; ++i)
-    munmap (a->chunks[i], CHUNK_SIZE);
-  free (a->chunks);
+  for (i = 0; i < a->chunks.len; ++i)
+    munmap (a->chunks.ptr[i], CHUNK_SIZE);
+  chunk_vector_reset (&a->chunks);
   free (a->free);
-  free (a->pending);
+  addr_vector_reset (&a->pending);
   pthread_mutex_destroy (&a->lock);
   free (a);
-}
-
-/* ARRAY (of *CAP elements of SIZE bytes) grown to hold at least NEED
- * elements, or NULL if out of memory (ARRAY is then unchanged).
- */
-static void *
-grow (void *array, size_t *cap, size_t need, size_t size)
-{
-  size_t n = *cap ? *cap : 64;
-
-  if (need <= *cap)
-    return array;
-  while (n < need)
-    n *= 2;
-  array = realloc (array, n * size);
-  if (array != NULL)
-    *cap = n;
-  return array;
 }
 
 /* Map a new chunk and make it the bump region.  Lock held. */
@@ -143,14 +128,10 @@ static int
 new_chunk (struct arena *a)
 {
   char *map, *chunk;
-  void **chunks;
   size_t head;
 
-  chunks = grow (a->chunks, &a->cap_chunks, a->nr_chunks + 1,
-                 sizeof *chunks);
-  if (chunks == NULL)
+  if (chunk_vector_reserve (&a->chunks, 1) == -1)
     return -1;
-  a->chunks = chunks;
 
   /* Map one alignment unit more than needed and cut off the ends, so
    * the chunk starts on a populate window boundary.
@@ -159,13 +140,13 @@ new_chunk (struct arena *a)
               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (map == MAP_FAILED)
     return -1;
-  head = (POPULATE_SIZE - (uintptr_t) map % POPULATE_SIZE) % POPULATE_SIZE;
-  chunk = map + head;
+  chunk = (char *) ROUND_UP ((uintptr_t) map, POPULATE_SIZE);
+  head = chunk - map;
   if (head > 0)
     munmap (map, head);
   munmap (chunk + CHUNK_SIZE, POPULATE_SIZE - head);
 
-  a->chunks[a->nr_chunks++] = chunk;
+  a->chunks.ptr[a->chunks.len++] = chunk;
   a->next = chunk;
   a->end = chunk + CHUNK_SIZE;
   return 0;
@@ -218,8 +199,8 @@ static void
 give_back (struct arena *a, uintptr_t start, size_t len)
 {
   uintptr_t end = start + len;
-  uintptr_t lo = (start + a->sys_page - 1) & ~(uintptr_t) (a->sys_page - 1);
-  uintptr_t hi = end & ~(uintptr_t) (a->sys_page - 1);
+  uintptr_t lo = ROUND_UP (start, a->sys_page);
+  uintptr_t hi = ROUND_DOWN (end, a->sys_page);
 
   if (lo >= hi) {
     memset ((void *) start, 0, len);
@@ -234,21 +215,16 @@ give_back (struct arena *a, uintptr_t start, size_t len)
 void
 arena_free (struct arena *a, void *page)
 {
-  uintptr_t *pending;
+  int r;
 
   pthread_mutex_lock (&a->lock);
-  pending = grow (a->pending, &a->cap_pending, a->nr_pending + 1,
-                  sizeof *pending);
-  if (pending != NULL) {
-    a->pending = pending;
-    a->pending[a->nr_pending++] = (uintptr_t) page;
-  }
+  r = addr_vector_append (&a->pending, (uintptr_t) page);
   pthread_mutex_unlock (&a->lock);
 
   /* No room to note it: drop its memory now and never reuse the
    * address, which costs address space only.
    */
-  if (pending == NULL)
+  if (r == -1)
     give_back (a, (uintptr_t) page, ARENA_PAGE_SIZE);
 }
 
@@ -278,19 +254,20 @@ append_run (struct run *out, size_t n, struct run r)
 void
 arena_release (struct arena *a)
 {
+  addr_vector taken;
   uintptr_t *pages;
   struct run *runs, *merged;
   size_t n, nr_runs, i, j, k;
 
   /* Take the pending pages; new frees start a fresh list. */
   pthread_mutex_lock (&a->lock);
-  pages = a->pending;
-  n = a->nr_pending;
-  a->pending = NULL;
-  a->nr_pending = a->cap_pending = 0;
+  taken = a->pending;
+  a->pending = (addr_vector) empty_vector;
   pthread_mutex_unlock (&a->lock);
+  pages = taken.ptr;
+  n = taken.len;
   if (n == 0) {
-    free (pages);
+    addr_vector_reset (&taken);
     return;
   }
 
@@ -312,7 +289,7 @@ arena_release (struct arena *a)
     if (runs != NULL)
       runs[k++] = r;
   }
-  free (pages);
+  addr_vector_reset (&taken);
   /* Out of memory: the pages are back with the kernel, and only their
    * address space is lost.
    */

@@ -1,4 +1,4 @@
-/* The memory plugin's page allocator: 4 KiB data pages carved from
+/* The sparse store's page allocator: 4 KiB data pages carved from
  * large anonymous mappings.
  *
  * Pages are handed out densely, in allocation order, whatever disk
@@ -9,8 +9,8 @@
  *
  * All functions may be called from many threads at once.
  */
-#ifndef NBDKIT_MEMORY_ARENA_H
-#define NBDKIT_MEMORY_ARENA_H
+#ifndef NBDKIT_ARENA_H
+#define NBDKIT_ARENA_H
 
 #define ARENA_PAGE_SIZE 4096
 
@@ -38,4 +38,4 @@ extern void arena_free (struct arena *a, void *page);
  */
 extern void arena_release (struct arena *a);
 
-#endif /* NBDKIT_MEMORY_ARENA_H */
+#endif /* NBDKIT_ARENA_H */

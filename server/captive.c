@@ -1,0 +1,196 @@
+/* nbdkit server: captive mode (--run) and the URI clients use.
+ * captive_uri builds the URI from the configuration (also printed by
+ * --print-uri); captive_start runs the --run command with it and the
+ * other variables nbdkit-captive(1) lists in its environment, and a
+ * waiter thread asks the accept loop to stop when the command exits;
+ * captive_wait gives the command's exit status for the server's own.
+ * The waiter writes cap->status before it asks the loop to stop, and
+ * the main thread reads it only after joining the waiter.
+ */
+#include <config.h>
+
+#include <ctype.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* Percent-encode S for a URI: unreserved characters, and those in
+ * KEEP ("/" in a path or query value, nothing in a userinfo), go as
+ * they are.
+ */
+static void
+fput_uri_escaped (FILE *fp, const char *s, const char *keep)
+{
+  for (; *s; s++) {
+    unsigned char c = *s;
+    if (isalnum (c) || strchr ("-._~", c) || strchr (keep, c))
+      fputc (c, fp);
+    else
+      fprintf (fp, "%%%02X", c);
+  }
+}
+
+/* "USER@" in a URI's authority, or nothing without a USER. */
+static void
+fput_userinfo (FILE *fp, const char *user)
+{
+  if (user) {
+    fput_uri_escaped (fp, user, "");
+    fputc ('@', fp);
+  }
+}
+
+/* The first username in a psktool key file ("user:hexkey" lines). */
+static char *
+psk_first_user (const char *path)
+{
+  FILE *fp = fopen (path, "r");
+  char line[1024];
+  char *user = NULL;
+  if (!fp)
+    return NULL;
+  if (fgets (line, sizeof line, fp)) {
+    char *colon = strchr (line, ':');
+    if (colon && colon > line)
+      user = strndup (line, colon - line);
+  }
+  fclose (fp);
+  return user;
+}
+
+/* The URI a client uses to reach us, in a malloc'd string.  Only
+ * --tls=require gives an nbds URI: with --tls=on TLS is optional and a
+ * plain client must still be able to connect, as with nbdkit.
+ */
+char *
+captive_uri (const struct config *cfg)
+{
+  char *uri = NULL;
+  size_t len = 0;
+  FILE *fp = open_memstream (&uri, &len);
+  if (!fp)
+    return NULL;
+  const char *name = cfg->exportname ? cfg->exportname : "";
+  bool tls = cfg->tls == TLS_REQUIRE;
+  const char *scheme = tls ? "nbds" : "nbd";
+  char sep = '?';
+  /* The PSK username goes in the authority, as libnbd expects. */
+  char *user = tls && cfg->tls_psk ? psk_first_user (cfg->tls_psk) : NULL;
+  if (cfg->unixsocket) {
+    fprintf (fp, "%s+unix://", scheme);
+    fput_userinfo (fp, user);
+    fprintf (fp, "/");
+    fput_uri_escaped (fp, name, "/");
+    fprintf (fp, "?socket=");
+    fput_uri_escaped (fp, cfg->unixsocket, "/");
+    sep = '&';
+  }
+  else if (cfg->vsock) {
+    /* CID 1 is this machine (VMADDR_CID_LOCAL). */
+    fprintf (fp, "%s+vsock://", scheme);
+    fput_userinfo (fp, user);
+    fprintf (fp, "1:%s/", cfg->port ? cfg->port : "10809");
+    fput_uri_escaped (fp, name, "/");
+  }
+  else {
+    const char *host = cfg->ipaddr ? cfg->ipaddr : "localhost";
+    fprintf (fp, "%s://", scheme);
+    fput_userinfo (fp, user);
+    fprintf (fp, strchr (host, ':') ? "[%s]" : "%s", host);
+    if (cfg->port && strcmp (cfg->port, "10809") != 0)
+      fprintf (fp, ":%s", cfg->port);
+    fprintf (fp, "/");
+    fput_uri_escaped (fp, name, "/");
+  }
+  /* Enough for a client on this machine to authenticate (libnbd reads
+   * these query parameters): the PSK file and its first user, or the
+   * certificate directory (its ca-cert.pem).
+   */
+  if (tls && cfg->tls_psk) {
+    fprintf (fp, "%ctls-psk-file=", sep);
+    fput_uri_escaped (fp, cfg->tls_psk, "/");
+  }
+  else if (tls && cfg->tls_certificates) {
+    fprintf (fp, "%ctls-certificates=", sep);
+    fput_uri_escaped (fp, cfg->tls_certificates, "/");
+  }
+  fclose (fp);
+  free (user);
+  return uri;
+}
+
+static void *
+wait_for_run (void *arg)
+{
+  struct captive *cap = arg;
+  while (waitpid (cap->pid, &cap->status, 0) == -1 && errno == EINTR)
+    ;
+  server_request_shutdown ("run-exited");
+  return NULL;
+}
+
+/* Start CMD with the connection details in its environment:
+ * $uri and $nbd (the same URI, as in nbdkit >= 1.24), $exportname,
+ * $port or $unixsocket (the other empty), and $tls ("1" for on, "2"
+ * for require, unset when off).
+ */
+int
+captive_start (const struct config *cfg, const char *uri,
+               struct captive *cap)
+{
+  pid_t pid = fork ();
+  if (pid == -1) {
+    nbdkit_error ("fork: %m");
+    return -1;
+  }
+  if (pid == 0) {
+    setenv ("uri", uri, 1);
+    setenv ("nbd", uri, 1);
+    setenv ("exportname", cfg->exportname ? cfg->exportname : "", 1);
+    if (cfg->tls == TLS_OFF)
+      unsetenv ("tls");
+    else
+      setenv ("tls", cfg->tls == TLS_REQUIRE ? "2" : "1", 1);
+    if (cfg->unixsocket) {
+      setenv ("unixsocket", cfg->unixsocket, 1);
+      setenv ("port", "", 1);
+    }
+    else {
+      setenv ("unixsocket", "", 1);
+      setenv ("port", cfg->port ? cfg->port : "10809", 1);
+    }
+    signal (SIGPIPE, SIG_DFL);
+    execl ("/bin/sh", "sh", "-c", cfg->run, (char *) NULL);
+    perror ("nbdkit: --run: /bin/sh");
+    _exit (127);
+  }
+  cap->pid = pid;
+  int e = pthread_create (&cap->thread, NULL, wait_for_run, cap);
+  if (e != 0) {
+    errno = e;
+    nbdkit_error ("pthread_create: %m");
+    return -1;
+  }
+  return 0;
+}
+
+/* The command's exit status as the server's (128+N for a signal). */
+int
+captive_wait (struct captive *cap)
+{
+  if (cap->pid == -1)
+    return EXIT_SUCCESS;
+  pthread_join (cap->thread, NULL);
+  if (WIFEXITED (cap->status))
+    return WEXITSTATUS (cap->status);
+  if (WIFSIGNALED (cap->status))
+    return 128 + WTERMSIG (cap->status);
+  return 1;
+}

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Every plugin and filter .so built here exports only what the server
+# looks up by name (plugins/plugins.syms, filters/filters.syms): the
+# init function, debug flags (NAME_debug_*), and for plugins the
+# zero-copy extension.  Anything else (a helper such as sparse_read)
+# could shadow, or be shadowed by, a symbol of another object.
+source "$(dirname "$0")/functions.sh"
+requires_cmd nm
+
+n=0
+for so in "$abs_top_builddir"/plugins/*/.libs/nbdkit-*-plugin.so \
+          "$abs_top_builddir"/filters/*/.libs/nbdkit-*-filter.so; do
+  [ -f "$so" ] || continue
+  case "$so" in
+    *-plugin.so) allowed='^(plugin_init|nbdkit_zerocopy_ops|[a-z0-9_]+_debug_[a-z0-9_]+)$'
+                 init=plugin_init ;;
+    *) allowed='^(filter_init|[a-z0-9_]+_debug_[a-z0-9_]+)$'
+       init=filter_init ;;
+  esac
+  nm -D --defined-only "$so" | awk '{ print $NF }' > "$tmpdir/syms"
+  grep -qx "$init" "$tmpdir/syms" || fail "$so does not export $init"
+  if grep -Ev "$allowed" "$tmpdir/syms" > "$tmpdir/extra"; then
+    cat "$tmpdir/extra"
+    fail "$so exports symbols it should keep private (above)"
+  fi
+  echo "$(basename "$so"): $(tr '\n' ' ' < "$tmpdir/syms")"
+  n=$(( n + 1 ))
+done
+[ "$n" -ge 5 ] || fail "found only $n plugin and filter .so files"
