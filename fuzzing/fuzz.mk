@@ -10,7 +10,8 @@
 # server/probes.h and server/probes.o from $(top_builddir).  Every
 # server source (server/*.c) is compiled again with the fuzzer's
 # instrumentation (main.c with main renamed, so the harness can link
-# it), and so is the memory plugin (plugins/memory/*.c), as the .so the
+# it), and so is the memory plugin (plugins/memory/*.c, with the page
+# stores of common/allocators), as the .so the
 # harness loads by path.  V=1 shows the commands.
 
 FUZZ_CC = clang
@@ -20,10 +21,13 @@ FUZZ_WARN = -Wall -Wextra -Wno-unused-parameter -Werror
 PROBES_O =
 SERVER_CFLAGS =
 SERVER_LIBS =
+PLUGIN_CFLAGS =
+PLUGIN_LIBS =
 
 srv = $(top_srcdir)/server
 fz = $(top_srcdir)/fuzzing
 mem = $(top_srcdir)/plugins/memory
+alloc = $(top_srcdir)/common/allocators
 
 ifeq ($(V),1)
 Q =
@@ -38,13 +42,16 @@ CPPFLAGS_ALL = -DHAVE_CONFIG_H -I$(top_builddir) \
 	-I$(top_srcdir)/common
 SERVER_CPPFLAGS = $(CPPFLAGS_ALL) -I$(top_builddir)/server -I$(srv) \
 	-DPLUGINDIR='"/nonexistent"' -DFILTERDIR='"/nonexistent"' \
-	-DSBINDIR='"/nonexistent"' -DLIBDIR='"/nonexistent"' \
+	-DSBINDIR='"/nonexistent"' -DBINDIR='"/nonexistent"' \
+	-DMANDIR='"/nonexistent"' -DLIBDIR='"/nonexistent"' \
 	-DSYSCONFDIR='"/nonexistent"' $(SERVER_CFLAGS)
 COMPILE = $(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SANITIZERS) \
 	-fsanitize=fuzzer-no-link $(FUZZ_WARN) -pthread -MMD -MP
 
 SERVER_OBJS = $(patsubst $(srv)/%.c,server-%.o,$(wildcard $(srv)/*.c))
-PLUGIN_OBJS = $(patsubst $(mem)/%.c,plugin-%.o,$(wildcard $(mem)/*.c))
+PLUGIN_OBJS = $(patsubst $(mem)/%.c,plugin-%.o,$(wildcard $(mem)/*.c)) \
+	$(patsubst $(alloc)/%.c,alloc-%.o,\
+	  $(filter-out $(alloc)/test-%.c,$(wildcard $(alloc)/*.c)))
 HARNESS_OBJS = fuzz-harness.o reply-checker.o
 
 TARGETS = fuzz-connection fuzz-transmission
@@ -79,10 +86,14 @@ reply-checker.o: $(fz)/reply-checker.c
 
 plugin-%.o: $(mem)/%.c
 	$(say) "  CC      $@"
-	$(Q)$(COMPILE) $(CPPFLAGS_ALL) -I$(mem) -fPIC -c -o $@ $<
+	$(Q)$(COMPILE) $(CPPFLAGS_ALL) -I$(mem) -I$(alloc) -fPIC -c -o $@ $<
+alloc-%.o: $(alloc)/%.c
+	$(say) "  CC      $@"
+	$(Q)$(COMPILE) $(CPPFLAGS_ALL) -I$(top_srcdir)/common/include \
+	  -I$(top_srcdir)/common/utils $(PLUGIN_CFLAGS) -fPIC -c -o $@ $<
 $(PLUGIN): $(PLUGIN_OBJS)
 	$(say) "  LINK    $@"
-	$(Q)$(FUZZ_CC) $(FUZZ_SANITIZERS) -shared -o $@ $^
+	$(Q)$(FUZZ_CC) $(FUZZ_SANITIZERS) -shared -o $@ $^ $(PLUGIN_LIBS)
 
 clean:
 	rm -f $(TARGETS) $(PLUGIN) *.o *.d
