@@ -120,6 +120,11 @@ describe_export (struct connection *conn)
   ASK (conn->can_flush, layer_can_flush (c));
   ASK (rotational, layer_is_rotational (c));
   ASK (conn->can_multi_conn, layer_can_multi_conn (c));
+  /* Under SERIALIZE_CONNECTIONS a second connection waits for the first
+   * to end, so a client that opens several would deadlock itself.
+   */
+  if (conn->cfg->thread_model <= NBDKIT_THREAD_MODEL_SERIALIZE_CONNECTIONS)
+    conn->can_multi_conn = false;
   ASK (can_cache, layer_can_cache (c));
   conn->can_cache = can_cache != NBDKIT_CACHE_NONE;
   ASK (conn->can_extents, layer_can_extents (c));
