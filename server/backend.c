@@ -28,12 +28,38 @@
 
 /* ---- tracing every call ---- */
 
-__thread uint64_t layer_call_cookie;
+/* The cookie of the request this thread is running, 0 outside one. */
+static __thread uint64_t call_cookie;
 
 void
 layer_set_cookie (uint64_t cookie)
 {
-  layer_call_cookie = cookie;
+  call_cookie = cookie;
+}
+
+static inline uint64_t
+conn_id (const struct connection *conn)
+{
+  return conn ? conn->id : 0;
+}
+
+__attribute__ ((noinline)) void
+layer_trace_start (const struct connection *conn, const struct layer *l,
+                   const char *cb, uint64_t offset, uint64_t count)
+{
+  if (NBDKIT_LAYER_CALL_START_ENABLED ())
+    NBDKIT_LAYER_CALL_START (conn_id (conn), probe_u64 (call_cookie),
+                             (uint64_t) l->depth, l->name, cb, offset,
+                             count);
+}
+
+__attribute__ ((noinline)) void
+layer_trace_done (const struct connection *conn, const struct layer *l,
+                  const char *cb, int64_t err)
+{
+  if (NBDKIT_LAYER_CALL_DONE_ENABLED ())
+    NBDKIT_LAYER_CALL_DONE (conn_id (conn), probe_u64 (call_cookie),
+                            (uint64_t) l->depth, l->name, cb, err);
 }
 
 /* ---- the thread model's request lock ---- */
@@ -79,40 +105,40 @@ layer_requests_unlock (void)
 int
 layer_config (struct layer *l, const char *key, const char *value)
 {
-  call_start (NULL, l, "config", 0, 0);
+  layer_trace_start (NULL, l, "config", 0, 0);
   log_set_layer_name (l->name);
   int r = l->ops->config (l, key, value);
-  call_done (NULL, l, "config", ctl_err (r));
+  layer_trace_done (NULL, l, "config", ctl_err (r));
   return r;
 }
 
 int
 layer_config_complete (struct layer *l)
 {
-  call_start (NULL, l, "config_complete", 0, 0);
+  layer_trace_start (NULL, l, "config_complete", 0, 0);
   log_set_layer_name (l->name);
   int r = l->ops->config_complete (l);
-  call_done (NULL, l, "config_complete", ctl_err (r));
+  layer_trace_done (NULL, l, "config_complete", ctl_err (r));
   return r;
 }
 
 int
 layer_get_ready (struct layer *l, int thread_model)
 {
-  call_start (NULL, l, "get_ready", 0, 0);
+  layer_trace_start (NULL, l, "get_ready", 0, 0);
   log_set_layer_name (l->name);
   int r = l->ops->get_ready (l, thread_model);
-  call_done (NULL, l, "get_ready", ctl_err (r));
+  layer_trace_done (NULL, l, "get_ready", ctl_err (r));
   return r;
 }
 
 int
 layer_after_fork (struct layer *l)
 {
-  call_start (NULL, l, "after_fork", 0, 0);
+  layer_trace_start (NULL, l, "after_fork", 0, 0);
   log_set_layer_name (l->name);
   int r = l->ops->after_fork (l);
-  call_done (NULL, l, "after_fork", ctl_err (r));
+  layer_trace_done (NULL, l, "after_fork", ctl_err (r));
   return r;
 }
 
@@ -121,9 +147,9 @@ layer_preconnect (struct layer *l, int readonly)
 {
   struct connection *conn = conn_current ();
   struct call_scope s = enter (l);
-  call_start (conn, l, "preconnect", 0, 0);
+  layer_trace_start (conn, l, "preconnect", 0, 0);
   int r = l->ops->preconnect (l, readonly);
-  call_done (conn, l, "preconnect", ctl_err (r));
+  layer_trace_done (conn, l, "preconnect", ctl_err (r));
   leave (s);
   return r;
 }
@@ -134,9 +160,9 @@ layer_list_exports (struct layer *l, int readonly, int is_tls,
 {
   struct connection *conn = conn_current ();
   struct call_scope s = enter (l);
-  call_start (conn, l, "list_exports", 0, 0);
+  layer_trace_start (conn, l, "list_exports", 0, 0);
   int r = l->ops->list_exports (l, readonly, is_tls, exports);
-  call_done (conn, l, "list_exports", ctl_err (r));
+  layer_trace_done (conn, l, "list_exports", ctl_err (r));
   leave (s);
   return r;
 }
@@ -146,9 +172,9 @@ layer_default_export (struct layer *l, int readonly, int is_tls)
 {
   struct connection *conn = conn_current ();
   struct call_scope s = enter (l);
-  call_start (conn, l, "default_export", 0, 0);
+  layer_trace_start (conn, l, "default_export", 0, 0);
   const char *r = l->ops->default_export (l, readonly, is_tls);
-  call_done (conn, l, "default_export", r ? 0 : EIO);
+  layer_trace_done (conn, l, "default_export", r ? 0 : EIO);
   leave (s);
   return r;
 }
@@ -215,9 +241,9 @@ assert_usable (const struct context *c)
     pthread_mutex_lock (&c->answer_lock);                               \
     r = ANSWER (c, name);                                               \
     if (r == -1) {                                                      \
-      call_start (c->conn, c->layer, #name, 0, 0);                      \
+      layer_trace_start (c->conn, c->layer, #name, 0, 0);               \
       r = normalise_##kind (c->layer->ops->name (c));                   \
-      call_done (c->conn, c->layer, #name, ctl_err (r));                \
+      layer_trace_done (c->conn, c->layer, #name, ctl_err (r));         \
       if (r != -1)                                                      \
         SET_ANSWER (c, name, r);                                        \
     }                                                                   \
@@ -239,9 +265,9 @@ layer_export_description (struct context *c)
   pthread_mutex_lock (&c->answer_lock);
   r = ANSWER (c, export_description);
   if (r == not_asked) {
-    call_start (c->conn, c->layer, "export_description", 0, 0);
+    layer_trace_start (c->conn, c->layer, "export_description", 0, 0);
     r = c->layer->ops->export_description (c);
-    call_done (c->conn, c->layer, "export_description", 0);
+    layer_trace_done (c->conn, c->layer, "export_description", 0);
     SET_ANSWER (c, export_description, r);
   }
   pthread_mutex_unlock (&c->answer_lock);
@@ -263,9 +289,9 @@ layer_block_size (struct context *c, uint32_t *minimum, uint32_t *preferred,
   }
   if (!c->answers.block_size_known) {
     uint32_t min = 0, pref = 0, max = 0;
-    call_start (c->conn, c->layer, "block_size", 0, 0);
+    layer_trace_start (c->conn, c->layer, "block_size", 0, 0);
     r = c->layer->ops->block_size (c, &min, &pref, &max);
-    call_done (c->conn, c->layer, "block_size", ctl_err (r));
+    layer_trace_done (c->conn, c->layer, "block_size", ctl_err (r));
     if (r != -1) {
       c->answers.block_min = min;
       c->answers.block_pref = pref;
@@ -304,11 +330,11 @@ in_range (const struct context *c, uint64_t offset, uint32_t count)
   ({                                                                    \
     *err = 0;                                                           \
     struct call_scope s_ = enter ((c)->layer);                          \
-    call_start ((c)->conn, (c)->layer, cb, (offset), (count));          \
+    layer_trace_start ((c)->conn, (c)->layer, cb, (offset), (count));   \
     int r_ = (call);                                                    \
     if (r_ == -1 && *err == 0)                                          \
       *err = EIO;                                                       \
-    call_done ((c)->conn, (c)->layer, cb, r_ == -1 ? *err : 0);         \
+    layer_trace_done ((c)->conn, (c)->layer, cb, r_ == -1 ? *err : 0);  \
     leave (s_);                                                         \
     r_;                                                                 \
   })

@@ -94,6 +94,12 @@ layer_open (struct connection *conn, struct layer *layer, int readonly,
   c->readonly = readonly;
   c->state = CTX_NEW;
   layer_answers_init (&c->answers);
+  /* A context opened read-only cannot be written, whatever the layer
+   * would say (as in nbdkit): filters that open the layer below
+   * read-only get 0 from next->can_write without asking it.
+   */
+  if (readonly)
+    c->answers.can_write = 0;
   pthread_mutexattr_t attr;
   pthread_mutexattr_init (&attr);
   pthread_mutexattr_settype (&attr, PTHREAD_MUTEX_RECURSIVE);
@@ -101,9 +107,9 @@ layer_open (struct connection *conn, struct layer *layer, int readonly,
   pthread_mutexattr_destroy (&attr);
 
   struct call_scope s = enter (layer);
-  call_start (conn, layer, "open", 0, 0);
+  layer_trace_start (conn, layer, "open", 0, 0);
   int r = guarded_open (c, readonly, exportname, is_tls);
-  call_done (conn, layer, "open", ctl_err (r));
+  layer_trace_done (conn, layer, "open", ctl_err (r));
   leave (s);
   if (r == -1) {
     /* A filter's open may have opened the layers below already: they
@@ -132,9 +138,9 @@ layer_prepare (struct context *c)
   if (c->below && layer_prepare (c->below) == -1)
     return -1;
   struct call_scope s = enter (c->layer);
-  call_start (c->conn, c->layer, "prepare", 0, 0);
+  layer_trace_start (c->conn, c->layer, "prepare", 0, 0);
   int r = c->layer->ops->prepare (c, c->readonly);
-  call_done (c->conn, c->layer, "prepare", ctl_err (r));
+  layer_trace_done (c->conn, c->layer, "prepare", ctl_err (r));
   leave (s);
   if (r == -1)
     return -1;
@@ -159,9 +165,9 @@ layer_finalize (struct context *c)
   int r = 0;
   if (c->state == CTX_PREPARED) {
     struct call_scope s = enter (c->layer);
-    call_start (c->conn, c->layer, "finalize", 0, 0);
+    layer_trace_start (c->conn, c->layer, "finalize", 0, 0);
     r = c->layer->ops->finalize (c);
-    call_done (c->conn, c->layer, "finalize", ctl_err (r));
+    layer_trace_done (c->conn, c->layer, "finalize", ctl_err (r));
     leave (s);
     c->state = CTX_FINALIZED;
   }
@@ -179,9 +185,9 @@ layer_close (struct context *c)
     assert (c->state != CTX_NEW);
     assert (c->state != CTX_PREPARED);  /* finalize first */
     struct call_scope s = enter (c->layer);
-    call_start (c->conn, c->layer, "close", 0, 0);
+    layer_trace_start (c->conn, c->layer, "close", 0, 0);
     c->layer->ops->close (c);
-    call_done (c->conn, c->layer, "close", 0);
+    layer_trace_done (c->conn, c->layer, "close", 0);
     leave (s);
     context_free (c);
     c = below;

@@ -9,35 +9,17 @@
 
 #include "internal.h"
 
-/* The cookie of the request this thread is running, 0 outside one
- * (backend.c, set by layer_set_cookie).
+/* Fire layer_call_start and layer_call_done (backend.c).  Each is one
+ * out-of-line function, so each probe has one site whose arguments sit
+ * in the same places every time: perf refuses a probe whose sites
+ * disagree (a site inlined with a constant offset records "$0").
  */
-extern __thread uint64_t layer_call_cookie;
-
-static inline uint64_t
-conn_id (const struct connection *conn)
-{
-  return conn ? conn->id : 0;
-}
-
-static inline void
-call_start (const struct connection *conn, const struct layer *l,
-            const char *cb, uint64_t offset, uint64_t count)
-{
-  if (NBDKIT_LAYER_CALL_START_ENABLED ())
-    NBDKIT_LAYER_CALL_START (conn_id (conn), probe_u64 (layer_call_cookie),
-                             (uint64_t) l->depth, l->name, cb, offset,
-                             count);
-}
-
-static inline void
-call_done (const struct connection *conn, const struct layer *l,
-           const char *cb, int64_t err)
-{
-  if (NBDKIT_LAYER_CALL_DONE_ENABLED ())
-    NBDKIT_LAYER_CALL_DONE (conn_id (conn), probe_u64 (layer_call_cookie),
-                            (uint64_t) l->depth, l->name, cb, err);
-}
+extern void layer_trace_start (const struct connection *conn,
+                               const struct layer *l, const char *cb,
+                               uint64_t offset, uint64_t count);
+extern void layer_trace_done (const struct connection *conn,
+                              const struct layer *l, const char *cb,
+                              int64_t err);
 
 /* Control calls answer -1 for failure with no errno of their own. */
 static inline int64_t

@@ -190,12 +190,12 @@ layer_unload_all (struct layer *top)
   while (top) {
     struct layer *next = top->next;
     log_set_layer_name (top->name);
-    call_start (NULL, top, "cleanup", 0, 0);
+    layer_trace_start (NULL, top, "cleanup", 0, 0);
     top->ops->cleanup (top);
-    call_done (NULL, top, "cleanup", 0);
-    call_start (NULL, top, "unload", 0, 0);
+    layer_trace_done (NULL, top, "cleanup", 0);
+    layer_trace_start (NULL, top, "unload", 0, 0);
     top->ops->unload (top);
-    call_done (NULL, top, "unload", 0);
+    layer_trace_done (NULL, top, "unload", 0);
     if (top->dl && !keep_mapped ())
       dlclose (top->dl);
     free (top->name);
