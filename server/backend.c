@@ -11,22 +11,20 @@
  *     by writing zeroes, FUA by flushing, cache by reading, block
  *     status as all data), for plugins and filters alike.
  * A layer's answers (size, can_*, block size, description) are asked
- * once per context and cached.  This file also owns the contexts:
- * opening them top-down, preparing them bottom-up, finalizing and
- * closing them top-down, and the filter API for opening them by hand.
+ * once per context and cached.  Filters reach the same functions
+ * through layer_next_ops (their nbdkit_next).  The lives of contexts
+ * are in context.c, loading and unloading in load.c.
  */
 #include <config.h>
 
 #include <assert.h>
-#include <dlfcn.h>
 #include <errno.h>
-#include <setjmp.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
+#include "layer-call.h"
 
 /* ---- tracing every call ---- */
 
@@ -45,9 +43,9 @@ conn_id (const struct connection *conn)
   return conn ? conn->id : 0;
 }
 
-static inline void
-call_start (const struct connection *conn, const struct layer *l,
-            const char *cb, uint64_t offset, uint64_t count)
+__attribute__ ((noinline)) void
+layer_trace_start (const struct connection *conn, const struct layer *l,
+                   const char *cb, uint64_t offset, uint64_t count)
 {
   log_layer_call (conn, l, cb, offset, count);
   if (NBDKIT_LAYER_CALL_START_ENABLED ())
@@ -56,20 +54,13 @@ call_start (const struct connection *conn, const struct layer *l,
                              count);
 }
 
-static inline void
-call_done (const struct connection *conn, const struct layer *l,
-           const char *cb, int64_t err)
+__attribute__ ((noinline)) void
+layer_trace_done (const struct connection *conn, const struct layer *l,
+                  const char *cb, int64_t err)
 {
   if (NBDKIT_LAYER_CALL_DONE_ENABLED ())
     NBDKIT_LAYER_CALL_DONE (conn_id (conn), probe_u64 (call_cookie),
                             (uint64_t) l->depth, l->name, cb, err);
-}
-
-/* Control calls answer -1 for failure with no errno of their own. */
-static inline int64_t
-ctl_err (int64_t r)
-{
-  return r == -1 ? EIO : 0;
 }
 
 /* ---- the thread model's request lock ---- */
@@ -110,72 +101,45 @@ layer_requests_unlock (void)
     pthread_mutex_unlock (&all_requests_lock);
 }
 
-/* Around one call into a layer: the request lock if this thread serves
- * a connection, the layer's name in the log.  Returns the name to put
- * back.
- */
-struct call_scope {
-  const char *outer_name;
-  bool locked;
-};
-
-static inline struct call_scope
-enter (const struct layer *l)
-{
-  struct call_scope s = { .locked = conn_current () != NULL };
-  if (s.locked)
-    layer_requests_lock ();
-  s.outer_name = log_swap_layer_name (l->name);
-  return s;
-}
-
-static inline void
-leave (struct call_scope s)
-{
-  log_swap_layer_name (s.outer_name);
-  if (s.locked)
-    layer_requests_unlock ();
-}
-
 /* ---- configuration-time calls ---- */
 
 int
 layer_config (struct layer *l, const char *key, const char *value)
 {
-  call_start (NULL, l, "config", 0, 0);
+  layer_trace_start (NULL, l, "config", 0, 0);
   log_set_layer_name (l->name);
   int r = l->ops->config (l, key, value);
-  call_done (NULL, l, "config", ctl_err (r));
+  layer_trace_done (NULL, l, "config", ctl_err (r));
   return r;
 }
 
 int
 layer_config_complete (struct layer *l)
 {
-  call_start (NULL, l, "config_complete", 0, 0);
+  layer_trace_start (NULL, l, "config_complete", 0, 0);
   log_set_layer_name (l->name);
   int r = l->ops->config_complete (l);
-  call_done (NULL, l, "config_complete", ctl_err (r));
+  layer_trace_done (NULL, l, "config_complete", ctl_err (r));
   return r;
 }
 
 int
 layer_get_ready (struct layer *l, int thread_model)
 {
-  call_start (NULL, l, "get_ready", 0, 0);
+  layer_trace_start (NULL, l, "get_ready", 0, 0);
   log_set_layer_name (l->name);
   int r = l->ops->get_ready (l, thread_model);
-  call_done (NULL, l, "get_ready", ctl_err (r));
+  layer_trace_done (NULL, l, "get_ready", ctl_err (r));
   return r;
 }
 
 int
 layer_after_fork (struct layer *l)
 {
-  call_start (NULL, l, "after_fork", 0, 0);
+  layer_trace_start (NULL, l, "after_fork", 0, 0);
   log_set_layer_name (l->name);
   int r = l->ops->after_fork (l);
-  call_done (NULL, l, "after_fork", ctl_err (r));
+  layer_trace_done (NULL, l, "after_fork", ctl_err (r));
   return r;
 }
 
@@ -184,9 +148,9 @@ layer_preconnect (struct layer *l, int readonly)
 {
   struct connection *conn = conn_current ();
   struct call_scope s = enter (l);
-  call_start (conn, l, "preconnect", 0, 0);
+  layer_trace_start (conn, l, "preconnect", 0, 0);
   int r = l->ops->preconnect (l, readonly);
-  call_done (conn, l, "preconnect", ctl_err (r));
+  layer_trace_done (conn, l, "preconnect", ctl_err (r));
   leave (s);
   return r;
 }
@@ -197,9 +161,9 @@ layer_list_exports (struct layer *l, int readonly, int is_tls,
 {
   struct connection *conn = conn_current ();
   struct call_scope s = enter (l);
-  call_start (conn, l, "list_exports", 0, 0);
+  layer_trace_start (conn, l, "list_exports", 0, 0);
   int r = l->ops->list_exports (l, readonly, is_tls, exports);
-  call_done (conn, l, "list_exports", ctl_err (r));
+  layer_trace_done (conn, l, "list_exports", ctl_err (r));
   leave (s);
   return r;
 }
@@ -209,9 +173,9 @@ layer_default_export (struct layer *l, int readonly, int is_tls)
 {
   struct connection *conn = conn_current ();
   struct call_scope s = enter (l);
-  call_start (conn, l, "default_export", 0, 0);
+  layer_trace_start (conn, l, "default_export", 0, 0);
   const char *r = l->ops->default_export (l, readonly, is_tls);
-  call_done (conn, l, "default_export", r ? 0 : EIO);
+  layer_trace_done (conn, l, "default_export", r ? 0 : EIO);
   leave (s);
   return r;
 }
@@ -226,8 +190,8 @@ layer_default_export (struct layer *l, int readonly, int is_tls)
 /* export_description before it is asked (NULL is a valid answer). */
 static const char not_asked[] = "";
 
-static void
-answers_init (struct layer_answers *a)
+void
+layer_answers_init (struct layer_answers *a)
 {
 #define X(name, type, kind) a->name = -1;
   LAYER_QUERIES (X)
@@ -278,9 +242,9 @@ assert_usable (const struct context *c)
     pthread_mutex_lock (&c->answer_lock);                               \
     r = ANSWER (c, name);                                               \
     if (r == -1) {                                                      \
-      call_start (c->conn, c->layer, #name, 0, 0);                      \
+      layer_trace_start (c->conn, c->layer, #name, 0, 0);               \
       r = normalise_##kind (c->layer->ops->name (c));                   \
-      call_done (c->conn, c->layer, #name, ctl_err (r));                \
+      layer_trace_done (c->conn, c->layer, #name, ctl_err (r));         \
       if (r != -1)                                                      \
         SET_ANSWER (c, name, r);                                        \
     }                                                                   \
@@ -302,9 +266,9 @@ layer_export_description (struct context *c)
   pthread_mutex_lock (&c->answer_lock);
   r = ANSWER (c, export_description);
   if (r == not_asked) {
-    call_start (c->conn, c->layer, "export_description", 0, 0);
+    layer_trace_start (c->conn, c->layer, "export_description", 0, 0);
     r = c->layer->ops->export_description (c);
-    call_done (c->conn, c->layer, "export_description", 0);
+    layer_trace_done (c->conn, c->layer, "export_description", 0);
     SET_ANSWER (c, export_description, r);
   }
   pthread_mutex_unlock (&c->answer_lock);
@@ -326,9 +290,9 @@ layer_block_size (struct context *c, uint32_t *minimum, uint32_t *preferred,
   }
   if (!c->answers.block_size_known) {
     uint32_t min = 0, pref = 0, max = 0;
-    call_start (c->conn, c->layer, "block_size", 0, 0);
+    layer_trace_start (c->conn, c->layer, "block_size", 0, 0);
     r = c->layer->ops->block_size (c, &min, &pref, &max);
-    call_done (c->conn, c->layer, "block_size", ctl_err (r));
+    layer_trace_done (c->conn, c->layer, "block_size", ctl_err (r));
     if (r != -1) {
       c->answers.block_min = min;
       c->answers.block_pref = pref;
@@ -367,11 +331,11 @@ in_range (const struct context *c, uint64_t offset, uint32_t count)
   ({                                                                    \
     *err = 0;                                                           \
     struct call_scope s_ = enter ((c)->layer);                          \
-    call_start ((c)->conn, (c)->layer, cb, (offset), (count));          \
+    layer_trace_start ((c)->conn, (c)->layer, cb, (offset), (count));   \
     int r_ = (call);                                                    \
     if (r_ == -1 && *err == 0)                                          \
       *err = EIO;                                                       \
-    call_done ((c)->conn, (c)->layer, cb, r_ == -1 ? *err : 0);         \
+    layer_trace_done ((c)->conn, (c)->layer, cb, r_ == -1 ? *err : 0);  \
     leave (s_);                                                         \
     r_;                                                                 \
   })
@@ -755,331 +719,3 @@ const struct nbdkit_next_ops layer_next_ops = {
 #undef X
 };
 
-/* ---- contexts ---- */
-
-/* A plugin or filter that crashes in open (SIGSEGV, SIGBUS, SIGFPE or
- * SIGILL in the thread running the open) fails that connection, not the
- * server: the handler jumps back to the open in progress.  Anywhere else
- * the signal keeps its default action: the handler restores it and
- * raises it again, so the process dies (and dumps core) as it would
- * have.  What the crashed open held (a lock, memory) stays held; the
- * server says so in its log.
- */
-static __thread sigjmp_buf *open_escape;
-
-static void
-on_crash (int sig)
-{
-  sigjmp_buf *escape = open_escape;
-  if (escape) {
-    open_escape = NULL;
-    siglongjmp (*escape, sig);
-  }
-  signal (sig, SIG_DFL);
-  raise (sig);
-}
-
-void
-layer_contain_open_crashes (void)
-{
-  static const int sigs[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL };
-  struct sigaction sa = { .sa_handler = on_crash, .sa_flags = SA_NODEFER };
-  sigemptyset (&sa.sa_mask);
-  for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
-    sigaction (sigs[i], &sa, NULL);
-}
-
-/* The layer's open, with a crash inside it turned into a failure. */
-static int
-guarded_open (struct context *c, int readonly, const char *exportname,
-              int is_tls)
-{
-  sigjmp_buf escape, *outer = open_escape;
-  volatile int r = -1;
-  int sig = sigsetjmp (escape, 1);
-  if (sig == 0) {
-    open_escape = &escape;
-    r = c->layer->ops->open (c, readonly, exportname, is_tls);
-  }
-  else
-    nbdkit_error ("%s \"%s\" crashed in open (signal %d: %s): this "
-                  "connection fails; what the %s held stays held",
-                  c->layer->type, c->layer->name, sig, strsignal (sig),
-                  c->layer->type);
-  open_escape = outer;
-  return r;
-}
-
-static void
-context_free (struct context *c)
-{
-  pthread_mutex_destroy (&c->answer_lock);
-  free (c);
-}
-
-struct context *
-layer_open (struct connection *conn, struct layer *layer, int readonly,
-            const char *exportname, int is_tls)
-{
-  struct context *c = calloc (1, sizeof *c);
-  if (!c) {
-    nbdkit_error ("calloc: %m");
-    return NULL;
-  }
-  c->next_ops = layer_next_ops;
-  c->layer = layer;
-  c->conn = conn;
-  c->readonly = readonly;
-  c->state = CTX_NEW;
-  answers_init (&c->answers);
-  pthread_mutexattr_t attr;
-  pthread_mutexattr_init (&attr);
-  pthread_mutexattr_settype (&attr, PTHREAD_MUTEX_RECURSIVE);
-  pthread_mutex_init (&c->answer_lock, &attr);
-  pthread_mutexattr_destroy (&attr);
-
-  struct call_scope s = enter (layer);
-  call_start (conn, layer, "open", 0, 0);
-  int r = guarded_open (c, readonly, exportname, is_tls);
-  call_done (conn, layer, "open", ctl_err (r));
-  leave (s);
-  if (r == -1) {
-    /* A filter's open may have opened the layers below already: they
-     * are closed, never finalized (they were never prepared).
-     */
-    if (c->below)
-      layer_close (c->below);
-    context_free (c);
-    return NULL;
-  }
-  c->state = CTX_OPENED;
-  return c;
-}
-
-/* Prepare runs bottom-up, so each filter sees a ready layer below.  A
- * context already prepared (by hand, through next->prepare) is left
- * alone.
- */
-int
-layer_prepare (struct context *c)
-{
-  assert (c->state != CTX_NEW);
-  if (c->state != CTX_OPENED)
-    return c->state == CTX_PREPARED ? 0 : -1;
-  if (c->below && layer_prepare (c->below) == -1)
-    return -1;
-  struct call_scope s = enter (c->layer);
-  call_start (c->conn, c->layer, "prepare", 0, 0);
-  int r = c->layer->ops->prepare (c, c->readonly);
-  call_done (c->conn, c->layer, "prepare", ctl_err (r));
-  leave (s);
-  if (r == -1)
-    return -1;
-  c->state = CTX_PREPARED;
-  return 0;
-}
-
-int
-layer_prepare_all (struct context *c, int readonly)
-{
-  assert (c->readonly == readonly);
-  return layer_prepare (c);
-}
-
-/* Finalize runs top-down, mirroring prepare, and only on contexts that
- * were prepared.  Every prepared layer is finalized even if one above
- * it fails.
- */
-int
-layer_finalize (struct context *c)
-{
-  int r = 0;
-  if (c->state == CTX_PREPARED) {
-    struct call_scope s = enter (c->layer);
-    call_start (c->conn, c->layer, "finalize", 0, 0);
-    r = c->layer->ops->finalize (c);
-    call_done (c->conn, c->layer, "finalize", ctl_err (r));
-    leave (s);
-    c->state = CTX_FINALIZED;
-  }
-  if (c->below && layer_finalize (c->below) == -1)
-    r = -1;
-  return r;
-}
-
-/* Close runs top-down too, after finalize, and frees the contexts. */
-void
-layer_close (struct context *c)
-{
-  while (c) {
-    struct context *below = c->below;
-    assert (c->state != CTX_NEW);
-    assert (c->state != CTX_PREPARED);  /* finalize first */
-    struct call_scope s = enter (c->layer);
-    call_start (c->conn, c->layer, "close", 0, 0);
-    c->layer->ops->close (c);
-    call_done (c->conn, c->layer, "close", 0);
-    leave (s);
-    context_free (c);
-    c = below;
-  }
-}
-
-void
-layer_close_all (struct context *c)
-{
-  layer_finalize (c);
-  layer_close (c);
-}
-
-/* ---- opening contexts by hand (nbdkit-filter(3)) ---- */
-
-nbdkit_backend *
-nbdkit_context_get_backend (nbdkit_context *context)
-{
-  struct context *c = (struct context *) context;
-  assert (c && c->layer->next);
-  return (nbdkit_backend *) c->layer->next;
-}
-
-nbdkit_next *
-nbdkit_next_context_open (nbdkit_backend *backend, int readonly,
-                          const char *exportname, int shared)
-{
-  struct layer *l = (struct layer *) backend;
-  struct connection *conn = conn_current ();
-  int is_tls;
-
-  if (!l) {
-    nbdkit_error ("nbdkit_next_context_open: no backend");
-    return NULL;
-  }
-  if (shared) {
-    /* Not tied to any client: TLS only if every client must use it. */
-    const struct config *cfg = server_config ();
-    conn = NULL;
-    is_tls = cfg && cfg->tls == TLS_REQUIRE;
-  }
-  else if (!conn) {
-    nbdkit_error ("nbdkit_next_context_open: a context that is not "
-                  "shared can only be opened while serving a client");
-    return NULL;
-  }
-  else
-    is_tls = conn->tls_active;
-  if (!exportname)
-    exportname = "";
-
-  struct context *c = layer_open (conn, l, readonly, exportname, is_tls);
-  return c ? &c->next_ops : NULL;
-}
-
-void
-nbdkit_next_context_close (nbdkit_next *next)
-{
-  if (next) {
-    struct context *c = ctx (next);
-    /* A context still prepared is finalized first, as close needs. */
-    layer_finalize (c);
-    layer_close (c);
-  }
-}
-
-nbdkit_next *
-nbdkit_context_set_next (nbdkit_context *context, nbdkit_next *next)
-{
-  struct context *c = (struct context *) context;
-  struct context *old = c->below;
-  assert (!next || ctx (next)->layer == c->layer->next);
-  c->below = next ? ctx (next) : NULL;
-  return old ? &old->next_ops : NULL;
-}
-
-/* ---- unloading ---- */
-
-/* Under valgrind (./nbdkit with NBDKIT_VALGRIND set) and in
- * AddressSanitizer builds the .so files stay mapped at exit: what a
- * plugin still holds in its globals then stays reachable (unmapping
- * them would turn it into a "leak" at exit, as with Debian's prebuilt
- * plugins, which allocate in constructors), and real leaks inside a
- * plugin keep readable stacks.
- */
-static bool
-keep_mapped (void)
-{
-#if defined (__SANITIZE_ADDRESS__)
-  return true;
-#elif defined (__has_feature)
-#if __has_feature (address_sanitizer)
-  return true;
-#endif
-#endif
-  return getenv ("NBDKIT_VALGRIND") != NULL;
-}
-
-void
-layer_unload_all (struct layer *top)
-{
-  while (top) {
-    struct layer *next = top->next;
-    log_set_layer_name (top->name);
-    call_start (NULL, top, "cleanup", 0, 0);
-    top->ops->cleanup (top);
-    call_done (NULL, top, "cleanup", 0);
-    call_start (NULL, top, "unload", 0, 0);
-    top->ops->unload (top);
-    call_done (NULL, top, "unload", 0);
-    if (top->dl && !keep_mapped ())
-      dlclose (top->dl);
-    free (top->name);
-    free (top->filename);
-    free (top);
-    top = next;
-  }
-  log_set_layer_name (NULL);
-}
-
-/* -D NAME.FLAG=N: set the int variable NAME_debug_FLAG in the .so of
- * layer NAME (dots and dashes in FLAG become underscores).
- */
-int
-layer_set_debug_flag (struct layer *top, const char *arg)
-{
-  const char *dot = strchr (arg, '.');
-  const char *eq = strchr (arg, '=');
-  if (!dot || !eq || eq < dot || dot == arg || eq == dot + 1) {
-    nbdkit_error ("-D: expected NAME.FLAG=N, got \"%s\"", arg);
-    return -1;
-  }
-  int value;
-  if (nbdkit_parse_int ("-D", eq + 1, &value) == -1)
-    return -1;
-
-  size_t namelen = dot - arg;
-  for (struct layer *l = top; l; l = l->next) {
-    if (strlen (l->name) != namelen || strncmp (l->name, arg, namelen))
-      continue;
-    char sym[256];
-    int n = snprintf (sym, sizeof sym, "%.*s_debug_%.*s", (int) namelen, arg,
-                      (int) (eq - dot - 1), dot + 1);
-    if (n < 0 || (size_t) n >= sizeof sym) {
-      nbdkit_error ("-D: flag name too long");
-      return -1;
-    }
-    for (char *p = sym; *p; p++)
-      if (*p == '.' || *p == '-')
-        *p = '_';
-    /* A flag the plugin lacks is a warning, as the flag set differs
-     * between versions of a plugin.
-     */
-    int *var = dlsym (l->dl, sym);
-    if (!var)
-      fprintf (stderr, "nbdkit: warning: -D: %s %s has no debug flag %s\n",
-               l->type, l->name, sym);
-    else
-      *var = value;
-    return 0;
-  }
-  nbdkit_error ("-D: no plugin or filter named \"%.*s\"", (int) namelen, arg);
-  return -1;
-}

@@ -238,8 +238,7 @@ struct context {
   struct layer_answers answers;
 };
 
-/* backend.c */
-extern const struct nbdkit_next_ops layer_next_ops;
+/* context.c: the lives of contexts */
 extern struct context *layer_open (struct connection *conn,
                                    struct layer *layer, int readonly,
                                    const char *exportname, int is_tls);
@@ -249,8 +248,10 @@ extern int layer_finalize (struct context *c);
 extern void layer_close (struct context *c);
 extern void layer_close_all (struct context *c);
 extern void layer_contain_open_crashes (void);
-extern void layer_unload_all (struct layer *top);
-extern int layer_set_debug_flag (struct layer *top, const char *arg);
+
+/* backend.c: the checked calls */
+extern const struct nbdkit_next_ops layer_next_ops;
+extern void layer_answers_init (struct layer_answers *a);
 extern void layer_set_cookie (uint64_t cookie);
 extern void layer_requests_lock (void);
 extern void layer_requests_unlock (void);
@@ -294,9 +295,14 @@ extern void resident_all (const struct layer *top);
 /* plugins.c, filters.c */
 extern struct layer *plugin_load (const char *name, bool by_path);
 extern struct layer *filter_load (const char *name, struct layer *next);
+
+/* load.c */
+extern bool layer_valid_name (const char *name);
 extern char *layer_find_so (const char *type, const char *name,
                             bool *by_path);
 extern void *layer_dlopen (const char *filename);
+extern void layer_unload_all (struct layer *top);
+extern int layer_set_debug_flag (struct layer *top, const char *arg);
 
 /* ---- connections (connection.c, conn-io.c, handshake.c, transmission.h) */
 

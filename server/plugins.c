@@ -8,9 +8,7 @@
  */
 #include <config.h>
 
-#include <ctype.h>
 #include <dlfcn.h>
-#include <link.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -59,150 +57,6 @@ plugin_errno (struct context *c, int saved_errno)
 
 #define CALL_FAILED(c, err) \
   do { int e_ = errno; *(err) = plugin_errno ((c), e_); } while (0)
-
-/* ---- finding the .so ---- */
-
-static bool
-valid_short_name (const char *name)
-{
-  if (!*name || strlen (name) > 64)
-    return false;
-  for (const char *p = name; *p; p++)
-    if (!isalnum ((unsigned char) *p) && *p != '-' && *p != '_')
-      return false;
-  return true;
-}
-
-/* Resolve a plugin or filter name to the path of its .so.  A name with
- * a '/' or ending in .so is a path; a short name is looked up in the
- * build tree ($NBDKIT_PLUGINDIR / $NBDKIT_FILTERDIR, set by ./nbdkit)
- * or else the installed directory.
- */
-char *
-layer_find_so (const char *type, const char *name, bool *by_path)
-{
-  size_t len = strlen (name);
-  char *path = NULL;
-
-  *by_path = strchr (name, '/') ||
-    (len > 3 && strcmp (name + len - 3, ".so") == 0);
-  if (*by_path) {
-    path = strdup (name);
-    if (!path)
-      nbdkit_error ("strdup: %m");
-    return path;
-  }
-  if (!valid_short_name (name)) {
-    nbdkit_error ("%s name \"%s\" is not valid", type, name);
-    return NULL;
-  }
-
-  bool is_plugin = strcmp (type, "plugin") == 0;
-  const char *dir = getenv (is_plugin ? "NBDKIT_PLUGINDIR"
-                                      : "NBDKIT_FILTERDIR");
-  if (dir && *dir) {
-    if (asprintf (&path, "%s/nbdkit-%s-%s.so", dir, name, type) == -1)
-      goto oom;
-    if (access (path, R_OK) == 0)
-      return path;
-    free (path);
-    if (asprintf (&path, "%s/%s/.libs/nbdkit-%s-%s.so", dir, name, name,
-                  type) == -1)
-      goto oom;
-    if (access (path, R_OK) == 0)
-      return path;
-    free (path);
-  }
-  if (asprintf (&path, "%s/nbdkit-%s-%s.so",
-                is_plugin ? PLUGINDIR : FILTERDIR, name, type) == -1)
-    goto oom;
-  if (access (path, R_OK) == 0)
-    return path;
-  nbdkit_error ("unknown %s \"%s\" (looked for %s)", type, name, path);
-  free (path);
-  return NULL;
-
- oom:
-  nbdkit_error ("asprintf: %m");
-  return NULL;
-}
-
-/* ---- loading the .so ---- */
-
-/* The names of the objects loaded in the process right now. */
-struct loaded {
-  char **names;
-  size_t n;
-};
-
-static int
-add_loaded (struct dl_phdr_info *info, size_t size, void *arg)
-{
-  struct loaded *set = arg;
-  if (!info->dlpi_name || !*info->dlpi_name)
-    return 0;
-  char **v = realloc (set->names, (set->n + 1) * sizeof *v);
-  if (!v)
-    return 1;
-  set->names = v;
-  if (!(v[set->n] = strdup (info->dlpi_name)))
-    return 1;
-  set->n++;
-  return 0;
-}
-
-static bool
-was_loaded (const struct loaded *set, const char *name)
-{
-  for (size_t i = 0; i < set->n; i++)
-    if (strcmp (set->names[i], name) == 0)
-      return true;
-  return false;
-}
-
-static void
-free_loaded (struct loaded *set)
-{
-  for (size_t i = 0; i < set->n; i++)
-    free (set->names[i]);
-  free (set->names);
-}
-
-/* Open a plugin or filter.  Its own symbols stay private to it
- * (RTLD_LOCAL), so one .so's helper functions cannot shadow another's
- * or the server's.  The shared libraries it brings in with it are made
- * global, as if the server had been linked with them: an embedded
- * interpreter (python, perl, ...) loads extension modules that expect
- * the interpreter's library in the global scope and do not link it
- * themselves (Python's _ctypes needs libpython's PyTuple_Type).
- */
-void *
-layer_dlopen (const char *filename)
-{
-  struct loaded before = { NULL, 0 }, after = { NULL, 0 };
-  dl_iterate_phdr (add_loaded, &before);
-  void *dl = dlopen (filename, RTLD_NOW | RTLD_LOCAL);
-  if (dl) {
-    dl_iterate_phdr (add_loaded, &after);
-    struct link_map *self = NULL;
-    dlinfo (dl, RTLD_DI_LINKMAP, &self);
-    for (size_t i = 0; i < after.n; i++) {
-      const char *name = after.names[i];
-      if (was_loaded (&before, name) ||
-          (self && self->l_name && strcmp (self->l_name, name) == 0))
-        continue;
-      /* Already loaded: this only widens its scope, and the extra
-       * reference is dropped at once (the .so still holds it).
-       */
-      void *dep = dlopen (name, RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
-      if (dep)
-        dlclose (dep);
-    }
-  }
-  free_loaded (&before);
-  free_loaded (&after);
-  return dl;
-}
 
 /* ---- the layer operations ---- */
 
@@ -814,7 +668,7 @@ plugin_load (const char *name, bool by_path)
   }
 
   struct nbdkit_plugin *p = &pp->p;
-  if (!p->name || !valid_short_name (p->name)) {
+  if (!p->name || !layer_valid_name (p->name)) {
     nbdkit_error ("%s: plugin has a missing or invalid name", l->filename);
     goto err;
   }

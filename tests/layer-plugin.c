@@ -1,8 +1,9 @@
 /* A test plugin that watches how the server calls it, for the layer
  * boundary tests:
  *
- *   open and get_size count their calls: the server asks once per connection and
- *     caches the answer, however often the filters above ask.
+ *   open and get_size count their calls: the server asks get_size
+ *     once per connection and caches the answer, however often the
+ *     filters above ask.
  *   open, close and pread note when they run at the same time as
  *     another of them (each sleeps sleep_ms=N milliseconds, default 0,
  *     to make it likely); with model=serialize_all_requests that must
