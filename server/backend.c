@@ -219,15 +219,38 @@ normalise_SIZE (int64_t r)
   return r < 0 ? -1 : r;
 }
 
-/* A question is asked of a prepared context (filters ask in their own
- * prepare, after the layers below theirs were prepared), or of one
- * being finalized from above.
+/* A question or a call goes to a prepared context (filters ask in
+ * their own prepare, after the layers below theirs were prepared), or
+ * to a finalized one that is not yet closed: every finalize runs before
+ * the first close, and a filter may still write in its close (Debian's
+ * ext2 filter flushes its filesystem there).
  */
 static inline void
 assert_usable (const struct context *c)
 {
   assert (c != NULL);
-  assert (c->state == CTX_PREPARED);
+  assert (c->state == CTX_PREPARED || c->state == CTX_FINALIZED);
+}
+
+/* nbdkit asks can_trim, can_zero and can_fua only of a layer that can
+ * be written, and can_fast_zero only of one that can zero: a context
+ * opened read-only (cow opens the plugin so) answers "no" whatever its
+ * layer would say.  The answer, or -2 when the layer is to be asked;
+ * run once per context and question, under its answer_lock.
+ */
+static int64_t
+gated_answer (struct context *c, const char *name)
+{
+  if (!strcmp (name, "can_trim") || !strcmp (name, "can_zero") ||
+      !strcmp (name, "can_fua")) {
+    int w = layer_can_write (c);
+    return w == 1 ? -2 : w == -1 ? -1 : 0;
+  }
+  if (!strcmp (name, "can_fast_zero")) {
+    int z = layer_can_zero (c);
+    return z > NBDKIT_ZERO_NONE ? -2 : z == -1 ? -1 : 0;
+  }
+  return -2;
 }
 
 #define X(name, type, kind)                                             \
@@ -241,13 +264,13 @@ assert_usable (const struct context *c)
     struct call_scope s = enter (c->layer);                             \
     pthread_mutex_lock (&c->answer_lock);                               \
     r = ANSWER (c, name);                                               \
-    if (r == -1) {                                                      \
+    if (r == -1 && (r = gated_answer (c, #name)) == -2) {               \
       layer_trace_start (c->conn, c->layer, #name, 0, 0);               \
       r = normalise_##kind (c->layer->ops->name (c));                   \
       layer_trace_done (c->conn, c->layer, #name, ctl_err (r));         \
-      if (r != -1)                                                      \
-        SET_ANSWER (c, name, r);                                        \
     }                                                                   \
+    if (r != -1)                                                        \
+      SET_ANSWER (c, name, r);                                          \
     pthread_mutex_unlock (&c->answer_lock);                             \
     leave (s);                                                          \
     return r;                                                           \
