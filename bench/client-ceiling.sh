@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # bench/client-ceiling.sh: how close each server comes to the client's
 # own ceiling at 4 KiB QD32, one connection, Unix socket (or TCP on
 # 127.0.0.1 with --tcp), and how close its CPU per request comes to the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # bench/compare.sh: our server side by side with the peers installed from
 # Debian (nbdkit, qemu-nbd, nbd-server), on a Unix socket and on TCP over
 # 127.0.0.1.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # Helpers shared by the bench/ scripts (sourced, not run).  A script
 # that uses bounded keeps the background pids it must clean up in the
 # array "pids"; one that uses wait_children keeps its server in

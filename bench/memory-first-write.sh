@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # The memory plugin's first-write cost: copying a file into a fresh
 # export, where every byte lands on a page never written before.
 #

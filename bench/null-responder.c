@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* bench/null-responder.c: the least an NBD server can cost a client, to
  * measure the client's own ceiling (bench/client-ceiling.sh).
  *

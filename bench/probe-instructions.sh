@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # bench/probe-instructions.sh: what compiled-in, untraced probes cost,
 # counted in instructions rather than seconds.  callgrind counts every
 # user-space instruction the server executes, the same count on every

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # bench/probe-overhead.sh: what the USDT probes cost.
 #
 #  1. Untraced: a build with probes against a build without them

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* bench/unix-stream-limit.c: the ceiling a stream socket puts on 1 MiB
  * transfers on this machine, for bench/compare.sh.
  *

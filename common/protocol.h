@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* The NBD wire protocol: magic numbers, option, command, reply and flag
  * values, and the packed structs that go on the wire.  Everything here
  * is big-endian on the wire; callers convert with htobe64, be32toh and friends.

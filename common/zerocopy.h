@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* An extension of the plugin ABI between this server and the plugins
  * built with it (not part of nbdkit's ABI): a plugin that keeps its
  * data in memory may export a "const struct nbdkit_zerocopy_ops"

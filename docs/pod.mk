@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # Included by every Makefile.am that builds man pages from POD.
 # Set man_pod to the .pod files (section 1); the .1 pages follow.
 if HAVE_POD2MAN

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* fuzzing: the whole connection.  The fuzzer's bytes are what the
  * client sends, from the flags after the greeting on: options, then
  * (if an export is chosen) requests.  Everything the server answers

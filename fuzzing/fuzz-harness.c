@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* fuzzing: the server set up once, one connection per fuzz input.
  *
  * fuzz_server_init does what main() does for "nbdkit memory SIZE",

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* fuzzing: the server set up once, one connection per fuzz input.
  *
  * fuzz-harness.c owns the server configuration the targets share (the

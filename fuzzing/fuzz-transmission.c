@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* fuzzing: the transmission phase.  The first byte of an input picks a
  * valid handshake, which the harness sends before the rest of the
  * input; the rest is requests (and write payloads) in the header format

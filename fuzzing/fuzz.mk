@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # fuzzing/fuzz.mk: builds the libFuzzer targets.  Not part of the
 # automake build: the top-level "make fuzz" runs it in the build tree's
 # fuzzing/ directory as

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # fuzzing/make-seeds.py: writes the seed corpora, corpus-connection/ (whole
 # client streams) and corpus-transmission/ (a selector byte, then
 # requests: see fuzz-transmission.c).  Deterministic; the output is

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # fuzzing/nbdwire.py: the client side of the NBD protocol as bytes, for
 # make-seeds.py and replay.py (stdlib only).  Values follow
 # common/protocol.h.  transmission_prefix() must build exactly what

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # fuzzing/replay.py SOCKET RO_SOCKET FILE...: replay fuzz inputs against a
 # running server, without the fuzzer (stdlib only).  Each FILE is one
 # connection: a file named transmission-* is a fuzz-transmission input

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* fuzzing: a strict client-side parser of everything the server sends.
  *
  * The checker knows the client's whole byte stream before the server

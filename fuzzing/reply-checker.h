@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* fuzzing: a strict client-side parser of everything the server sends.
  *
  * Given the client's whole byte stream up front, the checker is fed the

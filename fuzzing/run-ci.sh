@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # fuzzing/run-ci.sh BUILD_DIR SECONDS: build the fuzz targets in BUILD_DIR
 # (a configured build tree: "make fuzz"), then run each target for
 # SECONDS seconds, one at a time, starting from a copy of its seed corpus

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* nbdkit: declarations shared by plugins and filters.
  *
  * This header is included through nbdkit-plugin.h or nbdkit-filter.h,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* nbdkit: the interface a filter implements.
  *
  * A filter sits between the server and the plugin (or the next filter)

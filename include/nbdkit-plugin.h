@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* nbdkit: the interface a plugin implements.
  *
  * A plugin is a shared object exporting plugin_init(), which returns a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* nbdkit: USDT probes for plugin and filter authors.
  *
  * NBDKIT_PROBE (name, args...) places a static probe under the provider

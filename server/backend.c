@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* nbdkit server: the layer boundary.  Every call into a plugin or a
  * filter, from the server or from the filter above, goes through the
  * layer_* functions here, so this is the one place that sees a

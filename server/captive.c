@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* nbdkit server: captive mode (--run) and the URI clients use.
  * captive_uri builds the URI from the configuration (also printed by
  * --print-uri); captive_start runs the --run command with it and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* nbdkit server: a connection's socket I/O.  Everything the server reads
  * from or writes to a client passes here: conn_recv and conn_recvv fill
  * the caller's memory with exactly the bytes asked for (from a per-

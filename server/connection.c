@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* nbdkit server: one connection's life.  conn_handle runs in the
  * connection's own thread: it records the peer, fires
  * connection_accept, negotiates (handshake.c), serves requests

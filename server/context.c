@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* nbdkit server: contexts, one layer opened for one connection (or
  * shared).  It owns their life: open from the outside in (each filter
  * opens the layer below from its own open), prepare from the inside out,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* nbdkit server: TLS with GnuTLS.
  *
  * tls_load reads the credentials once at start-up (before privileges

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* nbdkit server: becoming a service process.  Forking into the
  * background, the pid file, giving up root for -u/-g (and handing the
  * private -U - socket to that user first, so a --run command running

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* nbdkit server: export lists, filled by list_exports callbacks and
  * read by the handshake (NBD_OPT_LIST) and by filters.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* nbdkit server: extent lists, filled by a layer's extents callback and
  * read back by the server (block status) or by filters.  A list covers
  * [start, end): extents must be added in order and without gaps;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* nbdkit server: loading a filter .so and adapting its callbacks to the
  * layer interface.  A callback the filter leaves out passes straight
  * through to the layer below.  Filters see the layer below as an

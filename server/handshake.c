@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* nbdkit server: option negotiation (fixed newstyle).  hs_negotiate
  * sends the greeting, then reads options one at a time, checks each
  * length against what the option carries before using it, and answers

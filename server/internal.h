@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* nbdkit server: the types and functions shared between the server's
  * files.  Nothing here is visible to plugins or filters, which see only
  * include/.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* nbdkit server: what every call into a layer does around it, shared
  * by backend.c (the calls) and context.c (opening and closing):
  * fire layer_call_start/done, take the thread model's request lock on

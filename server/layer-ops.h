@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* nbdkit server: the one list of per-connection layer callbacks.
  *
  * Each list below is an X-macro: a caller defines X to say what one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* nbdkit server: the .so files of plugins and filters: finding one by
  * name, opening it (its own symbols private, its libraries global),
  * setting its -D debug flags, and at exit cleaning up and unloading

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* nbdkit server: messages.  nbdkit_error and nbdkit_debug (called by
  * plugins, filters and the server) end up here, on stderr or, for a
  * daemonised server, in syslog (or nowhere, --log=null).  The last

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* nbdkit server: the start-up order.
  *
  *   parse options (options.c) -> load plugin and filters -> configure

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* nbdkit server: the command line.  options_parse turns argv into the
  * struct config that the rest of the server reads (every option of
  * nbdkit 1.32's nbdkit(1), and ours), checks the combinations, and

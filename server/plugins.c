@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* nbdkit server: loading a plugin .so and adapting its callbacks to the
  * layer interface.  The plugin's struct is read only up to its
  * _struct_size (older plugins have fewer fields), API version 1 and 2

@@ -1,4 +1,5 @@
 #!/bin/sh -
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # Turn probes.d (on stdin) into a probes.h whose macros do nothing, for
 # builds without USDT.  Keeps probes.d the only list of probes.  The
 # macros still name their arguments (inside if (0), never evaluated), so

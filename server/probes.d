@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* nbdkit: THE list of USDT probes in the server, provider "nbdkit".
  *
  * The build turns this file into probes.h with `dtrace -h' (macros

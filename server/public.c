@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* nbdkit server: the helper functions exported to plugins and filters
  * (everything named nbdkit_* that is not about messages, extents or
  * export lists).  They read the calling thread's connection through

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* nbdkit server: answering requests.  tx_send_reply encodes the reply
  * to one request (simple, structured or extended, as negotiated) and
  * sends it with one sendmsg under the connection's write lock, or holds

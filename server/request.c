@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* nbdkit server: reading one request off the wire.  A worker that
  * holds the connection's read lock calls tx_recv_request: it reads the
  * header (compact or extended), fires request_start, reads the payload

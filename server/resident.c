@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* Keeping the strings that probes pass in mapped memory.
  *
  * A tracer reads a probe's string arguments from inside the kernel,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* nbdkit server: listening and accepting.  sock_bind_all opens the
  * listening sockets the configuration asks for (a Unix socket, TCP on
  * every address of -i/-p, AF_VSOCK with --vsock, or the fds handed

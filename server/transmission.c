@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* nbdkit server: the transmission phase, one request at a time.  Each
  * worker of the pool (workers.c) runs tx_worker_loop: under the
  * connection's read lock it reads one request (request.c), then, with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* nbdkit server: what the four files of the transmission phase share,
  * and nothing else includes.  A request is decoded and checked in
  * request.c, run down the layers by transmission.c, answered by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* nbdkit server: the worker pool of a connection.  tx_serve runs
  * worker 0 in the connection's own thread and, as the requests call for
  * it, starts or unparks more workers, up to -t: each runs

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* A test filter that claims whatever filter ABI the environment says:
  * ABI_FILTER_VERSION (its _version, default "1.30.0") and
  * ABI_FILTER_API (its _api_version, default 6).  It does nothing else.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # tests/debian-filters.sh: sourced (after functions.sh) by the tests
 # that load Debian's prebuilt nbdkit 1.32 filters into OUR server and
 # compare what a client sees with Debian's own nbdkit running the same

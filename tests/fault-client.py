@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # A rude NBD client for the fault tests: it speaks just enough of the
 # protocol (fixed newstyle, NBD_OPT_EXPORT_NAME, simple replies) to
 # leave the server in the lurch on purpose.

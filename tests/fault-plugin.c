@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* A test plugin that fails, stalls and keeps a diary on demand.  The
  * fault tests (test-fault-*.sh) load it by path.  Its data is a RAM
  * buffer, so whatever does not fail behaves like the memory plugin.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # tests/functions.sh: helpers sourced by every tests/test-*.sh.
 #
 # What a test gets from here:

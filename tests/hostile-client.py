@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # hostile-client.py: an NBD client that misbehaves on purpose, over raw
 # sockets, for tests/test-hostile-*.sh.  Standard library only; run it
 # with /usr/bin/python3.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* A test plugin that watches how the server calls it, for the layer
  * boundary tests:
  *

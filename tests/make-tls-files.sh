@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # tests/make-tls-files.sh DIR: make the TLS files the TLS tests use,
 # with certtool and psktool (gnutls-bin).  ECDSA keys keep it quick.
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* nbd-raw-client: a tiny NBD client that speaks fixed newstyle over a
  * Unix socket byte by byte, for what libnbd 1.14 cannot test: extended
  * headers (NBD_OPT_EXTENDED_HEADERS, 32-byte requests and replies,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* A test plugin for the worker pool, whose reads behave by offset:
  *
  *   below 32 MiB     sleep 20 ms (waiting: off the CPU)

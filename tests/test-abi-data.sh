@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # Plugin ABI: Debian's prebuilt nbdkit-data-plugin.so, loaded by path
 # into OUR server: data="1 2 3" serves those bytes, writes stick.
 source "$(dirname "$0")/functions.sh"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # Plugin ABI: Debian's prebuilt nbdkit-file-plugin.so, loaded by path
 # into OUR server: writes through NBD reach the file on disk and reads
 # return what is in the file.

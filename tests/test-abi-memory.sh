@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # Plugin ABI: Debian's prebuilt nbdkit-memory-plugin.so, loaded by path
 # into OUR server, serves reads and writes.
 source "$(dirname "$0")/functions.sh"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # Plugin ABI: Debian's prebuilt nbdkit-pattern-plugin.so, loaded by path
 # into OUR server: every 8-byte word holds its own offset, big-endian.
 source "$(dirname "$0")/functions.sh"

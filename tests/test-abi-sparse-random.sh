@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # Plugin ABI: Debian's prebuilt nbdkit-sparse-random-plugin.so, loaded by
 # path into OUR server: reads are deterministic for a seed (two
 # servers read the same bytes), the data is not all zero, writes of the

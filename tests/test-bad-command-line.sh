@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # Bad command lines: the server exits with status 1 and prints one line on
 # stderr that names what is wrong.
 source "$(dirname "$0")/functions.sh"

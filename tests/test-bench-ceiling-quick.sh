@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # bench/client-ceiling.sh --quick still works, and its null responder
 # speaks NBD as libnbd expects.
 #  1. bench/null-responder.c, built here, against nbdsh, both as it

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # bench/compare.sh --quick still works: one short round against this
 # build and whichever peers are installed, within 60 s, printing a table
 # per transport with our rows (4 KiB random read, 1 MiB sequential read)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # bench/probe-overhead.sh --quick still works: one short round against
 # this build (as both "probes" and "no-probes" unless NOPROBES_BUILD names
 # a --disable-probes build), within 60 s, printing the markdown table with

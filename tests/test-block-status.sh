@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # Block status (base:allocation) on a sparse memory disk: a written
 # megabyte is data, everything else is hole+zero.  Checked through
 # nbdinfo --map and through nbdsh's block_status.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # --busy-poll: its range, and what polling may cost.  A client that
 # sends a request every 20 ms (longer than the 10 ms window) would keep
 # the server polling half the time if every wait polled; the server

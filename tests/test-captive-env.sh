@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # The --run environment as nbdkit-captive(1) describes it: $nbd is the
 # same URI as $uri; $tls is unset without TLS, 1 for --tls=on, 2 for
 # --tls=require; --tls=on keeps an nbd:// URI (TLS is optional, so a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # Captive mode: the server exits with the --run command's exit status,
 # and the variables the command sees are set.
 source "$(dirname "$0")/functions.sh"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # FLUSH, FUA writes, CACHE, WRITE_ZEROES (plain, NO_HOLE, FAST_ZERO) and
 # TRIM all succeed on a memory disk and leave the right bytes behind.
 source "$(dirname "$0")/functions.sh"

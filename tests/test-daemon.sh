@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # Without -f the server daemonises: the command returns at once with
 # status 0, the pidfile names a live process that serves, and killing it
 # stops the service.

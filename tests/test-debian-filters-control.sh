@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # Filter ABI: Debian's prebuilt filters that are not about the data
 # (ip, limit, exitlast, exitwhen, pause, rate, delay, log, stats,
 # tls-fallback), loaded by path into OUR server over our file plugin,

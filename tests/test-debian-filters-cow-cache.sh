@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # Filter ABI: Debian's prebuilt filters that keep their own copy of
 # the data or read ahead (cow, cache, cacheextents, readahead, scan),
 # loaded by path into OUR server over our file plugin, give the same

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # Filter ABI: Debian's prebuilt filters that decode a container (gzip,
 # xz, tar, ext2, luks), loaded by path into OUR server over our file
 # plugin, serve the same bytes and map as Debian's nbdkit running the

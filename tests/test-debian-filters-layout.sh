@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # Filter ABI: Debian's prebuilt filters that reshape the export (offset,
 # partition, truncate, swab, blocksize, blocksize-policy, extentlist,
 # protect), loaded by path into OUR server over our file plugin, give

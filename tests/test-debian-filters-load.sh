@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # Filter ABI: every one of Debian's prebuilt nbdkit 1.32 filters loads
 # by path into OUR server and serves an export of the same size as
 # under Debian's nbdkit running the same command; and --version lists

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # Filter ABI: Debian's prebuilt filters that change what the export
 # offers or how requests fail (nocache, noextents, nozero, fua,
 # multi-conn, nofilter, noparallel, checkwrite, ddrescue, error, retry,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # -D NAME.FLAG=N and -t THREADS are accepted as nbdkit 1.32 accepts them:
 # a debug flag the plugin does not have is a warning, not an error.
 source "$(dirname "$0")/functions.sh"

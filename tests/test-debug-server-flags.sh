@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # -D nbdkit.FLAG=N, the server's own debug flags: the executable
 # exports the same data symbols as Debian's nbdkit (virt-v2v passes
 # -D nbdkit.backend.datapath=0), and the backend flags really quiet

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # The examples of the topic pages (nbdkit-captive, -probing, -protocol,
 # -service, -tls, -loop and -hacking) run as printed and show what the
 # pages say they show.

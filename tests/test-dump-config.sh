@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # --dump-config prints key=value lines: every key Debian's nbdkit 1.32
 # prints, with this build's values (version 1.32.x, so callers that
 # gate on version_major/version_minor work), plus the keys naming this

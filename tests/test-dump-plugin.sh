@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # nbdkit memory --dump-plugin describes OUR memory plugin (from the build
 # tree, not Debian's) as key=value lines.
 source "$(dirname "$0")/functions.sh"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # A plugin's own probes (NBDKIT_PROBE from <nbdkit-probe.h>) work, shown
 # with the example plugin: readelf finds its example_* notes under the
 # provider nbdkit; `perf buildid-cache --add' then `perf list' shows them

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # The file plugin with dir=DIR serves each file as a named export;
 # NBD_OPT_LIST (nbdinfo --list) lists them and each has its own content.
 source "$(dirname "$0")/functions.sh"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # -e EXPORTNAME: --run sees it as $exportname and in $uri, clients can
 # connect to it, and NBD_OPT_LIST answers with one export.
 source "$(dirname "$0")/functions.sh"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # Plugin errors reach the client as the right NBD errors.  The fault
 # plugin fails every data call (pread, pwrite, flush, trim, zero,
 # extents, cache) with a chosen errno via nbdkit_set_error; nbdsh must

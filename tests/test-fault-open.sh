@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # A plugin whose open fails, or takes a long time, costs that
 # connection only.  One server, the fault plugin (open fails for export
 # "fail-open" and takes 3 s for "slow-open"):

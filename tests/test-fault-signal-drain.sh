@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # SIGTERM and SIGINT stop the server gracefully.  With a write
 # acknowledged and a 2-second read in progress, the signal must:
 #   - stop accepting at once (a new client is refused while the read

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # SIGPIPE never kills the server.  Clients ask for 32 MiB reads and
 # hang up (with a reset) while the replies are being sent: on a Unix
 # socket, and with -s on pipes, where the server's write to a pipe

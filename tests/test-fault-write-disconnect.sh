@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # A client that disconnects in the middle of a write's payload never
 # has any of it applied, and never gets it acknowledged.  The client
 # sends a 256 KiB write with 0, 1, 100 KiB or all but one byte of its

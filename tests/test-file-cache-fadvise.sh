@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # The file plugin's page cache options, seen in strace and in the page
 # cache itself (fincore):
 #  - fadvise=normal|random|sequential gives that hint for the whole file

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # The file plugin's directory= is another name for dir=: the same export
 # list and the same files served by name.  And -D file.zero=1 logs how
 # each zero request was carried out (with -v: a hole punched, ZERO_RANGE, or

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # Reads of more than 64 KiB from the file plugin go out with sendfile,
 # from the page cache, never through the server's memory
 # (common/zerocopy.h, read_fd).  Every read must return the file's

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # The file plugin turns a trim into a hole in the file: the space is freed
 # (du shrinks), block status shows a hole, and the range reads as zeroes.
 source "$(dirname "$0")/functions.sh"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # A write's payload reaches the file plugin's pwrite from a buffer that
 # starts on a page.  Where the buffer happened to sit once decided how
 # fast the kernel copied it into the page cache: 16 bytes short of a

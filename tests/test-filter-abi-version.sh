@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # The filter ABI rule: a filter is loaded if it was built for filter
 # API 6 and an nbdkit 1.32.x release (any micro version), the series
 # whose filter ABI this server implements; any other claim is refused

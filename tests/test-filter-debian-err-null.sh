@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # nbdkit lets a filter pass NULL for err to a data call on its next
 # layer; Debian's readahead and scan filters call next->cache (...,
 # NULL) from their own threads.  The server must take that (it used to

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # The extent helpers of the filter API, through Debian's filters that
 # call them: blocksize and swab use nbdkit_extents_aligned, cow and
 # checkwrite use nbdkit_extents_full.  Over the file plugin on a sparse

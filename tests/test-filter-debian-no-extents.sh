@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # A filter whose can_extents says no is never asked for block status,
 # and neither is anything below it: the server answers "all data" for
 # it (nbdkit does the same).  Debian's gzip, xz, luks and noextents

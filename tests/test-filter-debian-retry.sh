@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # Debian's retry filter reopens the layers below it after a failure,
 # by hand: nbdkit_context_get_backend, nbdkit_next_context_open,
 # nbdkit_context_set_next and nbdkit_next_context_close.  Below it,

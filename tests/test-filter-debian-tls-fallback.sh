@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # Debian's tls-fallback filter does not open the layer below for a
 # plaintext client (its open skips next), and serves 512 bytes of its
 # own message instead; a TLS client gets the plugin.  The server must

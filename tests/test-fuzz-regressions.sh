@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # Inputs that once made a fuzz target fail (fuzzing/regressions/) are
 # replayed against the real server over a Unix socket, one connection
 # each (fuzzing/replay.py): every connection must end, and the server

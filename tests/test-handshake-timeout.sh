@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # --handshake-timeout bounds the whole negotiation: a client that sends
 # one byte every 100 ms (never finishing its flags, then its options) is
 # disconnected after the timeout however slowly it drips, while a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # --help prints usage on stdout, mentioning the main options, exit 0.
 source "$(dirname "$0")/functions.sh"
 

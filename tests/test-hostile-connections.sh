@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # Hostile numbers of connections (tests/hostile-client.py, group
 # "connections"), each against its own server:
 #   1000 idle connections (below the default --max-connections 1024)

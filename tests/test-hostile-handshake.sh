@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # Hostile clients during option negotiation (tests/hostile-client.py,
 # group "handshake"): unknown client flags, garbage instead of the
 # handshake, unknown options, option lengths of 2^32-1, of zero and

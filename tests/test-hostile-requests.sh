@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # Hostile requests in the transmission phase (tests/hostile-client.py,
 # group "requests"), with simple, structured and extended replies: read,
 # write, trim, zero, cache and block status past the end, at offsets that

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # The hostile byte streams of test-hostile-stream.sh again, over TCP on
 # 127.0.0.1.  Over TCP the server reads large write payloads its own way
 # (it tells the kernel how many bytes it waits for, SO_RCVLOWAT), so

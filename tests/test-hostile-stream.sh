@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # Hostile byte streams in the transmission phase (tests/hostile-client.py,
 # group "stream"): writes whose payload never arrives (closed, reset or
 # stalled mid-payload: nothing may be written), cut headers, oversized

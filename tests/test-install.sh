@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # make install puts everything where DESIGN.md and nbdkit(1) say: the
 # server, plugins under $libdir/nbdkit/plugins, filters under
 # $libdir/nbdkit/filters, the public headers, man pages (every page of

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # A layer's answers are asked once per context and cached: however
 # often the filters above ask next->get_size, the plugin is asked once
 # per connection.  tests/trace-filter.c (trace1 over trace2) asks its

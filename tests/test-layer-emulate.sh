@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # What a filter asks the server to emulate is emulated at the layer
 # boundary, whether or not the filter has the callback: Debian's
 # nozero (zeromode=emulate: can_zero EMULATE), fua (fuamode=emulate:

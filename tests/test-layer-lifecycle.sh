@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # A context's life through two filters (tests/trace-filter.c, built as
 # trace1 over trace2) over memory: finalize runs only on layers that
 # were prepared, every finalize before any close, and close on every

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # Plugins and filters are loaded so that one .so's functions cannot
 # shadow another's: each is opened RTLD_LOCAL.  tests/layer-plugin.c
 # and tests/trace-filter.c both export a function shadow_probe (1 in

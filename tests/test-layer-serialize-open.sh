@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # SERIALIZE_ALL_REQUESTS covers a connection's open and close, not only
 # its requests (nbdkit-plugin(3): "only one open/read/write/close (etc)
 # request will be in progress at any time").  tests/layer-plugin.c

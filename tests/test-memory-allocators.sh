@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # memory allocator=sparse|malloc|malloc,mlock=true|zstd: each one
 # serves what nbdcopy wrote into it (the same sha256 read back), reads,
 # writes, trims and zeroes at odd offsets read back as a plain buffer

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # memory allocator=malloc,mlock=true locks the whole disk into RAM: the
 # server's VmLck covers the size.  Without the right to lock that much
 # (CAP_IPC_LOCK dropped, RLIMIT_MEMLOCK of 1 MiB) the server refuses to

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # The memory plugin replaces a stored page with the page a 1 MiB
 # overwrite was received into; the page it replaced may still be in a
 # reader's hands, so it must not be lent to another write until no

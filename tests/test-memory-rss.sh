@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # The memory plugin's resident size follows the bytes written: a 1 TiB
 # export costs almost nothing until written; 64 MiB written grows RSS by
 # 64 MiB (within 2% and a few MiB), and overwriting it in 1 MiB writes

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # The README's command: `nbdkit memory 1G' serves an export of exactly
 # 1073741824 bytes, as nbdinfo sees it.
 source "$(dirname "$0")/functions.sh"

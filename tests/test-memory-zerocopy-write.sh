@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # Writes of more than 64 KiB up to 1 MiB, without FUA, are received
 # straight into pages the memory plugin lends, and stored when the
 # request runs (zero-copy writes): new pages over holes, replacing

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # Reads larger than 64 KiB are sent straight from the memory plugin's
 # pages (common/zerocopy.h).  Against a model kept in Python, every
 # read must return the same bytes the plain path would: across written

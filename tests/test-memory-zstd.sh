@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # memory allocator=zstd compresses: 64 MiB of text written through it
 # grows the server's RSS by far less than 64 MiB (allocator=sparse,
 # for comparison, by at least that), it reads back intact, and the

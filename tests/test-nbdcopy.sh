@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # nbdcopy a sparse 1 GiB memory disk (with a little data in it) to a file
 # and compare checksums with the file we expect; then nbdcopy a file into
 # the server and back out again.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # The null plugin: an export of the given size that reads as zeroes and
 # throws writes away; with no size it is empty.
 source "$(dirname "$0")/functions.sh"

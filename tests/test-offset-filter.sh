@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # --filter=offset offset=N range=M serves the plugin's bytes [N, N+M):
 # reads see the shifted data, writes land shifted in the file, and the
 # export ends at M.

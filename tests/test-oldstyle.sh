@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # -o: oldstyle negotiation.  libnbd and qemu-io both detect it; data
 # written through one reads back through the other, and the export is
 # the size the plugin says.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # The numeric options refuse what is not a whole number in their range,
 # each with its own message, and take their bounds.
 source "$(dirname "$0")/functions.sh"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # Every option of nbdkit 1.32's nbdkit(1) is accepted: for each long
 # and short option Debian's nbdkit lists (--long-options,
 # --short-options), a command line using it must run to completion.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # --long-options and --short-options list every option, one per line,
 # at least those of Debian's nbdkit 1.32; Debian's bash completion
 # script (which calls both, and PLUGIN --help) completes against ours.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # nbdkit(1)'s other options, each doing what the page says: --log=null,
 # --selinux-label (accepted; refused clearly where a label would have
 # to be applied, as this build has no libselinux), --swap, --stdin (an

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # nbdkit(1)'s listening and protocol options, each doing what the page
 # says: --ip-addr/--ipaddr, -4/--ipv4-only, -6/--ipv6-only, -p SERVICE, --vsock, -n/--newstyle/
 # --new-style undoing -o/--oldstyle/--old-style, and --mask-handshake.

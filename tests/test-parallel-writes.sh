@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # 8 connections write disjoint regions at the same time; afterwards every
 # byte of the disk is what its writer wrote.
 source "$(dirname "$0")/functions.sh"

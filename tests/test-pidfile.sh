@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # -P PIDFILE: the file holds the server's pid once it is listening,
 # and the server removes nothing it should not.
 source "$(dirname "$0")/functions.sh"

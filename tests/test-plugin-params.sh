@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # Plugin parameters as nbdkit(1) defines them, with Debian's prebuilt
 # plugins: keys and values live as long as the plugin (the eval plugin
 # keeps pointers to them); a bare first parameter of a plugin without

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # Every POD page in the tree is well formed (podchecker, warnings
 # included), pod2man turns it into a man page without a complaint, and
 # every page in docs/ is listed in docs/Makefile.am, so it installs.

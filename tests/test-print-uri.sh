@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # --print-uri prints the URI clients should use, and it works.
 source "$(dirname "$0")/functions.sh"
 requires_cmd nbdinfo

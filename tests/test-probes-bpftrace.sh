@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # The probes fire under bpftrace: attach to usdt:SERVER:nbdkit:* and
 # check the sequence connection_accept, handshake_done, request_start
 # (the read's command and offset), request_done (its cookie, no error,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # The busy_poll and busy_poll_look probes under bpftrace, and what they
 # show about polling.
 # With a 10 ms window, 300 reads in a row (each sent as soon as the last

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # docs/nbdkit-probes.pod, the probe table, names every probe of
 # server/probes.d and no other.
 source "$(dirname "$0")/functions.sh"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # The probes fire under perf: buildid-cache the server, `perf list' shows
 # sdt_nbdkit:*, `perf probe' + `perf record' around a captive server that
 # nbdsh reads from, and `perf script' shows request_start with the read's

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # The server binary carries a .note.stapsdt entry, provider nbdkit, for
 # every probe declared in server/probes.d, and none that is not declared.
 source "$(dirname "$0")/functions.sh"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # reply_send fires just before the write that carries the reply, under
 # the write lock (docs/nbdkit-probes.pod), also for replies held back
 # to go out together while the client keeps sending.  A client sends

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # Probes are cheap while nobody traces: a probe's _ENABLED() test reads a
 # 2-byte semaphore that the kernel raises only while a tracer is attached.
 #  1. In a running server (no -v) the semaphores of request_done and log

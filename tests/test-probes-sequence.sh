@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # A whole connection's life through a filter and a plugin, as bpftrace
 # sees it, compared line by line with an expected-output file (as
 # CPython's DTrace/SystemTap tests do): probes-sequence.bt prints every

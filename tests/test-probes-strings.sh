@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # Probes' string arguments reach the tracer even when the page holding
 # the string was never touched by the server.  bpftrace reads a string
 # from inside the kernel, where a page fault cannot be served, so a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # qemu-img convert a qcow2 image (written with qemu-io) into the server,
 # back out again, and `qemu-img compare' both ways.
 source "$(dirname "$0")/functions.sh"

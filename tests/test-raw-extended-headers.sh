@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # NBD_OPT_EXTENDED_HEADERS with a raw client (tests/nbd-raw-client.c):
 # 32-byte requests and replies, write then read back, FUA and FLUSH,
 # BLOCK_STATUS_EXT (type 6) with 64-bit descriptors after

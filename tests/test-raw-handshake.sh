@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # Handshake corner cases with a raw client (tests/nbd-raw-client.c):
 # unknown client flags close the connection, STARTTLS and unknown options
 # are refused without ending negotiation, NBD_OPT_LIST/INFO/GO/ABORT and

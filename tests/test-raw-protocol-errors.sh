@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # The server's answers to bad requests, with a raw client
 # (tests/nbd-raw-client.c): past-the-end reads (EINVAL) and writes
 # (ENOSPC) with the connection still usable, wrapping offsets, unknown

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # -r: the export is read-only, writes (and trim, zero) fail with EPERM,
 # reads still work, and the advertised flags say read-only.
 source "$(dirname "$0")/functions.sh"

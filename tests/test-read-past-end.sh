@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # A read past the end of the export gets EINVAL, and the next request on
 # the same connection still works.
 source "$(dirname "$0")/functions.sh"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # The systemd units of service/ install where configure said, pass
 # systemd-analyze verify, and do what nbdkit-service(1) says: the
 # service's ExecStart command line, run by systemd-socket-activate on

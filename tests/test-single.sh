@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # -s: the server serves one connection on stdin/stdout
 # (libnbd's connect_command runs it as a subprocess).
 source "$(dirname "$0")/functions.sh"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # Every plugin and filter .so built here exports only what the server
 # looks up by name (plugins/plugins.syms, filters/filters.syms): the
 # init function, debug flags (NAME_debug_*), and for plugins the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # Socket activation (LISTEN_PID/LISTEN_FDS): systemd-socket-activate
 # listens on a Unix socket and hands it to the server on the first
 # connection.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # Reads work with structured replies and without them
 # (set_request_structured_replies(False)); only with them is block status
 # (base:allocation) available.

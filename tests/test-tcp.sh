@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # TCP: -i 127.0.0.1 -p PORT listens there; --run sees $port and a
 # nbd://127.0.0.1:PORT URI.
 source "$(dirname "$0")/functions.sh"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # The TLS probes under bpftrace: tls_handshake_start with the kind of
 # credentials, then tls_handshake_done with ok=1, the session's
 # description and the PSK user for a good client; ok=0 and GnuTLS's

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # TLS with a pre-shared key (--tls-psk, psktool's file format), through
 # real clients: the captive $uri and $tls, nbdinfo and nbdsh writing
 # and reading back bytes over TLS, the PSK username seen by the plugin,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # The STARTTLS rules, checked with a raw client (tls-raw-client.py):
 # under --tls=require nothing but STARTTLS and ABORT is answered in the
 # clear and no export data moves; state negotiated before STARTTLS is

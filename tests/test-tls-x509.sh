@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # TLS with X.509 certificates made by certtool (make-tls-files.sh):
 # nbdinfo, nbdsh, nbdcopy and qemu-img over TLS; --tls-verify-peer
 # refusing a client with no certificate, one from another CA and an

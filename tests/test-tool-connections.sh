@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # tools/nbdkit-connections.bt (through tools/nbdkit-trace -p PID): three
 # clients, one after another, each send exactly 2 reads of 4096 bytes
 # and 1 write of 512 bytes, then disconnect.  The trace must show 3

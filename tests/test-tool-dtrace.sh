@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # tools/nbdkit.d, the DTrace script for illumos, FreeBSD and macOS,
 # against server/probes.d (there is no DTrace on Linux to run it): every
 # nbdkit*:::NAME clause names a real probe, reads only arguments that

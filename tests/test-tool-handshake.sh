@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # tools/nbdkit-handshake.bt (through tools/nbdkit-trace -p PID): three
 # good connections (each asks for base:allocation), one raw client that
 # sends a bad option magic and one that sends NBD_OPT_EXPORT_NAME with a

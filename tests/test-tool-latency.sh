@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # tools/nbdkit-latency.bt (through tools/nbdkit-trace -p PID): a client
 # sends exactly 10 reads, 5 writes and 1 read past the end (refused at
 # the edge, never dispatched).  On ^C the histograms must hold exactly:

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # tools/nbdkit-slow.bt (through tools/nbdkit-trace -p PID): two tracers
 # on one server, threshold 0 us and threshold 100 s.  A client sends
 # exactly 10 reads and 5 writes: the first tracer must print exactly

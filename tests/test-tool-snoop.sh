@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # tools/nbdkit-snoop.bt (run through tools/nbdkit-trace -p PID) prints
 # one line per request: a client sends exactly 10 reads of 4096 bytes,
 # 5 writes of 65536 bytes and 1 read past the end (EINVAL); the snoop

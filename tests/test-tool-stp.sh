@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # tools/nbdkit.stp.in, the SystemTap tapset, against server/probes.d and
 # the built binary:
 #  1. consistency (always): tools/probes-check.py finds one alias per

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # tools/nbdkit-top -p PID --batch: a client sends exactly 10 reads of
 # 4096 bytes, 5 writes of 65536 bytes and 1 read past the end (EINVAL).
 # Summed over the intervals it printed, the per-connection rows must

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # The worked examples of docs/nbdkit-tracing.pod and docs/nbdkit-probes.pod
 # run as printed and show what the pages say they show.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # The send buffer of an accepted connection, as ss(8) reports it
 # ("tb" in skmem): a Unix socket's is grown to what the kernel allows
 # an unprivileged process for 1 MiB (twice the smaller of that and

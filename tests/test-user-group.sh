@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # -u USER and -g GROUP: the server binds its socket and reads its TLS
 # key as root, then serves as USER/GROUP with no other groups; the pid
 # file is written where only root may write.  Names and numbers both

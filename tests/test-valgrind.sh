@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # The server under valgrind memcheck (./nbdkit with NBDKIT_VALGRIND=1:
 # --error-exitcode=119 --leak-check=full --errors-for-leak-kinds=definite)
 # over a small tour: handshake, reads, writes, zero, trim, flush, block

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # -v turns on debug messages on stderr; without -v the server is quiet
 # on a good run.
 source "$(dirname "$0")/functions.sh"

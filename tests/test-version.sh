@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # --version (and -V): "nbdkit 1.32.5" first (the nbdkit release whose
 # interfaces this server implements, which scripts parse), then a line
 # naming this server; with a plugin, one line per layer exactly as

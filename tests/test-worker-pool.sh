@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # A connection starts with one worker and grows its pool only while
 # running requests side by side pays:
 #  - reads that sleep 20 ms (waiting) are served side by side, and once

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # Writes and zeroes past the end of the export fail with ENOSPC; a trim
 # past the end fails too (ENOSPC, or EINVAL as the NBD spec and nbdkit 1.32
 # have it: "SHOULD return NBD_EINVAL if it receives a read or trim request

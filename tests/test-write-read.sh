@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # Write a pattern with nbdsh, read it back on the same and on a fresh
 # connection, and check that the rest of the disk still reads as zeroes.
 source "$(dirname "$0")/functions.sh"

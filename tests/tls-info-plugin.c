@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* A test plugin that shows a client what the server knows about its TLS
  * session.  Its 4 KiB disk holds one line of text, fixed at open:
  *

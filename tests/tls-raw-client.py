@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # tests/tls-raw-client.py SOCKET CERTDIR CASE: drive the server's
 # STARTTLS by hand (Python's standard library only: socket and ssl with
 # X.509) to check what libnbd cannot ask for.  Prints what it checked;

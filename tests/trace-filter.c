@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* A test filter that prints its per-connection life on stderr, for
  * test-layer-lifecycle.sh.  It is built twice, as trace1 and trace2
  * (TRACE_NAME), so that a chain can hold two of them.  Each line is

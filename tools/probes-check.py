@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # probes-check.py: check the tracing scripts in tools/ against
 # server/probes.d, the one list of probes and their argument types.
 #

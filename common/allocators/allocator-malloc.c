@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* allocator=malloc[,mlock=true]: the whole disk in one flat buffer.
  *
  * No sparseness: the buffer is SIZE bytes from the start (an anonymous

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* allocator=sparse: the sparse store (sparse.c) behind the allocator
  * interface, with its zero-copy loans.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* allocator=zstd: a sparse store whose pages are compressed with zstd.
  *
  * The disk is cut into pages of ZPAGE_SIZE (32 KiB: big enough to

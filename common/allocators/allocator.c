@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* Picking an allocator from its allocator= string (see allocator.h). */
 #include <config.h>
 

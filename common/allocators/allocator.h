@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* Allocators: byte stores for plugins and filters that keep a virtual
  * disk in memory (memory, and later data, cow, cache, tmpdisk).
  *

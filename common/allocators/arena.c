@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* The sparse store's page allocator (see arena.h).
  *
  * Why not malloc: a first write to a page used to cost a malloc of 4

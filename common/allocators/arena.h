@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* The sparse store's page allocator: 4 KiB data pages carved from
  * large anonymous mappings.
  *

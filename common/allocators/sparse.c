@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* The sparse allocator's store: a radix tree of 4 KiB pages.
  *
  * The disk is cut into pages of SPARSE_PAGE_SIZE bytes, numbered from

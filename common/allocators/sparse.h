@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* A sparse byte store: the page store behind allocator=sparse
  * (allocator.h), which the memory plugin also calls for its zero-copy
  * paths.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* Unit tests of the allocators: each one, driven by the same random
  * writes, zeroes and reads, must hold the same bytes as a plain buffer,
  * and its extents must cover every range exactly, with no data hidden

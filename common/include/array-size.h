@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* The number of elements of an array (not a pointer: passing a pointer
  * is a compile-time error, since its type and its address's differ).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* Arithmetic that reports overflow instead of wrapping.
  *
  * Each macro stores the result in *R and evaluates to true if the exact

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* Alignment tests.  N must be a power of two. */
 #ifndef NBDKIT_ISALIGNED_H
 #define NBDKIT_ISALIGNED_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* Power-of-two tests and logarithms for unsigned integers. */
 #ifndef NBDKIT_ISPOWEROF2_H
 #define NBDKIT_ISPOWEROF2_H

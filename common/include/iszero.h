@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* Is a buffer all zero bytes?
  *
  * Once the first 16 bytes are known to be zero, the buffer equals

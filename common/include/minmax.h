@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* MIN and MAX that evaluate each argument once.
  *
  * Both arguments must have compatible types: the comparison is done in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* Rounding to multiples.
  *
  * ROUND_UP and ROUND_DOWN need N to be a power of two (they use masks,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* Unit tests of the header-only helpers in common/include. */
 #include <config.h>
 

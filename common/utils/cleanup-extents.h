@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* CLEANUP_EXTENTS_FREE: free a struct nbdkit_extents at scope exit.
  * For filters (and the server), which see nbdkit-filter.h.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* Scope-exit helpers built on __attribute__((cleanup)).
  *
  *   CLEANUP_FREE char *s = NULL;            free (s) at scope exit

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* Whole reads and writes (see full-rw.h). */
 #include <config.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* Whole reads and writes: loops over read/write and pread/pwrite that
  * carry on after short transfers and EINTR, so callers see all or
  * nothing.

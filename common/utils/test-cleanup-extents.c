@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* Unit test of cleanup-extents.h: CLEANUP_EXTENTS_FREE frees the
  * extents list at scope exit, and leaves a NULL one alone.  The server
  * provides nbdkit_extents_free; here a stand-in counts the calls.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* Unit tests of full-rw.c: short transfers are completed, end of file
  * is reported as a short count, errors as -1.
  */

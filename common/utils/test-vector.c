@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* Unit tests of vector.h and cleanup.h. */
 #include <config.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* A typed growable array.
  *
  *   DEFINE_VECTOR_TYPE (name_list, char *);

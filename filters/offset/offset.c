@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* The offset filter: serve a window [offset, offset+range) of the layer
  * below, as if it were the whole disk.  Every request is shifted by
  * offset; extents coming back are shifted the other way.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* The example plugin: a RAM disk that carries its own USDT probes.
  *
  * This file is meant to be copied.  It owns the plugin's one parameter

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* The file plugin: serve a local file or block device.
  *
  * This file owns the plugin's two modes and all of their callbacks:

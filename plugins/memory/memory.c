@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* The memory plugin: a RAM disk of any size up to 2^63 - 1 bytes.
  *
  * This file owns the plugin's parameters and its nbdkit callbacks; the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* The null plugin: a disk that reads as zeroes and forgets writes.
  *
  * This file owns the plugin's only parameter, the size, and its
