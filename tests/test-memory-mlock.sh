@@ -6,6 +6,7 @@
 # start, saying why, rather than serve an unlocked disk.
 source "$(dirname "$0")/functions.sh"
 requires_root
+skip_under_sanitizers "AddressSanitizer turns mlock and mlockall into no-ops"
 requires_cmd nbdsh setpriv prlimit
 requires "$NBDKIT" memory --dump-plugin
 "$NBDKIT" memory --dump-plugin | grep -qx 'mlock=yes' ||

@@ -12,10 +12,12 @@ n=0
 for so in "$abs_top_builddir"/plugins/*/.libs/nbdkit-*-plugin.so \
           "$abs_top_builddir"/filters/*/.libs/nbdkit-*-filter.so; do
   [ -f "$so" ] || continue
+  # AddressSanitizer adds an __odr_asan marker beside each exported
+  # global (the debug flags) in a sanitizer build.
   case "$so" in
-    *-plugin.so) allowed='^(plugin_init|nbdkit_zerocopy_ops|[a-z0-9_]+_debug_[a-z0-9_]+)$'
+    *-plugin.so) allowed='^(plugin_init|nbdkit_zerocopy_ops|[a-z0-9_]+_debug_[a-z0-9_]+|__odr_asan[._].*)$'
                  init=plugin_init ;;
-    *) allowed='^(filter_init|[a-z0-9_]+_debug_[a-z0-9_]+)$'
+    *) allowed='^(filter_init|[a-z0-9_]+_debug_[a-z0-9_]+|__odr_asan[._].*)$'
        init=filter_init ;;
   esac
   nm -D --defined-only "$so" | awk '{ print $NF }' > "$tmpdir/syms"
