@@ -495,6 +495,9 @@ options_parse (struct config *cfg, int argc, char *argv[])
     if (unix_socket || cfg->port || cfg->ipaddr || cfg->vsock)
       fail (program, "%s",
             "-U, -p, -i and --vsock cannot be used with socket activation");
+    /* The command would be told of an address we do not listen on. */
+    if (cfg->run)
+      fail (program, "%s", "--run cannot be used with socket activation");
   }
   if (cfg->action == ACTION_DUMP_PLUGIN &&
       (cfg->single || cfg->run || unix_socket || cfg->port || cfg->vsock))

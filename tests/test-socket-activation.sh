@@ -21,3 +21,14 @@ PY
 # A second connection reaches the same server (data persists).
 t nbdsh -u "nbd+unix:///?socket=$sock" -c 'assert h.pread(9, 0) == b"activated"'
 cat "$tmpdir/log"
+
+# --run is refused under socket activation: the command could not be
+# told where the activated socket is.  (LISTEN_PID must be the server's
+# own pid: sh's, kept through exec.)
+if LISTEN_FDS=1 sh -c 'LISTEN_PID=$$ exec "$0" memory 1M --run true' \
+     "$NBDKIT" 2> "$tmpdir/err"; then
+  fail "--run accepted under socket activation"
+fi
+cat "$tmpdir/err"
+grep -q -- '--run cannot be used with socket activation' "$tmpdir/err" ||
+  fail "no clear refusal of --run under socket activation"
