@@ -193,7 +193,7 @@ if [ -n "${NBDKIT_SANITIZERS:-}" ]; then
   _sanitizer_logdir="$(mktemp -d "${TMPDIR:-/tmp}/nbdkit-sanitizer.XXXXXX")"
   ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=1:halt_on_error=1:exitcode=66:log_path=$_sanitizer_logdir/asan"
   UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}halt_on_error=1:print_stacktrace=1:exitcode=66:log_path=$_sanitizer_logdir/ubsan"
-  LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}exitcode=66:suppressions=$abs_top_srcdir/tests/lsan-suppressions.txt"
+  LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}exitcode=66:print_suppressions=0:suppressions=$abs_top_srcdir/tests/lsan-suppressions.txt"
   export ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS NBDKIT_SANITIZERS
 fi
 
