@@ -17,6 +17,8 @@
 #   tracing_lock             serialise tests that use perf or bpftrace
 #   wait_for_output F RE PID wait (bounded) for a line matching RE in F
 #   skip_under_sanitizers WHY  skip (exit 77) in a sanitizer build
+#   install_to_destdir       make install into $tmpdir/inst; sets $dest,
+#                            $prefix and $libdir (as configured)
 #
 # Sanitizer builds: NBDKIT_SANITIZERS names the sanitizers compiled in
 # ("address,undefined"); make check sets it in a tree configured with
@@ -146,6 +148,17 @@ requires_root ()
 # the exclusive one, so two tracing tests cannot deadlock.
 exec 9>>"${TMPDIR:-/tmp}/nbdkit-tests.lock"
 flock -s -w 300 9 || fail "could not take the test lock"
+
+install_to_destdir ()
+{
+  dest="$tmpdir/inst"
+  make -s -C "$abs_top_builddir" install DESTDIR="$dest" \
+       > "$tmpdir/install.log" 2>&1 ||
+    { tail -20 "$tmpdir/install.log"; fail "make install failed"; }
+  prefix=$(sed -n 's/^prefix=//p' "$abs_top_builddir/nbdkit.pc")
+  libdir=$(sed -n 's/^libdir=//p' "$abs_top_builddir/nbdkit.pc")
+  libdir=${libdir/\$\{exec_prefix\}/$prefix}
+}
 
 skip_under_sanitizers ()
 {

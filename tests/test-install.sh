@@ -10,13 +10,7 @@
 source "$(dirname "$0")/functions.sh"
 requires_cmd make nbdinfo pkg-config cc
 
-dest="$tmpdir/inst"
-make -s -C "$abs_top_builddir" install DESTDIR="$dest" > "$tmpdir/install.log" 2>&1 ||
-  { tail -20 "$tmpdir/install.log"; fail "make install failed"; }
-
-prefix=$(sed -n 's/^prefix=//p' "$abs_top_builddir/nbdkit.pc")
-libdir=$(sed -n 's/^libdir=//p' "$abs_top_builddir/nbdkit.pc")
-libdir=${libdir/\$\{exec_prefix\}/$prefix}
+install_to_destdir
 root="$dest$prefix"
 for f in "$root/sbin/nbdkit" \
          "$dest$libdir/nbdkit/plugins/nbdkit-memory-plugin.so" \

@@ -12,13 +12,7 @@ unitdir=$(sed -n 's/^systemdsystemunitdir = //p' \
             "$abs_top_builddir/service/Makefile")
 [ -n "$unitdir" ] || { echo "configured --with-systemdsystemunitdir=no"; exit 77; }
 
-dest="$tmpdir/inst"
-make -s -C "$abs_top_builddir" install DESTDIR="$dest" > "$tmpdir/install.log" 2>&1 ||
-  { tail -20 "$tmpdir/install.log"; fail "make install failed"; }
-
-prefix=$(sed -n 's/^prefix=//p' "$abs_top_builddir/nbdkit.pc")
-libdir=$(sed -n 's/^libdir=//p' "$abs_top_builddir/nbdkit.pc")
-libdir=${libdir/\$\{exec_prefix\}/$prefix}
+install_to_destdir
 unitdir=${unitdir/\$\{prefix\}/$prefix}
 unitdir=${unitdir/\$(prefix)/$prefix}
 socket="$dest$unitdir/nbdkit.socket"
