@@ -230,20 +230,19 @@ tx_worker_loop (void *arg)
       if (NBDKIT_REQUEST_DISPATCH_ENABLED ())
         NBDKIT_REQUEST_DISPATCH (conn->id, req.cookie,
                                  req.start_ns ? now_ns () - req.start_ns : 0);
-      uint64_t t0 = 0, c0 = UINT64_MAX;
+      uint64_t t0 = 0;
+      struct pool_sample s0 = { .cpu_ns = UINT64_MAX };
       if (pool->max > 1) {
         t0 = now_ns ();
         if (pool->slow)
-          c0 = pool_thread_cpu_ns ();
+          s0 = pool_thread_sample ();
       }
       layer_set_cookie (req.cookie);
       err = tx_layer_error_for_reply (run (conn, w, &req, &ndesc), req.flags);
       layer_set_cookie (0);
       layer_requests_unlock ();
-      if (t0) {
-        uint64_t cpu = c0 == UINT64_MAX ? c0 : pool_thread_cpu_ns () - c0;
-        parking = pool_account (pool, w, now_ns () - t0, cpu);
-      }
+      if (t0)
+        parking = pool_account (pool, w, now_ns () - t0, s0);
     }
     if (req.start_ns && NBDKIT_REQUEST_DONE_ENABLED ()) {
       uint64_t bytes = err ? 0 : (req.type == NBD_CMD_READ ||

@@ -190,10 +190,16 @@ struct pool {
   _Atomic bool slow;            /* the last request was slow */
 };
 
-/* workers.c: called by the worker loop. */
-extern uint64_t pool_thread_cpu_ns (void);
+/* workers.c: called by the worker loop.  A sample of the calling
+ * thread's CPU time and of how often it has blocked.
+ */
+struct pool_sample {
+  uint64_t cpu_ns;              /* UINT64_MAX: not measured */
+  long blocked;                 /* voluntary context switches */
+};
+extern struct pool_sample pool_thread_sample (void);
 extern bool pool_account (struct pool *pool, struct worker *w, uint64_t wall,
-                          uint64_t cpu);
+                          struct pool_sample before);
 extern bool pool_park (struct pool *pool, struct worker *w);
 
 #endif /* NBDKIT_TRANSMISSION_H */

@@ -48,7 +48,10 @@ most=$(most_in_flight "$tmpdir/slow.err")
   fail "waiting requests were never run side by side (most in flight: $most)"
 grep -q 'slow requests: 2 workers' "$tmpdir/slow.err" ||
   fail "the pool did not grow for waiting requests"
-grep -q 'fast requests: [0-9]* workers' "$tmpdir/slow.err" ||
+# Fast reads park workers.  Under a sanitizer on a loaded machine a fast
+# read is sometimes preempted past the slow mark, and may be the one
+# that parks a worker (classed busy): either way the pool must shrink.
+grep -Eq '(fast|busy) requests: [0-9]* workers' "$tmpdir/slow.err" ||
   fail "the pool did not park workers once requests were fast"
 
 # Busy reads: 64 of them, 16 in flight.
