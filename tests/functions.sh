@@ -336,6 +336,42 @@ interrupt_tracer ()
   wait "$pid" || :
 }
 
+# --- Tracing a running server's probes -----------------------------------
+
+# filter_so NAME: the path of our built nbdkit-NAME-filter.so, for a
+# bpftrace program's usdt:PATH:nbdkit:PROBE (fails if it was not built).
+filter_so ()
+{
+  local so="$abs_top_builddir/filters/$1/.libs/nbdkit-$1-filter.so"
+  [ -f "$so" ] || fail "$so was not built"
+  echo "$so"
+}
+
+# trace_start OUT PROGRAM: attach bpftrace running PROGRAM (a bpftrace
+# script as a string) to the server that start_server started (only its
+# events are seen, not other tests' servers), and wait until the probes
+# are in.  Its output goes to OUT, its errors to OUT.err; its pid is in
+# $tracer.  Drive the client, then call trace_stop to end it (its maps
+# are printed at exit).  Tests that trace need requires_root,
+# requires_cmd bpftrace and tracing_lock.
+tracer=
+trace_start ()
+{
+  local out="$1" program="$2"
+  [ -n "$server_pid" ] || fail "trace_start: no server (call start_server)"
+  printf '%s\n' "$program" > "$out.bt"
+  timeout -k 120 120 bpftrace -p "$server_pid" "$out.bt" > "$out" 2> "$out.err" &
+  tracer=$!
+  cleanup_fn _kill_pid "$tracer"
+  wait_for_bpftrace "$tracer" "$out" "$out.err"
+}
+
+trace_stop ()
+{
+  [ -n "$tracer" ] && interrupt_tracer "$tracer"
+  tracer=
+}
+
 _kill_pid ()
 {
   local pid="$1" i
