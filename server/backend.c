@@ -107,9 +107,12 @@ layer_requests_unlock (void)
 int
 layer_config (struct layer *l, const char *key, const char *value)
 {
+  const char *old_key, *old_value;
   layer_trace_start (NULL, l, "config", 0, 0);
   log_set_layer_name (l->name);
+  public_set_config_param (key, value, &old_key, &old_value);
   int r = l->ops->config (l, key, value);
+  public_set_config_param (old_key, old_value, &old_key, &old_value);
   layer_trace_done (NULL, l, "config", ctl_err (r));
   return r;
 }

@@ -453,6 +453,9 @@ extern int nbdkit_debug_tls_session;
 
 /* ---- public.c ---- */
 extern int public_take_error (void);
+extern void public_set_config_param (const char *key, const char *value,
+                                     const char **old_key,
+                                     const char **old_value);
 extern void public_free_interned (struct connection *conn);
 
 /* ---- extents.c, exports.c ---- */

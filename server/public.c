@@ -40,6 +40,34 @@ public_take_error (void)
 
 /* ---- parsing ---- */
 
+/* The parameter being configured in this thread (layer_config sets
+ * it), so that a parse error names it: "size: could not parse size
+ * string (foo)" rather than leaving the user to guess which of several
+ * parameters was meant.
+ */
+static __thread const char *config_key, *config_value;
+
+void
+public_set_config_param (const char *key, const char *value,
+                         const char **old_key, const char **old_value)
+{
+  *old_key = config_key;
+  *old_value = config_value;
+  config_key = key;
+  config_value = value;
+}
+
+/* "KEY: " when STR is the value of the parameter being configured. */
+static const char *
+param_of (const char *str)
+{
+  static __thread char buf[128];
+  if (!config_key || !config_value || !str || strcmp (str, config_value))
+    return "";
+  snprintf (buf, sizeof buf, "%s: ", config_key);
+  return buf;
+}
+
 int64_t
 nbdkit_parse_size (const char *str)
 {
@@ -51,13 +79,13 @@ nbdkit_parse_size (const char *str)
   while (isspace ((unsigned char) *p))
     p++;
   if (!isdigit ((unsigned char) *p)) {
-    nbdkit_error ("could not parse size string (%s)", str);
+    nbdkit_error ("%scould not parse size string (%s)", param_of (str), str);
     return -1;
   }
   errno = 0;
   n = strtoull (p, &end, 10);
   if (errno == ERANGE || n > INT64_MAX) {
-    nbdkit_error ("size %s is too large", str);
+    nbdkit_error ("%ssize %s is too large", param_of (str), str);
     return -1;
   }
 
@@ -75,17 +103,17 @@ nbdkit_parse_size (const char *str)
   case 'p': case 'P': shift = 50; end++; break;
   case 'e': case 'E': shift = 60; end++; break;
   default:
-    nbdkit_error ("could not parse size string (%s)", str);
+    nbdkit_error ("%scould not parse size string (%s)", param_of (str), str);
     return -1;
   }
   if (shift >= 10 && (strcmp (end, "B") == 0 || strcmp (end, "iB") == 0))
     end += strlen (end);
   if (*end != '\0') {
-    nbdkit_error ("could not parse size string (%s)", str);
+    nbdkit_error ("%scould not parse size string (%s)", param_of (str), str);
     return -1;
   }
   if (shift && n > ((uint64_t) INT64_MAX >> shift)) {
-    nbdkit_error ("size %s is too large", str);
+    nbdkit_error ("%ssize %s is too large", param_of (str), str);
     return -1;
   }
   return (int64_t) (n << shift);
@@ -102,7 +130,7 @@ nbdkit_parse_bool (const char *str)
       !strcasecmp (str, "f") || !strcasecmp (str, "no") ||
       !strcasecmp (str, "n") || !strcasecmp (str, "off"))
     return 0;
-  nbdkit_error ("could not decipher boolean (%s)", str);
+  nbdkit_error ("%scould not decipher boolean (%s)", param_of (str), str);
   return -1;
 }
 

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
+# A bad parameter value stops the server with exit 1 and one error line
+# that names the layer and the parameter: a user with several size
+# parameters on one command line sees which one was wrong.
+source "$(dirname "$0")/functions.sh"
+
+# check "REGEX" ARGS...: the server refuses ARGS with exactly one line
+# on stderr, matching REGEX.
+check ()
+{
+  local regex="$1" status=0
+  shift
+  t "$NBDKIT" -U - "$@" --run true > "$tmpdir/out" 2> "$tmpdir/err" ||
+    status=$?
+  [ "$status" -eq 1 ] ||
+    { cat "$tmpdir/err"; fail "$*: exit status $status, expected 1"; }
+  [ "$(wc -l < "$tmpdir/err")" -eq 1 ] ||
+    { cat "$tmpdir/err"; fail "$*: expected one line on stderr"; }
+  grep -Eq -- "$regex" "$tmpdir/err" ||
+    { cat "$tmpdir/err"; fail "$*: stderr does not match /$regex/"; }
+}
+
+check '^nbdkit: offset: error: offset: could not parse size string \(foo\)$' \
+  --filter=offset null 1M offset=foo
+check '^nbdkit: offset: error: range: could not parse size string \(1Q\)$' \
+  --filter=offset null 1M range=1Q
+check '^nbdkit: memory: error: size: size 99999999999999999999 is too large$' \
+  memory size=99999999999999999999
+check "^nbdkit: null: error: unknown parameter 'bogus'\$" \
+  --filter=offset null 1M bogus=1
