@@ -169,6 +169,8 @@ layer_list_exports (struct layer *l, int readonly, int is_tls,
   int r = l->ops->list_exports (l, readonly, is_tls, exports);
   layer_trace_done (conn, l, "list_exports", ctl_err (r));
   leave (s);
+  if (r == 0)
+    r = exports_resolve_default (exports, l, readonly, is_tls);
   return r;
 }
 

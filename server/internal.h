@@ -460,6 +460,8 @@ extern void public_free_interned (struct connection *conn);
 
 /* ---- extents.c, exports.c ---- */
 extern bool exports_has_default (const struct nbdkit_exports *exports);
+extern int exports_resolve_default (struct nbdkit_exports *e, struct layer *l,
+                                    int readonly, int is_tls);
 
 /* ---- main.c: the start-up order ---- */
 extern void server_request_shutdown (const char *reason);
