@@ -37,7 +37,7 @@ conn_poll_input (struct connection *conn, int ms)
       uint64_t now = now_ns ();
       if (now >= conn->deadline_ns)
         return 0;
-      uint64_t left = (conn->deadline_ns - now + 999999) / 1000000;
+      uint64_t left = DIV_ROUND_UP (conn->deadline_ns - now, 1000000);
       if (wait < 0 || left < (uint64_t) wait)
         wait = left;
     }

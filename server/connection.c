@@ -32,8 +32,8 @@ static _Atomic uint64_t next_id = 1;
  */
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t registry_empty = PTHREAD_COND_INITIALIZER;
-static struct connection **registry;
-static size_t n_registry, cap_registry;
+DEFINE_VECTOR_TYPE (connection_list, struct connection *);
+static connection_list registry = empty_vector;
 
 /* Connections the accept loop admitted (conn_admit) and that have not
  * yet finished (conn_release).  A connection counts from the moment it
@@ -68,28 +68,19 @@ static bool
 registry_add (struct connection *conn)
 {
   LOCK_FOR_SCOPE (&registry_lock);
-  if (n_registry == cap_registry) {
-    size_t cap = cap_registry ? cap_registry * 2 : 16;
-    struct connection **r = realloc (registry, cap * sizeof *r);
-    if (!r)
-      return false;
-    registry = r;
-    cap_registry = cap;
-  }
-  registry[n_registry++] = conn;
-  return true;
+  return connection_list_append (&registry, conn) == 0;
 }
 
 static void
 registry_remove (struct connection *conn)
 {
   LOCK_FOR_SCOPE (&registry_lock);
-  for (size_t i = 0; i < n_registry; i++)
-    if (registry[i] == conn) {
-      registry[i] = registry[--n_registry];
+  for (size_t i = 0; i < registry.len; i++)
+    if (registry.ptr[i] == conn) {
+      registry.ptr[i] = registry.ptr[--registry.len];
       break;
     }
-  if (n_registry == 0 && n_admitted == 0)
+  if (registry.len == 0 && n_admitted == 0)
     pthread_cond_broadcast (&registry_empty);
 }
 
@@ -107,7 +98,7 @@ void
 conn_release (void)
 {
   LOCK_FOR_SCOPE (&registry_lock);
-  if (--n_admitted == 0 && n_registry == 0)
+  if (--n_admitted == 0 && registry.len == 0)
     pthread_cond_broadcast (&registry_empty);
 }
 
@@ -115,7 +106,7 @@ uint64_t
 conn_count_active (void)
 {
   LOCK_FOR_SCOPE (&registry_lock);
-  return n_admitted > n_registry ? n_admitted : n_registry;
+  return n_admitted > registry.len ? n_admitted : registry.len;
 }
 
 /* Stop reading from every connection: requests in flight finish and
@@ -131,9 +122,9 @@ conn_shutdown_all (int timeout_s)
 
   stopping = true;
   LOCK_FOR_SCOPE (&registry_lock);
-  for (size_t i = 0; i < n_registry; i++)
-    shutdown (registry[i]->sockin, SHUT_RD);
-  while (n_registry > 0 || n_admitted > 0)
+  for (size_t i = 0; i < registry.len; i++)
+    shutdown (registry.ptr[i]->sockin, SHUT_RD);
+  while (registry.len > 0 || n_admitted > 0)
     if (pthread_cond_timedwait (&registry_empty, &registry_lock,
                                 &deadline) == ETIMEDOUT)
       break;

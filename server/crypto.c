@@ -159,8 +159,8 @@ struct psk_key {
   unsigned char *key;
   size_t len;
 };
-static struct psk_key *psk_keys;
-static size_t n_psk_keys;
+DEFINE_VECTOR_TYPE (psk_key_list, struct psk_key);
+static psk_key_list psk_keys = empty_vector;
 
 static int
 hexval (int c)
@@ -174,13 +174,13 @@ hexval (int c)
 static int
 psk_lookup (gnutls_session_t s, const char *user, gnutls_datum_t *key)
 {
-  for (size_t i = 0; i < n_psk_keys; i++)
-    if (strcmp (psk_keys[i].user, user) == 0) {
-      key->data = gnutls_malloc (psk_keys[i].len);
+  for (size_t i = 0; i < psk_keys.len; i++)
+    if (strcmp (psk_keys.ptr[i].user, user) == 0) {
+      key->data = gnutls_malloc (psk_keys.ptr[i].len);
       if (!key->data)
         return -1;
-      memcpy (key->data, psk_keys[i].key, psk_keys[i].len);
-      key->size = psk_keys[i].len;
+      memcpy (key->data, psk_keys.ptr[i].key, psk_keys.ptr[i].len);
+      key->size = psk_keys.ptr[i].len;
       return 0;
     }
   return -1;                    /* unknown user: the handshake fails */
@@ -216,14 +216,12 @@ load_psk (const struct config *cfg)
     struct psk_key k = { .len = hexlen / 2 };
     k.user = strndup (line, colon - line);
     k.key = malloc (k.len);
-    struct psk_key *p = realloc (psk_keys, (n_psk_keys + 1) * sizeof *p);
-    if (!k.user || !k.key || !p) {
+    if (!k.user || !k.key || psk_key_list_reserve (&psk_keys, 1) == -1) {
       nbdkit_error ("TLS: out of memory");
       free (k.user);
       free (k.key);
       goto fail;
     }
-    psk_keys = p;
     for (size_t i = 0; i < k.len; i++) {
       int hi = hexval (colon[1 + 2*i]), lo = hexval (colon[2 + 2*i]);
       if (hi < 0 || lo < 0) {
@@ -235,13 +233,13 @@ load_psk (const struct config *cfg)
       }
       k.key[i] = hi << 4 | lo;
     }
-    psk_keys[n_psk_keys++] = k;
+    psk_key_list_append (&psk_keys, k);   /* cannot fail: reserved */
   }
   free (line);
   line = NULL;
   fclose (fp);
   fp = NULL;
-  if (n_psk_keys == 0) {
+  if (psk_keys.len == 0) {
     nbdkit_error ("TLS: %s holds no keys", cfg->tls_psk);
     return -1;
   }
@@ -253,7 +251,7 @@ load_psk (const struct config *cfg)
   }
   gnutls_psk_set_server_credentials_function (psk_creds, psk_lookup);
   gnutls_psk_set_server_known_dh_params (psk_creds, GNUTLS_SEC_PARAM_MEDIUM);
-  nbdkit_debug ("TLS: %zu PSK key(s) loaded from %s", n_psk_keys,
+  nbdkit_debug ("TLS: %zu PSK key(s) loaded from %s", psk_keys.len,
                 cfg->tls_psk);
   creds_type = CREDS_PSK;
   return 0;

@@ -16,9 +16,10 @@
  */
 #define MAX_EXPORTS 10000
 
+DEFINE_VECTOR_TYPE (export_list, struct nbdkit_export);
+
 struct nbdkit_exports {
-  struct nbdkit_export *v;
-  size_t n;
+  export_list v;
   bool use_default;
 };
 
@@ -36,31 +37,31 @@ nbdkit_exports_free (struct nbdkit_exports *e)
 {
   if (!e)
     return;
-  for (size_t i = 0; i < e->n; i++) {
-    free (e->v[i].name);
-    free (e->v[i].description);
+  for (size_t i = 0; i < e->v.len; i++) {
+    free (e->v.ptr[i].name);
+    free (e->v.ptr[i].description);
   }
-  free (e->v);
+  export_list_reset (&e->v);
   free (e);
 }
 
 size_t
 nbdkit_exports_count (const struct nbdkit_exports *e)
 {
-  return e->n;
+  return e->v.len;
 }
 
 struct nbdkit_export
 nbdkit_get_export (const struct nbdkit_exports *e, size_t i)
 {
-  return e->v[i];
+  return e->v.ptr[i];
 }
 
 int
 nbdkit_add_export (struct nbdkit_exports *e, const char *name,
                    const char *description)
 {
-  if (e->n >= MAX_EXPORTS) {
+  if (e->v.len >= MAX_EXPORTS) {
     nbdkit_error ("nbdkit_add_export: too many exports");
     errno = E2BIG;
     return -1;
@@ -71,12 +72,10 @@ nbdkit_add_export (struct nbdkit_exports *e, const char *name,
     errno = EINVAL;
     return -1;
   }
-  struct nbdkit_export *v = realloc (e->v, (e->n + 1) * sizeof *v);
-  if (!v) {
+  if (export_list_reserve (&e->v, 1) == -1) {
     nbdkit_error ("realloc: %m");
     return -1;
   }
-  e->v = v;
   char *n = strdup (name);
   char *d = description ? strdup (description) : NULL;
   if (!n || (description && !d)) {
@@ -85,7 +84,8 @@ nbdkit_add_export (struct nbdkit_exports *e, const char *name,
     nbdkit_error ("strdup: %m");
     return -1;
   }
-  e->v[e->n++] = (struct nbdkit_export) { .name = n, .description = d };
+  export_list_append (&e->v, (struct nbdkit_export) { .name = n,
+                                                       .description = d });
   return 0;
 }
 

@@ -19,9 +19,10 @@
  */
 #define MAX_EXTENTS (1024 * 1024)
 
+DEFINE_VECTOR_TYPE (extent_list, struct nbdkit_extent);
+
 struct nbdkit_extents {
-  struct nbdkit_extent *v;
-  size_t n, cap;
+  extent_list v;
   uint64_t start, end;
   uint64_t next;                /* where the next extent must begin */
   bool any;                     /* has anything been added */
@@ -50,7 +51,7 @@ void
 nbdkit_extents_free (struct nbdkit_extents *e)
 {
   if (e) {
-    free (e->v);
+    extent_list_reset (&e->v);
     free (e);
   }
 }
@@ -58,13 +59,13 @@ nbdkit_extents_free (struct nbdkit_extents *e)
 size_t
 nbdkit_extents_count (const struct nbdkit_extents *e)
 {
-  return e->n;
+  return e->v.len;
 }
 
 struct nbdkit_extent
 nbdkit_get_extent (const struct nbdkit_extents *e, size_t i)
 {
-  return e->v[i];
+  return e->v.ptr[i];
 }
 
 int
@@ -94,25 +95,17 @@ nbdkit_add_extent (struct nbdkit_extents *e, uint64_t offset,
   if (lo >= hi)
     return 0;
 
-  if (e->n > 0 && e->v[e->n - 1].type == type) {
-    e->v[e->n - 1].length += hi - lo;
+  if (e->v.len > 0 && e->v.ptr[e->v.len - 1].type == type) {
+    e->v.ptr[e->v.len - 1].length += hi - lo;
     return 0;
   }
-  if (e->n >= MAX_EXTENTS)
+  if (e->v.len >= MAX_EXTENTS)
     return 0;
-  if (e->n == e->cap) {
-    size_t cap = e->cap ? e->cap * 2 : 16;
-    struct nbdkit_extent *v = realloc (e->v, cap * sizeof *v);
-    if (!v) {
-      nbdkit_error ("realloc: %m");
-      return -1;
-    }
-    e->v = v;
-    e->cap = cap;
+  if (extent_list_append (&e->v, (struct nbdkit_extent) {
+        .offset = lo, .length = hi - lo, .type = type }) == -1) {
+    nbdkit_error ("realloc: %m");
+    return -1;
   }
-  e->v[e->n++] = (struct nbdkit_extent) {
-    .offset = lo, .length = hi - lo, .type = type
-  };
   return 0;
 }
 
@@ -184,8 +177,8 @@ nbdkit_extents_aligned (nbdkit_next *next, uint32_t count, uint64_t offset,
   int scratch;
   if (!err)
     err = &scratch;
-  if (align == 0 || (align & (align - 1)) != 0 || offset % align != 0 ||
-      count % align != 0 || count == 0) {
+  if (!is_power_of_2 (align) || !IS_ALIGNED (offset, align) ||
+      !IS_ALIGNED (count, align) || count == 0) {
     nbdkit_error ("nbdkit_extents_aligned: offset %" PRIu64 " and count %"
                   PRIu32 " must be multiples of %" PRIu32 ", a power of 2",
                   offset, count, align);
@@ -219,7 +212,7 @@ nbdkit_extents_aligned (nbdkit_next *next, uint32_t count, uint64_t offset,
       while (pos < e_end) {
         if (!partial) {
           /* Whole blocks of this extent go out as they are. */
-          uint64_t whole_end = e_end & ~(uint64_t) (align - 1);
+          uint64_t whole_end = ROUND_DOWN (e_end, (uint64_t) align);
           if (whole_end > pos) {
             add_off = pos;
             add_len = whole_end - pos;

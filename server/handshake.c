@@ -90,11 +90,6 @@ close_export (struct connection *conn)
   }
 }
 
-static bool
-is_power_of_2 (uint32_t v)
-{
-  return v && (v & (v - 1)) == 0;
-}
 
 /* Ask the chain for the export's size, capabilities and block size,
  * and compute the transmission flags.

@@ -28,6 +28,13 @@
 
 #include "probes.h"
 #include "cleanup.h"
+#include "utils/vector.h"
+#include "include/ispowerof2.h"
+#include "include/isaligned.h"
+#include "include/rounding.h"
+
+DEFINE_VECTOR_TYPE (const_string_vector, const char *);
+DEFINE_VECTOR_TYPE (int_vector, int);
 
 /* Limits that protect the server from what clients send. */
 #define MAX_REQUEST_SIZE   (32 * 1024 * 1024) /* read/write payload */
@@ -102,16 +109,13 @@ struct config {
   const char *plugin_name;
   char **params;
   int nparams;
-  const char **filters;
-  size_t nfilters;
-  const char **debug_flags;
-  size_t ndebug;
+  const_string_vector filters;
+  const_string_vector debug_flags;
   /* Keys split off key=value parameters: plugins may keep pointers to
    * them (nbdkit-plugin(3) promises they live as long as the plugin),
    * so they are freed only after the plugin is unloaded.
    */
-  char **keys;
-  size_t nkeys;
+  string_vector keys;
 
   struct layer *top;            /* the outermost layer of the chain */
   int thread_model;             /* weakest of every layer's */
@@ -365,8 +369,7 @@ struct connection {
 
   /* Strings from nbdkit_strdup_intern during this connection. */
   pthread_mutex_t intern_lock;
-  char **interned;
-  size_t n_interned;
+  string_vector interned;
 };
 
 /* connection.c: a connection's life, the registry, closing. */
@@ -421,8 +424,7 @@ extern char *tls_peer_username (struct connection *conn);
 
 /* ---- sockets.c ---- */
 struct listener {
-  int *fds;
-  size_t nfds;
+  int_vector fds;
 };
 extern int sock_bind_all (struct config *cfg, struct listener *l);
 extern void sock_accept_loop (const struct config *cfg, struct listener *l,

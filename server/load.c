@@ -88,43 +88,30 @@ layer_find_so (const char *type, const char *name, bool *by_path)
 
 /* ---- loading the .so ---- */
 
-/* The names of the objects loaded in the process right now. */
-struct loaded {
-  char **names;
-  size_t n;
-};
-
+/* Adds the name of each object loaded in the process right now to the
+ * string_vector ARG.
+ */
 static int
 add_loaded (struct dl_phdr_info *info, size_t size, void *arg)
 {
-  struct loaded *set = arg;
+  string_vector *set = arg;
   if (!info->dlpi_name || !*info->dlpi_name)
     return 0;
-  char **v = realloc (set->names, (set->n + 1) * sizeof *v);
-  if (!v)
+  char *name = strdup (info->dlpi_name);
+  if (!name || string_vector_append (set, name) == -1) {
+    free (name);
     return 1;
-  set->names = v;
-  if (!(v[set->n] = strdup (info->dlpi_name)))
-    return 1;
-  set->n++;
+  }
   return 0;
 }
 
 static bool
-was_loaded (const struct loaded *set, const char *name)
+was_loaded (const string_vector *set, const char *name)
 {
-  for (size_t i = 0; i < set->n; i++)
-    if (strcmp (set->names[i], name) == 0)
+  for (size_t i = 0; i < set->len; i++)
+    if (strcmp (set->ptr[i], name) == 0)
       return true;
   return false;
-}
-
-static void
-free_loaded (struct loaded *set)
-{
-  for (size_t i = 0; i < set->n; i++)
-    free (set->names[i]);
-  free (set->names);
 }
 
 /* Open a plugin or filter.  Its own symbols stay private to it
@@ -138,15 +125,16 @@ free_loaded (struct loaded *set)
 void *
 layer_dlopen (const char *filename)
 {
-  struct loaded before = { NULL, 0 }, after = { NULL, 0 };
+  CLEANUP_FREE_STRING_VECTOR string_vector before = empty_vector;
+  CLEANUP_FREE_STRING_VECTOR string_vector after = empty_vector;
   dl_iterate_phdr (add_loaded, &before);
   void *dl = dlopen (filename, RTLD_NOW | RTLD_LOCAL);
   if (dl) {
     dl_iterate_phdr (add_loaded, &after);
     struct link_map *self = NULL;
     dlinfo (dl, RTLD_DI_LINKMAP, &self);
-    for (size_t i = 0; i < after.n; i++) {
-      const char *name = after.names[i];
+    for (size_t i = 0; i < after.len; i++) {
+      const char *name = after.ptr[i];
       if (was_loaded (&before, name) ||
           (self && self->l_name && strcmp (self->l_name, name) == 0))
         continue;
@@ -158,8 +146,6 @@ layer_dlopen (const char *filename)
         dlclose (dep);
     }
   }
-  free_loaded (&before);
-  free_loaded (&after);
   return dl;
 }
 

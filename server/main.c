@@ -98,8 +98,8 @@ load_layers (struct config *cfg)
   if (!plugin)
     return -1;
   cfg->top = plugin;
-  for (size_t i = cfg->nfilters; i-- > 0; ) {
-    struct layer *f = filter_load (cfg->filters[i], cfg->top);
+  for (size_t i = cfg->filters.len; i-- > 0; ) {
+    struct layer *f = filter_load (cfg->filters.ptr[i], cfg->top);
     log_set_layer_name (NULL);
     if (!f)
       return -1;
@@ -115,8 +115,8 @@ load_layers (struct config *cfg)
 static int
 set_debug_flags (const struct config *cfg)
 {
-  for (size_t i = 0; i < cfg->ndebug; i++) {
-    const char *arg = cfg->debug_flags[i];
+  for (size_t i = 0; i < cfg->debug_flags.len; i++) {
+    const char *arg = cfg->debug_flags.ptr[i];
     int r = strncmp (arg, "nbdkit.", 7) == 0
       ? log_set_server_debug_flag (arg)
       : layer_set_debug_flag (cfg->top, arg);

@@ -300,13 +300,10 @@ set_port (struct config *cfg, const char *arg)
 }
 
 static void
-append (const char ***v, size_t *n, const char *s, const char *program)
+append (const_string_vector *v, const char *s, const char *program)
 {
-  const char **p = realloc (*v, (*n + 1) * sizeof *p);
-  if (!p)
+  if (const_string_vector_append (v, s) == -1)
     fail (program, "%s", "out of memory");
-  p[(*n)++] = s;
-  *v = p;
 }
 
 static bool
@@ -347,7 +344,7 @@ options_parse (struct config *cfg, int argc, char *argv[])
     case '4': cfg->family = AF_INET; break;
     case '6': cfg->family = AF_INET6; break;
     case 'D':
-      append (&cfg->debug_flags, &cfg->ndebug, optarg, program);
+      append (&cfg->debug_flags, optarg, program);
       break;
     case 'e':
       if (strlen (optarg) > 4096)
@@ -400,7 +397,7 @@ options_parse (struct config *cfg, int argc, char *argv[])
     case OPT_TLS_VERIFY_PEER: cfg->tls_verify_peer = true; break;
     case OPT_RUN: cfg->run = optarg; break;
     case OPT_FILTER:
-      append (&cfg->filters, &cfg->nfilters, optarg, program);
+      append (&cfg->filters, optarg, program);
       break;
     case OPT_EXIT_WITH_PARENT: cfg->exit_with_parent = true; break;
     case OPT_NO_SR: cfg->no_sr = true; break;
@@ -571,14 +568,11 @@ options_configure (struct config *cfg)
     const char *key, *value;
     if (eq && is_key (arg, eq - arg)) {
       char *k = strndup (arg, eq - arg);
-      char **keys = realloc (cfg->keys, (cfg->nkeys + 1) * sizeof *keys);
-      if (!k || !keys) {
+      if (!k || string_vector_append (&cfg->keys, k) == -1) {
         free (k);
         nbdkit_error ("out of memory");
         return -1;
       }
-      cfg->keys = keys;
-      cfg->keys[cfg->nkeys++] = k;
       key = k;
       value = eq + 1;
     }
@@ -607,15 +601,9 @@ options_configure (struct config *cfg)
 void
 options_free (struct config *cfg)
 {
-  for (size_t i = 0; i < cfg->nkeys; i++)
-    free (cfg->keys[i]);
-  free (cfg->keys);
-  cfg->keys = NULL;
-  cfg->nkeys = 0;
-  free (cfg->filters);
-  cfg->filters = NULL;
-  free (cfg->debug_flags);
-  cfg->debug_flags = NULL;
+  string_vector_free_all (&cfg->keys);
+  const_string_vector_reset (&cfg->filters);
+  const_string_vector_reset (&cfg->debug_flags);
   free (cfg->port_buf);
   cfg->port_buf = NULL;
 }

@@ -509,16 +509,12 @@ intern (char *s)
   if (!conn)
     return s;                   /* deliberately kept for the process */
   pthread_mutex_lock (&conn->intern_lock);
-  char **list = realloc (conn->interned,
-                         (conn->n_interned + 1) * sizeof *list);
-  if (!list) {
+  if (string_vector_append (&conn->interned, s) == -1) {
     pthread_mutex_unlock (&conn->intern_lock);
     nbdkit_error ("realloc: %m");
     free (s);
     return NULL;
   }
-  conn->interned = list;
-  list[conn->n_interned++] = s;
   pthread_mutex_unlock (&conn->intern_lock);
   return s;
 }
@@ -526,11 +522,7 @@ intern (char *s)
 void
 public_free_interned (struct connection *conn)
 {
-  for (size_t i = 0; i < conn->n_interned; i++)
-    free (conn->interned[i]);
-  free (conn->interned);
-  conn->interned = NULL;
-  conn->n_interned = 0;
+  string_vector_free_all (&conn->interned);
 }
 
 const char *

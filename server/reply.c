@@ -103,11 +103,11 @@ fire_reply (struct connection *conn, const struct request *req,
 static void
 fire_held (struct connection *conn, struct worker *w)
 {
-  if (w->n_held && NBDKIT_REPLY_SEND_ENABLED ())
-    for (size_t i = 0; i < w->n_held; i++)
-      fire_reply_send (conn, w->held[i].cookie, w->held[i].kind,
-                       w->held[i].bytes);
-  w->n_held = 0;
+  if (w->held.len && NBDKIT_REPLY_SEND_ENABLED ())
+    for (size_t i = 0; i < w->held.len; i++)
+      fire_reply_send (conn, w->held.ptr[i].cookie, w->held.ptr[i].kind,
+                       w->held.ptr[i].bytes);
+  w->held.len = 0;
 }
 
 /* With the write lock held: send the replies held back in w->out, then
@@ -120,15 +120,15 @@ flush_locked (struct connection *conn, struct worker *w,
 {
   struct iovec v[8];
   int k = 0;
-  if (w->out_len) {
+  if (w->out.len) {
     fire_held (conn, w);
-    v[k++] = (struct iovec) { w->out, w->out_len };
+    v[k++] = (struct iovec) { w->out.ptr, w->out.len };
   }
   if (req && NBDKIT_REPLY_SEND_ENABLED ())
     fire_reply (conn, req, iov, n, simple);
   for (int i = 0; i < n; i++)
     v[k++] = iov[i];
-  w->out_len = 0;
+  w->out.len = 0;
   if (k == 0)
     return 0;
   return conn_sendv (conn, v, k);
@@ -138,7 +138,7 @@ flush_locked (struct connection *conn, struct worker *w,
 int
 tx_flush_replies (struct connection *conn, struct worker *w)
 {
-  if (w->out_len == 0)
+  if (w->out.len == 0)
     return 0;
   LOCK_FOR_SCOPE (&conn->write_lock);
   return flush_locked (conn, w, NULL, NULL, 0, NULL);
@@ -156,36 +156,22 @@ hold_reply (struct connection *conn, struct worker *w,
   size_t len = 0;
   for (int i = 0; i < n; i++)
     len += iov[i].iov_len;
-  if (len > MAX_HELD_REPLY || w->out_len + len > MAX_HELD_REPLIES)
+  if (len > MAX_HELD_REPLY || w->out.len + len > MAX_HELD_REPLIES)
     return false;
-  if (w->out_len + len > w->out_cap) {
-    size_t cap = w->out_cap ? w->out_cap : 65536;
-    while (cap < w->out_len + len)
-      cap *= 2;
-    char *o = realloc (w->out, cap);
-    if (!o)
-      return false;
-    w->out = o;
-    w->out_cap = cap;
-  }
-  if (NBDKIT_REPLY_SEND_ENABLED ()) {
-    if (w->n_held == w->cap_held) {
-      size_t cap = w->cap_held ? w->cap_held * 2 : 64;
-      struct held_reply *h = realloc (w->held, cap * sizeof *h);
-      if (!h)
-        return false;
-      w->held = h;
-      w->cap_held = cap;
-    }
-    w->held[w->n_held++] = (struct held_reply) {
-      .cookie = req->cookie,
-      .bytes = len,
-      .kind = reply_kind (conn, iov, simple),
-    };
-  }
+  /* Start at 64 KiB: most batches of replies then fit at once. */
+  if ((w->out.cap == 0 && byte_vector_reserve (&w->out, 65536) == -1) ||
+      byte_vector_reserve (&w->out, len) == -1)
+    return false;
+  if (NBDKIT_REPLY_SEND_ENABLED () &&
+      held_reply_list_append (&w->held, (struct held_reply) {
+          .cookie = req->cookie,
+          .bytes = len,
+          .kind = reply_kind (conn, iov, simple),
+        }) == -1)
+    return false;
   for (int i = 0; i < n; i++) {
-    memcpy (w->out + w->out_len, iov[i].iov_base, iov[i].iov_len);
-    w->out_len += iov[i].iov_len;
+    memcpy (w->out.ptr + w->out.len, iov[i].iov_base, iov[i].iov_len);
+    w->out.len += iov[i].iov_len;
   }
   return true;
 }
@@ -208,12 +194,12 @@ send_mapped (struct connection *conn, struct worker *w,
   int ret = 0;
 
   memcpy (v, hdr, nh * sizeof *v);
-  if (w->out_len)
+  if (w->out.len)
     fire_held (conn, w);
   if (NBDKIT_REPLY_SEND_ENABLED ())
     fire_reply (conn, req, v, cnt, simple);
-  if (w->out_len) {
-    *--v = (struct iovec) { w->out, w->out_len };
+  if (w->out.len) {
+    *--v = (struct iovec) { w->out.ptr, w->out.len };
     cnt++;
   }
   for (int i = 0; i < cnt; i++)
@@ -242,7 +228,7 @@ send_mapped (struct connection *conn, struct worker *w,
   }
   layer_unmap_read (conn->top);
   w->zc_mapped = false;
-  w->out_len = 0;
+  w->out.len = 0;
   if (ret == 0 && left > 0)
     ret = conn_send (conn, w->buf, left);
   pthread_mutex_unlock (&conn->write_lock);
@@ -265,18 +251,18 @@ send_fd (struct connection *conn, struct worker *w,
 
   w->fd_pending = false;
   LOCK_FOR_SCOPE (&conn->write_lock);
-  if (w->out_len)
+  if (w->out.len)
     fire_held (conn, w);
   if (NBDKIT_REPLY_SEND_ENABLED ()) {
     memcpy (v, hdr, nh * sizeof *v);
     v[nh] = (struct iovec) { NULL, req->count };
     fire_reply (conn, req, v, nh + 1, simple);
   }
-  if (w->out_len)
-    v[k++] = (struct iovec) { w->out, w->out_len };
+  if (w->out.len)
+    v[k++] = (struct iovec) { w->out.ptr, w->out.len };
   for (int i = 0; i < nh; i++)
     v[k++] = hdr[i];
-  w->out_len = 0;
+  w->out.len = 0;
   if (conn_sendv (conn, v, k) == -1)
     return -1;
   off_t off = w->fd_offset;

@@ -60,7 +60,7 @@ populate_if_holds (struct dl_phdr_info *info, size_t size, void *addr)
     if (ph->p_type != PT_LOAD || (ph->p_flags & PF_X) || ph->p_filesz == 0)
       continue;
     uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-    populate (lo & ~(page - 1), (lo + ph->p_filesz + page - 1) & ~(page - 1),
+    populate (ROUND_DOWN (lo, page), ROUND_UP (lo + ph->p_filesz, page),
               page);
   }
   return 1;                     /* found: stop the walk */

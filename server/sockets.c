@@ -28,14 +28,11 @@
 static int
 add_fd (struct listener *l, int fd)
 {
-  int *v = realloc (l->fds, (l->nfds + 1) * sizeof *v);
-  if (!v) {
+  if (int_vector_append (&l->fds, fd) == -1) {
     nbdkit_error ("realloc: %m");
     close (fd);
     return -1;
   }
-  l->fds = v;
-  l->fds[l->nfds++] = fd;
   return 0;
 }
 
@@ -86,7 +83,7 @@ bind_tcp (const struct config *cfg, struct listener *l)
                   gai_strerror (e));
     return -1;
   }
-  size_t before = l->nfds;
+  size_t before = l->fds.len;
   for (struct addrinfo *a = ai; a; a = a->ai_next) {
     int fd = socket (a->ai_family, a->ai_socktype | SOCK_CLOEXEC,
                      a->ai_protocol);
@@ -124,7 +121,7 @@ bind_tcp (const struct config *cfg, struct listener *l)
     }
   }
   freeaddrinfo (ai);
-  if (l->nfds == before) {
+  if (l->fds.len == before) {
     nbdkit_error ("could not listen on any address for port %s", port);
     return -1;
   }
@@ -163,8 +160,7 @@ bind_vsock (const struct config *cfg, struct listener *l)
 int
 sock_bind_all (struct config *cfg, struct listener *l)
 {
-  l->fds = NULL;
-  l->nfds = 0;
+  l->fds = (int_vector) empty_vector;
   /* The label applies to sockets we create: with -s or socket
    * activation there are none, and the option is harmless.
    */
@@ -194,11 +190,9 @@ sock_bind_all (struct config *cfg, struct listener *l)
 void
 sock_close_all (struct listener *l)
 {
-  for (size_t i = 0; i < l->nfds; i++)
-    close (l->fds[i]);
-  free (l->fds);
-  l->fds = NULL;
-  l->nfds = 0;
+  for (size_t i = 0; i < l->fds.len; i++)
+    close (l->fds.ptr[i]);
+  int_vector_reset (&l->fds);
 }
 
 struct accepted {
@@ -371,14 +365,14 @@ accept_one (const struct config *cfg, int lfd, bool stopping)
 void
 sock_accept_loop (const struct config *cfg, struct listener *l, int quit_fd)
 {
-  struct pollfd *p = calloc (l->nfds + 1, sizeof *p);
+  struct pollfd *p = calloc (l->fds.len + 1, sizeof *p);
   if (!p) {
     nbdkit_error ("calloc: %m");
     return;
   }
-  for (size_t i = 0; i < l->nfds; i++)
-    p[i] = (struct pollfd) { .fd = l->fds[i], .events = POLLIN };
-  p[l->nfds] = (struct pollfd) { .fd = quit_fd, .events = POLLIN };
+  for (size_t i = 0; i < l->fds.len; i++)
+    p[i] = (struct pollfd) { .fd = l->fds.ptr[i], .events = POLLIN };
+  p[l->fds.len] = (struct pollfd) { .fd = quit_fd, .events = POLLIN };
 
   /* While accept fails for want of resources, only the quit fd is
    * watched, for ACCEPT_BACKOFF_MS at a time; the failure is reported
@@ -386,8 +380,8 @@ sock_accept_loop (const struct config *cfg, struct listener *l, int quit_fd)
    */
   bool starved = false, reported = false;
   for (;;) {
-    int r = starved ? poll (&p[l->nfds], 1, ACCEPT_BACKOFF_MS)
-                    : poll (p, l->nfds + 1, -1);
+    int r = starved ? poll (&p[l->fds.len], 1, ACCEPT_BACKOFF_MS)
+                    : poll (p, l->fds.len + 1, -1);
     if (r == -1) {
       if (errno == EINTR)
         continue;
@@ -398,17 +392,17 @@ sock_accept_loop (const struct config *cfg, struct listener *l, int quit_fd)
       starved = false;
       if (r == 0)
         continue;             /* rested: try accepting again */
-      for (size_t i = 0; i < l->nfds; i++)
+      for (size_t i = 0; i < l->fds.len; i++)
         p[i].revents = 0;
     }
     /* Connections already waiting when we are told to stop are
      * accepted only to be turned away.
      */
-    bool stopping = p[l->nfds].revents != 0;
+    bool stopping = p[l->fds.len].revents != 0;
     int err = 0;
-    for (size_t i = 0; i < l->nfds; i++)
+    for (size_t i = 0; i < l->fds.len; i++)
       if ((p[i].revents & POLLIN) && err == 0)
-        err = accept_one (cfg, l->fds[i], stopping);
+        err = accept_one (cfg, l->fds.ptr[i], stopping);
     if (stopping)
       break;
     if (err != 0) {

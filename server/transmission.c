@@ -143,7 +143,7 @@ run (struct connection *conn, struct worker *w, const struct request *req,
      */
     if (w->zerocopy && req->count > MAX_HELD_REPLY &&
         req->count <= ZC_MAX_BYTES && tx_have_zc_iov (w) &&
-        tx_grow (w, w->out_len + MAX_REPLY_HEAD + req->count) &&
+        tx_grow (w, w->out.len + MAX_REPLY_HEAD + req->count) &&
         pthread_mutex_trylock (&conn->write_lock) == 0) {
       int n = ZC_MAX_IOV;
       if (layer_map_read (c, req->count, req->offset, w->zc_iov + ZC_HEAD,
@@ -201,7 +201,7 @@ tx_worker_loop (void *arg)
     bool parking = false;
 
     /* Held-back replies go out before we might wait for the client. */
-    if (w->out_len && (pool->active > 1 || !tx_request_buffered (conn)) &&
+    if (w->out.len && (pool->active > 1 || !tx_request_buffered (conn)) &&
         tx_flush_replies (conn, w) == -1) {
       conn_set_closing (conn, "write error");
       break;
@@ -262,15 +262,15 @@ tx_worker_loop (void *arg)
     if (r == RECV_LAST_REQUEST)
       break;
   }
-  if (w->out_len && tx_flush_replies (conn, w) == -1)
+  if (w->out.len && tx_flush_replies (conn, w) == -1)
     conn_set_closing (conn, "write error");
   /* Wake a worker blocked in read so it sees we are closing. */
   if (conn_is_closing (conn))
     shutdown (conn->sockin, SHUT_RD);
   free (w->buf);
   free (w->desc);
-  free (w->out);
-  free (w->held);
+  byte_vector_reset (&w->out);
+  held_reply_list_reset (&w->held);
   free (w->zc_iov);
   return NULL;
 }

@@ -49,6 +49,8 @@ struct held_reply {
   uint64_t bytes;
   const char *kind;
 };
+DEFINE_VECTOR_TYPE (byte_vector, char);
+DEFINE_VECTOR_TYPE (held_reply_list, struct held_reply);
 
 /* One worker thread of a connection (workers.c starts them). */
 struct worker {
@@ -58,10 +60,8 @@ struct worker {
   char *buf;                    /* payload in, data out */
   size_t cap;
   struct nbd_block_descriptor_64 *desc;   /* block status scratch */
-  char *out;                    /* replies held back to go out together */
-  size_t out_len, out_cap;
-  struct held_reply *held;      /* of those, the ones held while traced */
-  size_t n_held, cap_held;
+  byte_vector out;              /* replies held back to go out together */
+  held_reply_list held;         /* of those, the ones held while traced */
   /* A read mapped in place (common/zerocopy.h): ZC_HEAD free slots for
    * the held replies and the reply header, then zc_n data pieces.
    * While zc_mapped, this worker holds the connection's write lock.

@@ -158,7 +158,7 @@ map_count (void)
   uint64_t n = 0;
   int64_t i;
 
-  for (i = 0; i < (disk.nr_blocks + 7) / 8; i++)
+  for (i = 0; i < DIV_ROUND_UP (disk.nr_blocks, 8); i++)
     n += __builtin_popcount (disk.map[i]);
   return n;
 }
