@@ -46,7 +46,8 @@ t nbdinfo --list --json "$uri" > "$tmpdir/list"
 /usr/bin/python3 -c '
 import json, sys
 e = json.load(open(sys.argv[1]))["exports"]
-assert e == [], e' "$tmpdir/list" || fail "exports listed: $(cat "$tmpdir/list")"
+assert e == [], e' "$tmpdir/list" ||
+  fail "exports listed: $(cat "$tmpdir/list")"
 kill -0 "$server_pid" || fail "server died"
 stop_server
 

@@ -42,4 +42,5 @@ dec 4 65536
 EOF
 grep -E '^(dec|hit) ' "$tmpdir/trace" > "$tmpdir/got" || :
 diff -u "$tmpdir/expected" "$tmpdir/got" ||
-  fail "xz probes: unexpected sequence (trace errors: $(cat "$tmpdir/trace.err"))"
+  fail "xz probes: unexpected sequence" \
+    "(trace errors: $(cat "$tmpdir/trace.err"))"
