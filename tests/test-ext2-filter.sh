@@ -6,7 +6,8 @@
 # every kind; nbdcopy and qemu-img compare see the file's bytes; writes
 # (into data and into holes, across block boundaries, zeroes, FUA) are
 # still there after a restart and are what debugfs reads out of the
-# image, which e2fsck finds clean; -r writes nothing.
+# image, which e2fsck finds clean; -r writes nothing; the filter works
+# over a partition of a disk (the partition filter below it).
 source "$(dirname "$0")/functions.sh"
 source "$srcdir/debian-filters.sh"
 requires_cmd mke2fs debugfs e2fsck qemu-img
@@ -134,5 +135,25 @@ h.pread(h.get_size(), 0)
 PY
 stop_server
 cmp "$tmpdir/before.img" "$img" || fail "-r changed the image"
+
+# --- Over a partition, as in the man page's example ------------------------
+# The layer below is Debian's partition filter (ours may not be built).
+if command -v sfdisk > /dev/null &&
+   [ -f "$debian_filterdir/nbdkit-partition-filter.so" ]; then
+  disk="$tmpdir/disk.img"
+  truncate -s 20M "$disk"
+  printf 'label: dos\nstart=2048, size=32768, type=83\n' | sfdisk -q "$disk"
+  mke2fs -q -t ext4 -d "$dir" -E offset=1048576 "$disk" 16M
+  t "$NBDKIT" -U - --filter=ext2 \
+    --filter="$debian_filterdir/nbdkit-partition-filter.so" \
+    file "$disk" partition=1 ext2file=/small \
+    --run 'nbdsh -u "$uri" -c "h.pwrite(b\"HELLO\", 0); h.flush()"'
+  t "$NBDKIT" -U - --filter=ext2 \
+    --filter="$debian_filterdir/nbdkit-partition-filter.so" \
+    file "$disk" partition=1 ext2file=/small \
+    --run 'nbdcopy "$uri" -' > "$tmpdir/small.out"
+  printf 'HELLO\n' | cmp - "$tmpdir/small.out" ||
+    fail "write through ext2 over partition 1 not read back"
+fi
 
 finish
