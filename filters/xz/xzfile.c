@@ -221,9 +221,10 @@ decode_block (const struct xzfile *xz, nbdkit_next *next,
     return -1;
   block.version = 1;
   block.header_size = lzma_block_header_size_decode (header[0]);
-  block.check = iter->stream.flags->check;
+  block.check = iter->stream.flags ? iter->stream.flags->check : 0;
   block.filters = filters;
-  if (header[0] == 0 || block.header_size > csize) {
+  if (header[0] == 0 || block.header_size > csize ||
+      iter->stream.flags == NULL) {
     nbdkit_error ("block %" PRIu64 ": bad block header",
                   (uint64_t) iter->block.number_in_file);
     *err = EIO;
