@@ -26,4 +26,5 @@ trace_stop
 expected="inflated $(stat -c %s "$tmpdir/disk.gz") 1300000"
 got="$(grep '^inflated' "$tmpdir/trace" || :)"
 [ "$got" = "$expected" ] ||
-  { cat "$tmpdir/trace" "$tmpdir/trace.err"; fail "expected '$expected', got '$got'"; }
+  { cat "$tmpdir/trace" "$tmpdir/trace.err"
+    fail "expected '$expected', got '$got'"; }

@@ -15,8 +15,9 @@
  * decrypting are the same).
  *
  * gnutls has no ECB or CTR mode; one block of CBC with a zero IV is
- * ECB, and CTR is built from that.  A gnutls cipher handle carries its IV between calls, so each
- * struct luks_crypt serves one request in one thread.
+ * ECB, and CTR is built from that.  A gnutls cipher handle carries
+ * its IV between calls, so each struct luks_crypt serves one request
+ * in one thread.
  */
 #include <config.h>
 
