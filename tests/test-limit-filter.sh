@@ -67,6 +67,19 @@ PY
 can_connect || fail "limit=1: no client after the first left"
 stop_server
 
+# nbdcopy with 4 connections and many requests in flight fits in
+# limit=4, twice over (every place is given back), but not in limit=3.
+start_server --filter=limit memory 8M limit=4
+head -c 8M /dev/urandom > "$tmpdir/src"
+t nbdcopy --threads=4 --connections=4 --requests=16 "$tmpdir/src" "$uri"
+t nbdcopy --threads=4 --connections=4 --requests=16 "$uri" "$tmpdir/dst"
+cmp "$tmpdir/src" "$tmpdir/dst" || fail "nbdcopy through limit=4: data differs"
+stop_server
+start_server --filter=limit memory 8M limit=3
+expect_fail t nbdcopy --threads=4 --connections=4 --requests=16 "$tmpdir/src" "$uri" \
+  2> /dev/null
+stop_server
+
 # limit=0: no limit.
 start_server --filter=limit memory 1M limit=0
 for c in c1 c2 c3 c4 c5; do hold $c; done

@@ -92,11 +92,11 @@ cp "$disk" "$tmpdir/src"
 import sys
 f = open(sys.argv[1], "r+b"); f.seek(0x40000); f.write(b"\x99" * 0x40000)
 ' "$tmpdir/src"
-t nbdcopy --connections=4 --requests=16 "$tmpdir/src" "$uri" ||
+t nbdcopy --threads=4 --connections=4 --requests=16 "$tmpdir/src" "$uri" ||
   fail "nbdcopy of unchanged protected bytes failed"
 cmp "$tmpdir/src" "$disk" || fail "nbdcopy: the disk is not the source"
 printf '\001' | dd of="$tmpdir/src" bs=1 seek=$((0x1ffff0)) conv=notrunc status=none
-expect_fail t nbdcopy --connections=4 "$tmpdir/src" "$uri" 2> /dev/null
+expect_fail t nbdcopy --threads=4 --connections=4 "$tmpdir/src" "$uri" 2> /dev/null
 [ "$(od -An -tx1 -j $((0x1ffff0)) -N1 "$disk" | tr -d ' ')" != 01 ] ||
   fail "nbdcopy changed a protected byte"
 stop_server
