@@ -105,7 +105,8 @@ start exit-when-script="$tmpdir/check" exit-when-poll=1
 started
 touch "$tmpdir/bad"
 still_running 2.5 "script exited 3"
-grep -q "exit status 3" "$tmpdir/log" || { cat "$tmpdir/log"; fail "status 3 was not logged"; }
+grep -q "exit status 3" "$tmpdir/log" ||
+  { cat "$tmpdir/log"; fail "status 3 was not logged"; }
 rm "$tmpdir/bad"
 touch "$tmpdir/go"
 exits_within 10

@@ -25,7 +25,8 @@ want="allowed|unix pid=$pid uid=$uid gid=$gid|allow=uid:$uid"
 grep -qxF "$want" "$tmpdir/unix" || fail "no probe: $want"
 [ "$(grep -c '^allowed|' "$tmpdir/unix")" -eq 1 ] ||
   fail "ip_allowed did not fire exactly once"
-! grep -q '^refused|' "$tmpdir/unix" || fail "ip_refused fired for a client let in"
+! grep -q '^refused|' "$tmpdir/unix" ||
+  fail "ip_refused fired for a client let in"
 stop_server
 
 # Refused, on TCP: the client's source port is in the peer string.
@@ -36,4 +37,5 @@ trace_stop
 cat "$tmpdir/tcp"
 grep -Eqx 'refused\|127\.0\.0\.1:[0-9]+\|deny=127\.0\.0\.0/8' "$tmpdir/tcp" ||
   fail "no ip_refused for 127.0.0.1 naming deny=127.0.0.0/8"
-! grep -q '^allowed|' "$tmpdir/tcp" || fail "ip_allowed fired for a refused client"
+! grep -q '^allowed|' "$tmpdir/tcp" ||
+  fail "ip_allowed fired for a refused client"

@@ -76,8 +76,8 @@ t nbdcopy --threads=4 --connections=4 --requests=16 "$uri" "$tmpdir/dst"
 cmp "$tmpdir/src" "$tmpdir/dst" || fail "nbdcopy through limit=4: data differs"
 stop_server
 start_server --filter=limit memory 8M limit=3
-expect_fail t nbdcopy --threads=4 --connections=4 --requests=16 "$tmpdir/src" "$uri" \
-  2> /dev/null
+expect_fail t nbdcopy --threads=4 --connections=4 --requests=16 \
+  "$tmpdir/src" "$uri" 2> /dev/null
 stop_server
 
 # limit=0: no limit.

@@ -54,7 +54,8 @@ names = []
 h.opt_list(lambda n, d: names.append(n))
 assert names == [''], names
 "
-cmp -s "$disk" <(head -c 4M /dev/zero) || fail "a plaintext client changed the disk"
+cmp -s "$disk" <(head -c 4M /dev/zero) ||
+  fail "a plaintext client changed the disk"
 
 # X.509: the plugin, writable, 4M.
 t nbdsh -c "
@@ -113,8 +114,9 @@ if [ -f "$debian_plugindir/nbdkit-sh-plugin.so" ]; then
     "$tmpdir/one.sh" --run true > "$tmpdir/err" 2>&1
   status=$?
   set -e
-  [ "$status" -eq 1 ] && grep -q "tls-fallback: error: .*one connection at a time" \
-    "$tmpdir/err" || { cat "$tmpdir/err"; fail "SERIALIZE_CONNECTIONS not refused"; }
+  [ "$status" -eq 1 ] &&
+    grep -q "tls-fallback: error: .*one connection at a time" "$tmpdir/err" ||
+    { cat "$tmpdir/err"; fail "SERIALIZE_CONNECTIONS not refused"; }
 fi
 
 # An unknown parameter goes down to the plugin, which refuses it.
