@@ -115,6 +115,11 @@ NBDKIT_EXTERN_DECL (int, nbdkit_peer_name,
 NBDKIT_EXTERN_DECL (int64_t, nbdkit_peer_pid, (void));
 NBDKIT_EXTERN_DECL (int64_t, nbdkit_peer_uid, (void));
 NBDKIT_EXTERN_DECL (int64_t, nbdkit_peer_gid, (void));
+/* The client's security label (SO_PEERSEC: SELinux, Smack, AppArmor),
+ * as a malloc'd string the caller frees; NULL with an error (errno
+ * ENOPROTOOPT) where the kernel gives none.  As in later nbdkit.
+ */
+NBDKIT_EXTERN_DECL (char *, nbdkit_peer_security_context, (void));
 /* Who the client proved to be over TLS: the DN of its verified X.509
  * certificate or of the certificate's issuer, or (an extension of this
  * server) its PSK username.  Each returns a malloc'd string the caller

@@ -487,6 +487,43 @@ nbdkit_peer_gid (void)
   return peer_cred (&c) == -1 ? -1 : (int64_t) c.gid;
 }
 
+char *
+nbdkit_peer_security_context (void)
+{
+  struct connection *conn = conn_current ();
+  if (!conn) {
+    nbdkit_error ("no connection in this thread");
+    return NULL;
+  }
+  /* Labels are short; the kernel says how long if the guess is not. */
+  socklen_t len = 256;
+  for (int tries = 0; tries < 3; tries++) {
+    char *label = malloc (len + 1);
+    if (!label) {
+      nbdkit_error ("malloc: %m");
+      return NULL;
+    }
+    socklen_t got = len;
+    if (getsockopt (conn->sockin, SOL_SOCKET, SO_PEERSEC, label,
+                    &got) == 0) {
+      label[got < len ? got : len] = '\0';
+      return label;
+    }
+    int err = errno;
+    free (label);
+    if (err != ERANGE || got <= len) {
+      errno = err;
+      nbdkit_error ("getsockopt: SO_PEERSEC: %m");
+      errno = err;
+      return NULL;
+    }
+    len = got;
+  }
+  nbdkit_error ("getsockopt: SO_PEERSEC: label keeps growing");
+  errno = ERANGE;
+  return NULL;
+}
+
 void
 nbdkit_shutdown (void)
 {
