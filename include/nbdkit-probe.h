@@ -9,6 +9,13 @@
  *   NBDKIT_PROBE (myplugin_cache_hit, offset, count);
  *
  * Arguments should be integers or C strings, at most 12 of them.
+ * Pass a local variable or an expression, not a global variable as it
+ * is: in a shared object the compiler may describe a global's location
+ * relative to %rip (8@name(%rip)), which tracers read wrongly from a
+ * .so.  Copy it to a local first:
+ *
+ *   uint64_t n = served;          (a global)
+ *   NBDKIT_PROBE (myfilter_exit, n);
  *
  * A probe whose arguments are costly to compute can be guarded by a
  * semaphore that the kernel raises while a tracer is attached.  Define
