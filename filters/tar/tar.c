@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include <nbdkit-filter.h>
+#include <nbdkit-probe.h>
 
 #include "checked-overflow.h"
 #include "cleanup.h"
@@ -571,6 +572,16 @@ tar_prepare (nbdkit_next *next, void *handle, int readonly)
     if (tar_find (next, &entry_offset, &entry_size) == -1)
       return -1;
     found = true;
+    {
+      /* Globals would be passed to the probe as %rip-relative memory
+       * operands, which tracers cannot read in a shared object: hand
+       * it registers instead.
+       */
+      uint64_t off = entry_offset, size = entry_size;
+      const char *name = entry;
+      __asm__ ("" : "+r" (off), "+r" (size), "+r" (name));
+      NBDKIT_PROBE (tar_entry_found, off, size, name);
+    }
     nbdkit_debug ("tar: %s found at offset %" PRIu64 ", size %" PRIu64,
                   entry, entry_offset, entry_size);
   }
