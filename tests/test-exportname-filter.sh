@@ -18,16 +18,16 @@ for f in file1 file2 file3; do
   printf '%-512s' "this is $f" > "$dir/$f"
 done
 
-cat > "$tmpdir/names" <<EOF
-#!/bin/bash
+cat > "$tmpdir/names" <<'EOF'
+#!/bin/sh
 # The list (NBD_OPT_LIST: names and descriptions), then for each name:
 # opened (with its description and first bytes) or refused.
-base="nbd+unix:///"
-sock="\${1#*\\?}"
-URI="\$1" nbdsh -c '
+URI="$1" nbdsh -c '
 import os
+uri = os.environ["URI"]
+sock = uri.split("socket=", 1)[1]
 h.set_opt_mode(True)
-h.connect_uri(os.environ["URI"])
+h.connect_uri(uri)
 def seen(name, desc):
     print("listed", repr(name), repr(desc))
 try:
@@ -35,19 +35,22 @@ try:
 except nbd.Error:
     print("list refused")
 h.opt_abort()
+for n in ("", "file1", "file2", "file3", "nosuch"):
+    x = nbd.NBD()
+    x.set_full_info(True)
+    x.set_export_name(n)
+    try:
+        x.connect_unix(sock)
+    except nbd.Error:
+        print("open %r refused" % n)
+        continue
+    try:
+        d = x.get_export_description()
+    except nbd.Error:
+        d = None
+    print("open %r -> %r %s" % (n, d, x.pread(16, 0).decode().strip()))
+    x.shutdown()
 '
-for n in "" file1 file2 file3 nosuch; do
-  if nbdinfo --json "\$base\$n?\$sock" > $tmpdir/info.json 2>/dev/null; then
-    /usr/bin/python3 -c '
-import json, sys
-e = json.load(open(sys.argv[1]))["exports"][0]
-print("open", repr(sys.argv[2]), "->", repr(e.get("description")), end=" ")
-' $tmpdir/info.json "\$n"
-    nbdsh -u "\$base\$n?\$sock" -c 'print(h.pread(16, 0).decode().strip())'
-  else
-    echo "open '\$n' refused"
-  fi
-done
 EOF
 chmod +x "$tmpdir/names"
 

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # --filter=nozero, every zeromode with every fastzeromode: what the
 # client is offered (can_zero, can_fast_zero), what each kind of zero
-# request gets (plain, FUA, NO_HOLE, FAST_ZERO, and a 32 MiB one), and
+# request gets (plain, FUA, NO_HOLE, FAST_ZERO, and an 8 MiB one), and
 # what reaches the plugin, logged by Debian's log filter placed under
 # ours (writes or zeroes, with their trim/fua/fast flags), must be the
 # same as Debian's nbdkit running its own nozero filter over the same
@@ -17,12 +17,9 @@ cat > "$tmpdir/zeroes" <<EOF
 #!/bin/bash
 set -e
 uri="\$1"
-nbdinfo --json "\$uri" | /usr/bin/python3 -c '
-import json, sys
-e = json.load(sys.stdin)["exports"][0]
-print("can_zero", e["can_zero"], "can_fast_zero", e["can_fast_zero"])'
 nbdsh -u "\$uri" -c '
 import hashlib
+print("can_zero", h.can_zero(), "can_fast_zero", h.can_fast_zero())
 h.pwrite(b"x" * 4194304, 0)
 for name, fl in (("plain", 0), ("fua", nbd.CMD_FLAG_FUA),
                  ("no-hole", nbd.CMD_FLAG_NO_HOLE),
@@ -34,7 +31,7 @@ for name, fl in (("plain", 0), ("fua", nbd.CMD_FLAG_FUA),
     except nbd.Error as e:
         print(name, "error", e.errno)
 if h.can_zero():
-    h.zero(32 * 1024 * 1024, 4194304)
+    h.zero(8 * 1024 * 1024, 4194304)
 print("sha256", hashlib.sha256(h.pread(8 * 1024 * 1024, 0)).hexdigest())
 '
 # What reached the plugin: calls and their flags, without timestamps.
@@ -45,21 +42,19 @@ chmod +x "$tmpdir/zeroes"
 for zm in none emulate notrim plugin; do
   for fzm in default slow ignore none; do
     compare_own "nozero-$zm-$fzm" "$tmpdir/zeroes" --filter=nozero \
-      "$logfilter" memory 40M logfile="$log" zeromode=$zm fastzeromode=$fzm
+      "$logfilter" memory 16M logfile="$log" zeromode=$zm fastzeromode=$fzm
+    cp "$ours" "$tmpdir/$zm-$fzm"
   done
 done
 # Some of what the comparison holds, spelled out (a check of the test).
-compare_own nozero-check "$tmpdir/zeroes" --filter=nozero "$logfilter" \
-  memory 40M logfile="$log" zeromode=notrim fastzeromode=ignore
-expect_in nozero-notrim-trim "$ours" \
+expect_in nozero-notrim-trim "$tmpdir/notrim-ignore" \
   '^Zero id=[0-9]+ offset=0x50000 count=0x10000 trim=0 fua=0 fast=0'
-expect_in nozero-ignore-fast "$ours" '^fast ok$'
-compare_own nozero-check2 "$tmpdir/zeroes" --filter=nozero "$logfilter" \
-  memory 40M logfile="$log" zeromode=emulate
-expect_in nozero-emulate-writes "$ours" \
-  '^Write id=[0-9]+ offset=0x400000 count=0x2000000 fua=0'
-expect_in nozero-emulate-fast "$ours" '^fast error ENOTSUP$'
-compare_own nozero-default "$tmpdir/zeroes" --filter=nozero memory 40M \
+expect_in nozero-ignore-fast "$tmpdir/notrim-ignore" '^fast ok$'
+expect_in nozero-emulate-writes "$tmpdir/emulate-default" \
+  '^Write id=[0-9]+ offset=0x400000 count=0x800000 fua=0'
+expect_in nozero-emulate-fast "$tmpdir/emulate-default" \
+  '^fast error ENOTSUP$'
+compare_own nozero-default "$tmpdir/zeroes" --filter=nozero memory 16M \
   logfile="$log" "$logfilter"
 expect_in nozero-default-none "$ours" '^can_zero False can_fast_zero False$'
 
