@@ -321,7 +321,8 @@ nbdkit_read_password (const char *value, char **password)
       fprintf (stderr, "\n");
     }
     if (r == -1) {
-      nbdkit_error ("could not read password from stdin");
+      nbdkit_error ("%scould not read password from stdin",
+                    param_of (value));
       free (line);
       return -1;
     }
@@ -335,7 +336,8 @@ nbdkit_read_password (const char *value, char **password)
     if (nbdkit_parse_int ("password file descriptor", &value[1], &fd) == -1)
       return -1;
     if (fd <= 2) {
-      nbdkit_error ("password=-FD: cannot use stdin, stdout or stderr");
+      nbdkit_error ("%s-FD: cannot use stdin, stdout or stderr",
+                    param_of (value));
       return -1;
     }
     int r = read_password_fd (fd, password);
@@ -345,7 +347,7 @@ nbdkit_read_password (const char *value, char **password)
   if (value[0] == '+') {
     int fd = open (&value[1], O_RDONLY | O_CLOEXEC);
     if (fd == -1) {
-      nbdkit_error ("open: %s: %m", &value[1]);
+      nbdkit_error ("%sopen: %s: %m", param_of (value), &value[1]);
       return -1;
     }
     int r = read_password_fd (fd, password);

@@ -29,3 +29,10 @@ check '^nbdkit: memory: error: size: size 99999999999999999999 is too large$' \
   memory size=99999999999999999999
 check "^nbdkit: null: error: unknown parameter 'bogus'\$" \
   --filter=offset null 1M bogus=1
+# nbdkit_read_password's errors name the parameter too (Debian's curl
+# plugin reads password= with it).
+curl=/usr/lib/x86_64-linux-gnu/nbdkit/plugins/nbdkit-curl-plugin.so
+if [ -f "$curl" ]; then
+  check '^nbdkit: curl: error: password: open: /nonexistent/pw: No such file or directory$' \
+    "$curl" url=http://127.0.0.1:1/x password=+/nonexistent/pw
+fi
