@@ -353,7 +353,8 @@ copy_up (nbdkit_next *next, uint64_t blk, uint8_t *bounce, int *err)
     return 0;
   if (store_block_locked (blk, bounce, err) == -1)
     return -1;
-  NBDKIT_PROBE (cow_copy_up, blk << cow.shift, cow.blksize, blk);
+  NBDKIT_PROBE (cow_copy_up, blk << cow.shift, UINT64_C (1) << cow.shift,
+                blk);
   return 0;
 }
 
@@ -394,7 +395,8 @@ write_part (nbdkit_next *next, uint64_t blk, uint64_t blkoffs,
   if (now == BLK_TRIMMED)
     memset (block, 0, cow.blksize);
   else
-    NBDKIT_PROBE (cow_copy_up, blk << cow.shift, cow.blksize, blk);
+    NBDKIT_PROBE (cow_copy_up, blk << cow.shift, UINT64_C (1) << cow.shift,
+                blk);
   memcpy (block + blkoffs, buf, count);
   return store_block_locked (blk, block, err);
 }
