@@ -33,6 +33,11 @@ compare_own "cache write 4K" write --filter=cache file "$disk" \
 compare_own "cache write max-size" write --filter=cache file "$disk" \
   cache-max-size=1M cache-on-read=true
 
+# Stacked with cow (both ours against both Debian's).
+compare_own "cache under cow" write --filter=cow --filter=cache file "$disk" \
+  cache-on-read=true
+compare_own "cache over cow" write --filter=cache --filter=cow file "$disk"
+
 # Where Debian's cache filter gives wrong bytes, the right answer is
 # the plugin's own, with no filter: compare_plain LABEL PROBE FILTER-ARGS
 # runs our server with --filter=cache FILTER-ARGS and Debian's with the

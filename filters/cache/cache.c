@@ -396,15 +396,10 @@ cache_can_fua (nbdkit_next *next, void *handle)
   return NBDKIT_FUA_NATIVE;
 }
 
-static int
-cache_can_zero (nbdkit_next *next, void *handle)
-{
-  return NBDKIT_ZERO_NATIVE;
-}
-
 /* Zeroes never go to the plugin as a fast zero, so a fast zero fails
  * at once (ENOTSUP) and the client writes them: the answer is "yes,
- * ask".
+ * ask".  (Whether zero is offered at all is the plugin's answer, as in
+ * nbdkit, though the filter stores zeroes itself.)
  */
 static int
 cache_can_fast_zero (nbdkit_next *next, void *handle)
@@ -919,7 +914,6 @@ static struct nbdkit_filter filter = {
   .block_size        = cache_block_size,
   .can_flush         = cache_can_flush,
   .can_fua           = cache_can_fua,
-  .can_zero          = cache_can_zero,
   .can_fast_zero     = cache_can_fast_zero,
   .can_cache         = cache_can_cache,
   .can_multi_conn    = cache_can_multi_conn,
