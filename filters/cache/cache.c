@@ -34,6 +34,9 @@
  * an older one.  reclaim_lock is only ever tried, never waited for: one
  * thread sweeps at a time, taking stripes one by one.  size_lock guards
  * creating the store and bitmaps at the first connection.
+ *
+ * This file holds the callbacks, reads, fills and writes; writeback.c
+ * writes dirty blocks back and evicts; cache.h is the state they share.
  */
 #include <config.h>
 
@@ -51,101 +54,18 @@
 
 #include "allocator.h"
 #include "bitmap.h"
+#include "cache.h"
 #include "cleanup.h"
 #include "ispowerof2.h"
 #include "minmax.h"
 #include "rounding.h"
 
-#define NR_STRIPES 1024
-
-enum blk_state { NOT_CACHED = 0, CLEAN = 1, DIRTY = 2 };
-enum cache_mode { WRITEBACK, WRITETHROUGH, UNSAFE };
-
-struct cache {
-  /* Parameters: set by config, read-only afterwards. */
-  enum cache_mode mode;
-  uint64_t blksize;
-  unsigned shift;               /* log2 (blksize) */
-  int64_t max_size;             /* -1: no limit */
-  unsigned high, low;           /* thresholds, % of max_size */
-  bool on_read;
-  char *on_read_path;           /* cache-on-read=/PATH, or NULL */
-
-  uint8_t *zeroes;              /* blksize zero bytes, from get_ready */
-  pthread_mutex_t stripes[NR_STRIPES];
-  uint64_t gens[NR_STRIPES];    /* each under its stripe */
-
-  pthread_mutex_t size_lock;
-  bool sized;                   /* under size_lock; then read-only */
-  uint64_t size;                /* the plugin's size, once sized */
-  struct allocator *store;      /* whole blocks: ROUND_UP (size) bytes */
-  struct bitmap state;          /* enum blk_state, under the stripes */
-  struct bitmap accessed;       /* 1 if used since the hand passed */
-  uint64_t nr_cached;           /* CLEAN + DIRTY blocks, atomic */
-  uint64_t nr_dirty;            /* DIRTY blocks, atomic */
-
-  pthread_mutex_t reclaim_lock; /* only tried: one sweeper at a time */
-  uint64_t hand;                /* under reclaim_lock */
-};
-
-static struct cache cache = {
+struct cache cache = {
   .mode = WRITEBACK, .blksize = 65536, .shift = 16,
   .max_size = -1, .high = 95, .low = 80,
   .size_lock = PTHREAD_MUTEX_INITIALIZER,
   .reclaim_lock = PTHREAD_MUTEX_INITIALIZER,
 };
-
-static pthread_mutex_t *
-stripe (uint64_t blk)
-{
-  return &cache.stripes[(blk >> 3) % NR_STRIPES];
-}
-
-static uint64_t *
-gen (uint64_t blk)
-{
-  return &cache.gens[(blk >> 3) % NR_STRIPES];
-}
-
-static uint64_t
-blk_offset (uint64_t blk)
-{
-  return blk << cache.shift;
-}
-
-/* The plugin's bytes in block BLK (the last block may be short). */
-static uint32_t
-blk_len (uint64_t blk)
-{
-  return MIN (cache.blksize, cache.size - blk_offset (blk));
-}
-
-/* Change block BLK's state, keeping the counts; under its stripe. */
-static void
-set_state_locked (uint64_t blk, enum blk_state st)
-{
-  enum blk_state old = bitmap_get_blk (&cache.state, blk);
-  if (old == st)
-    return;
-  bitmap_set_blk (&cache.state, blk, st);
-  int64_t cached = (st != NOT_CACHED) - (old != NOT_CACHED);
-  int64_t dirty = (st == DIRTY) - (old == DIRTY);
-  __atomic_add_fetch (&cache.nr_cached, cached, __ATOMIC_RELAXED);
-  __atomic_add_fetch (&cache.nr_dirty, dirty, __ATOMIC_RELAXED);
-  if (st != NOT_CACHED)
-    bitmap_set_blk (&cache.accessed, blk, 1);
-}
-
-/* Block BLK's state; a cached block counts as used if TOUCH. */
-static enum blk_state
-get_state (uint64_t blk, bool touch)
-{
-  LOCK_FOR_SCOPE (stripe (blk));
-  enum blk_state st = bitmap_get_blk (&cache.state, blk);
-  if (touch && st != NOT_CACHED)
-    bitmap_set_blk (&cache.accessed, blk, 1);
-  return st;
-}
 
 static bool
 fill_on_read (void)
@@ -153,17 +73,6 @@ fill_on_read (void)
   if (cache.on_read_path)
     return access (cache.on_read_path, F_OK) == 0;
   return cache.on_read;
-}
-
-static uint8_t *
-alloc_block (int *err)
-{
-  uint8_t *p = malloc (cache.blksize);
-  if (p == NULL) {
-    *err = errno;
-    nbdkit_error ("malloc: %m");
-  }
-  return p;
 }
 
 static int
@@ -420,87 +329,6 @@ cache_can_multi_conn (nbdkit_next *next, void *handle)
   return 1;
 }
 
-/* --- Write-back and eviction -------------------------------------- */
-
-/* Write DIRTY block BLK to the plugin (with FLAGS: FUA or 0) and make
- * it CLEAN; under its stripe.  BOUNCE is blksize bytes.
- */
-static int
-writeback_locked (nbdkit_next *next, uint64_t blk, uint8_t *bounce,
-                  uint32_t flags, int *err)
-{
-  uint32_t n = blk_len (blk);
-  allocator_read (cache.store, bounce, n, blk_offset (blk));
-  ++*gen (blk);
-  if (next->pwrite (next, bounce, n, blk_offset (blk), flags, err) == -1)
-    return -1;
-  ++*gen (blk);
-  set_state_locked (blk, CLEAN);
-  return 0;
-}
-
-/* Drop cached block BLK, writing it back first if DIRTY; under its
- * stripe.
- */
-static int
-evict_locked (nbdkit_next *next, uint64_t blk, uint8_t *bounce, int *err)
-{
-  enum blk_state st = bitmap_get_blk (&cache.state, blk);
-  if (st == DIRTY && writeback_locked (next, blk, bounce, 0, err) == -1)
-    return -1;
-  allocator_zero (cache.store, cache.blksize, blk_offset (blk));
-  set_state_locked (blk, NOT_CACHED);
-  ++*gen (blk);
-  NBDKIT_PROBE (cache_evict, blk_offset (blk), UINT64_C (1) << cache.shift,
-                blk, st == DIRTY);
-  return 0;
-}
-
-static bool
-over (unsigned percent)
-{
-  uint64_t bytes = __atomic_load_n (&cache.nr_cached, __ATOMIC_RELAXED)
-    << cache.shift;
-  return bytes > (uint64_t) cache.max_size / 100 * percent;
-}
-
-/* Once the cache is above the high threshold, one thread sweeps the
- * clock hand until it is below the low one: a block used since the
- * hand last passed gets another round, others are evicted.  Two full
- * turns always suffice (the first clears every accessed bit).
- * Failures to write back leave the block DIRTY; the request that
- * triggered the sweep does not fail for them.
- */
-static void
-maybe_reclaim (nbdkit_next *next)
-{
-  if (cache.max_size == -1 || !over (cache.high))
-    return;
-  if (pthread_mutex_trylock (&cache.reclaim_lock) != 0)
-    return;
-  int err = 0;
-  uint8_t *bounce = alloc_block (&err);
-  uint64_t nr_blocks = cache.state.nr_blocks;
-  for (uint64_t i = 0;
-       bounce && nr_blocks && i < 2 * nr_blocks && over (cache.low);
-       ++i) {
-    uint64_t blk = cache.hand;
-    cache.hand = (cache.hand + 1) % nr_blocks;
-    LOCK_FOR_SCOPE (stripe (blk));
-    if (bitmap_get_blk (&cache.state, blk) == NOT_CACHED)
-      continue;
-    if (bitmap_get_blk (&cache.accessed, blk)) {
-      bitmap_set_blk (&cache.accessed, blk, 0);
-      continue;
-    }
-    if (evict_locked (next, blk, bounce, &err) == -1)
-      nbdkit_debug ("cache: evicting block %" PRIu64 ": %s", blk,
-                    strerror (err));
-  }
-  free (bounce);
-  pthread_mutex_unlock (&cache.reclaim_lock);
-}
-
 /* --- Filling ------------------------------------------------------ */
 
 /* Block BLK's current bytes into BUF (blksize bytes): from the cache,
@@ -558,7 +386,7 @@ fill_range (nbdkit_next *next, uint8_t *buf, uint32_t count,
     }
     offset += n;
     count -= n;
-    maybe_reclaim (next);
+    wb_maybe_reclaim (next);
   }
   return 0;
 }
@@ -676,7 +504,7 @@ write_back_range (nbdkit_next *next, const uint8_t *buf, uint32_t count,
       buf += n;
     offset += n;
     count -= n;
-    maybe_reclaim (next);
+    wb_maybe_reclaim (next);
   }
   return 0;
 }
@@ -766,7 +594,7 @@ write_through_range (nbdkit_next *next, const uint8_t *buf, uint32_t count,
     LOCK_FOR_SCOPE (stripe (blk));
     /* Not DIRTY: another request wrote it back (or evicted it) since. */
     if (bitmap_get_blk (&cache.state, blk) == DIRTY &&
-        writeback_locked (next, blk, bounce, f, err) == -1)
+        wb_writeback_locked (next, blk, bounce, f, err) == -1)
       return -1;
   }
   if (flush)
@@ -825,24 +653,9 @@ cache_flush (nbdkit_next *next, void *handle, uint32_t flags, int *err)
   if (cache.mode == UNSAFE)
     return 0;
 
-  uint64_t written = 0;
-  if (__atomic_load_n (&cache.nr_dirty, __ATOMIC_RELAXED) > 0) {
-    CLEANUP_FREE uint8_t *bounce = alloc_block (err);
-    if (bounce == NULL)
-      return -1;
-    uint64_t nr_blocks = cache.state.nr_blocks;
-    for (uint64_t blk = 0; blk < nr_blocks; ++blk) {
-      if ((blk & 7) == 0 &&
-          __atomic_load_n (&cache.nr_dirty, __ATOMIC_RELAXED) == 0)
-        break;
-      LOCK_FOR_SCOPE (stripe (blk));
-      if (bitmap_get_blk (&cache.state, blk) != DIRTY)
-        continue;
-      if (writeback_locked (next, blk, bounce, 0, err) == -1)
-        return -1;
-      ++written;
-    }
-  }
+  uint64_t written;
+  if (wb_flush_dirty (next, &written, err) == -1)
+    return -1;
   NBDKIT_PROBE (cache_flush, written, written << cache.shift);
   if (next->can_flush (next) > 0)
     return next->flush (next, 0, err);
