@@ -1,2 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # Tests of the cow filter, included by tests/Makefile.am.
+TESTS += test-cow-filter.sh
+TESTS += test-cow-filter-parallel.sh
+TESTS += test-cow-filter-probes.sh

@@ -1,0 +1,742 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
+/* The cache filter: keeps blocks of the plugin's disk in memory so that
+ * reads and writes reach the plugin less often.
+ *
+ * Each block is in one of three states (a 2-bit bitmap):
+ *   NOT_CACHED  only the plugin holds it
+ *   CLEAN       the store holds the same bytes as the plugin
+ *   DIRTY       the store holds bytes the plugin has not got yet
+ * cache=writeback (and unsafe) writes make blocks DIRTY; flush (or
+ * eviction) writes them to the plugin.  cache=writethrough, and a FUA
+ * write in writeback mode, write the plugin at once and update the
+ * cached copy.  Reads of NOT_CACHED blocks go to the plugin (and, with
+ * cache-on-read, fill the cache); cache requests fill it.  With
+ * cache-max-size, a clock sweep over an "accessed" bit per block evicts
+ * blocks not used since the hand last passed (an approximation of
+ * least-recently-used), writing dirty ones back first.
+ *
+ * The cached bytes live in a sparse page store from common/allocators
+ * (memory only for blocks cached), not in nbdkit's temporary file in
+ * $TMPDIR: a file's write path on every request costs several times a
+ * copy into memory.
+ *
+ * Locking: nothing global.  Block BLK's state and accessed bits, its
+ * stored bytes while they are written, and gens[] of its stripe are
+ * guarded by stripes[(BLK >> 3) % NR_STRIPES] (eight neighbouring
+ * blocks share a stripe, so bitmap bytes shared between blocks share a
+ * lock).  Reads of the plugin are made without any lock: a reader that
+ * wants to fill a block notes its stripe's generation, reads, and
+ * stores the block only if it is still NOT_CACHED and the generation
+ * has not moved (every change to the plugin's bytes, by write-through,
+ * trim, zero, write-back or eviction, bumps it before and after).
+ * Writing a DIRTY block back holds its stripe across the plugin's
+ * pwrite, so that a later write-back of newer bytes cannot be passed by
+ * an older one.  reclaim_lock is only ever tried, never waited for: one
+ * thread sweeps at a time, taking stripes one by one.  size_lock guards
+ * creating the store and bitmaps at the first connection.
+ *
+ * This file holds the callbacks, reads, fills and writes; writeback.c
+ * writes dirty blocks back and evicts; cache.h is the state they share.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <nbdkit-filter.h>
+#include <nbdkit-probe.h>
+
+#include "allocator.h"
+#include "bitmap.h"
+#include "cache.h"
+#include "cleanup.h"
+#include "ispowerof2.h"
+#include "minmax.h"
+#include "rounding.h"
+
+struct cache cache = {
+  .mode = WRITEBACK, .blksize = 65536, .shift = 16,
+  .max_size = -1, .high = 95, .low = 80,
+  .size_lock = PTHREAD_MUTEX_INITIALIZER,
+  .reclaim_lock = PTHREAD_MUTEX_INITIALIZER,
+};
+
+static bool
+fill_on_read (void)
+{
+  if (cache.on_read_path)
+    return access (cache.on_read_path, F_OK) == 0;
+  return cache.on_read;
+}
+
+static int
+store_write (const void *buf, uint32_t count, uint64_t offset, int *err)
+{
+  if (allocator_write (cache.store, buf, count, offset) == -1) {
+    *err = errno;
+    nbdkit_error ("cache: storing a block: %m");
+    return -1;
+  }
+  return 0;
+}
+
+/* The plugin's block BLK into BUF, zero past the plugin's end. */
+static int
+plugin_block (nbdkit_next *next, uint64_t blk, uint8_t *buf, int *err)
+{
+  uint32_t n = blk_len (blk);
+  if (next->pread (next, buf, n, blk_offset (blk), 0, err) == -1)
+    return -1;
+  memset (buf + n, 0, cache.blksize - n);
+  return 0;
+}
+
+/* --- Loading and parameters --------------------------------------- */
+
+static void
+cache_load (void)
+{
+  for (size_t i = 0; i < NR_STRIPES; ++i)
+    pthread_mutex_init (&cache.stripes[i], NULL);
+}
+
+static void
+cache_unload (void)
+{
+  allocator_destroy (cache.store);
+  free (cache.zeroes);
+  free (cache.on_read_path);
+  bitmap_free (&cache.state);
+  bitmap_free (&cache.accessed);
+  for (size_t i = 0; i < NR_STRIPES; ++i)
+    pthread_mutex_destroy (&cache.stripes[i]);
+}
+
+static int
+parse_percent (const char *key, const char *value, unsigned *r)
+{
+  if (nbdkit_parse_unsigned (key, value, r) == -1)
+    return -1;
+  if (*r == 0 || *r > 100) {
+    nbdkit_error ("%s=%s: must be a percentage from 1 to 100", key, value);
+    return -1;
+  }
+  return 0;
+}
+
+static int
+cache_config (nbdkit_next_config *next, nbdkit_backend *nxdata,
+              const char *key, const char *value)
+{
+  if (strcmp (key, "cache") == 0) {
+    if (strcmp (value, "writeback") == 0)
+      cache.mode = WRITEBACK;
+    else if (strcmp (value, "writethrough") == 0)
+      cache.mode = WRITETHROUGH;
+    else if (strcmp (value, "unsafe") == 0)
+      cache.mode = UNSAFE;
+    else {
+      nbdkit_error ("cache=%s: must be writeback, writethrough or unsafe",
+                    value);
+      return -1;
+    }
+    return 0;
+  }
+  if (strcmp (key, "cache-min-block-size") == 0) {
+    int64_t r = nbdkit_parse_size (value);
+    if (r == -1)
+      return -1;
+    if (r < 4096 || r > UINT32_MAX / 2 + 1 || !is_power_of_2 (r)) {
+      nbdkit_error ("cache-min-block-size=%s: must be a power of 2 from "
+                    "4096 to 2G", value);
+      return -1;
+    }
+    cache.blksize = r;
+    cache.shift = log_2_bits (r);
+    return 0;
+  }
+  if (strcmp (key, "cache-max-size") == 0) {
+    int64_t r = nbdkit_parse_size (value);
+    if (r == -1)
+      return -1;
+    /* Below this, eviction would churn for no gain. */
+    if (r < 1024 * 1024) {
+      nbdkit_error ("cache-max-size=%s: too small (at least 1M)", value);
+      return -1;
+    }
+    cache.max_size = r;
+    return 0;
+  }
+  if (strcmp (key, "cache-high-threshold") == 0)
+    return parse_percent (key, value, &cache.high);
+  if (strcmp (key, "cache-low-threshold") == 0)
+    return parse_percent (key, value, &cache.low);
+  if (strcmp (key, "cache-on-read") == 0) {
+    if (value[0] == '/') {
+      free (cache.on_read_path);
+      cache.on_read_path = strdup (value);
+      if (cache.on_read_path == NULL) {
+        nbdkit_error ("cache-on-read: strdup: %m");
+        return -1;
+      }
+      return 0;
+    }
+    int r = nbdkit_parse_bool (value);
+    if (r == -1)
+      return -1;
+    free (cache.on_read_path);
+    cache.on_read_path = NULL;
+    cache.on_read = r;
+    return 0;
+  }
+  return next (nxdata, key, value);
+}
+
+static int
+cache_config_complete (nbdkit_next_config_complete *next,
+                       nbdkit_backend *nxdata)
+{
+  if (cache.low >= cache.high) {
+    nbdkit_error ("cache-low-threshold (%u) must be below "
+                  "cache-high-threshold (%u)", cache.low, cache.high);
+    return -1;
+  }
+  return next (nxdata);
+}
+
+#define cache_config_help \
+  "cache=MODE                 writeback (default), writethrough or unsafe.\n" \
+  "cache-min-block-size=SIZE  Cache block size (default 64K).\n" \
+  "cache-max-size=SIZE        Limit the cache to SIZE bytes.\n" \
+  "cache-high-threshold=PCT   Start evicting at PCT% of the limit (95).\n" \
+  "cache-low-threshold=PCT    Stop evicting at PCT% of the limit (80).\n" \
+  "cache-on-read=BOOL|/PATH   Keep what is read in the cache too."
+
+static int
+cache_get_ready (int thread_model)
+{
+  if (bitmap_init (&cache.state, cache.blksize, 2) == -1 ||
+      bitmap_init (&cache.accessed, cache.blksize, 1) == -1) {
+    nbdkit_error ("bitmap_init: %m");
+    return -1;
+  }
+  cache.zeroes = calloc (1, cache.blksize);
+  if (cache.zeroes == NULL) {
+    nbdkit_error ("calloc: %m");
+    return -1;
+  }
+  return 0;
+}
+
+static int
+cache_thread_model (void)
+{
+  return NBDKIT_THREAD_MODEL_PARALLEL;
+}
+
+/* Size the store and bitmaps at the first connection; later ones
+ * must agree.
+ */
+static int
+cache_prepare (nbdkit_next *next, void *handle, int readonly)
+{
+  int64_t size = next->get_size (next);
+  if (size == -1)
+    return -1;
+  LOCK_FOR_SCOPE (&cache.size_lock);
+  if (cache.sized) {
+    if ((uint64_t) size != cache.size) {
+      nbdkit_error ("cache: the plugin's size changed from %" PRIu64
+                    " to %" PRIi64 ", which this filter cannot follow",
+                    cache.size, size);
+      return -1;
+    }
+    return 0;
+  }
+  uint64_t room = ROUND_UP ((uint64_t) size, cache.blksize);
+  if (room > INT64_MAX) {
+    nbdkit_error ("cache: the plugin's size %" PRIi64 " is too large", size);
+    return -1;
+  }
+  if (bitmap_resize (&cache.state, size) == -1 ||
+      bitmap_resize (&cache.accessed, size) == -1) {
+    nbdkit_error ("cache: bitmaps for %" PRIi64 " bytes: %m", size);
+    return -1;
+  }
+  const char *why;
+  cache.store = allocator_create ("sparse", room, nbdkit_debug, &why);
+  if (cache.store == NULL) {
+    nbdkit_error ("cache: creating the store: %s",
+                  why ? why : strerror (errno));
+    return -1;
+  }
+  cache.size = size;
+  cache.sized = true;
+  return 0;
+}
+
+static int
+cache_block_size (nbdkit_next *next, void *handle, uint32_t *minimum,
+                  uint32_t *preferred, uint32_t *maximum)
+{
+  if (next->block_size (next, minimum, preferred, maximum) == -1)
+    return -1;
+  *minimum = 1;
+  *preferred = MAX (*preferred, cache.blksize);
+  *maximum = 0xffffffff;
+  return 0;
+}
+
+static int
+cache_can_flush (nbdkit_next *next, void *handle)
+{
+  return 1;
+}
+
+static int
+cache_can_fua (nbdkit_next *next, void *handle)
+{
+  return NBDKIT_FUA_NATIVE;
+}
+
+/* Zeroes never go to the plugin as a fast zero, so a fast zero fails
+ * at once (ENOTSUP) and the client writes them: the answer is "yes,
+ * ask".  (Whether zero is offered at all is the plugin's answer, as in
+ * nbdkit, though the filter stores zeroes itself.)
+ */
+static int
+cache_can_fast_zero (nbdkit_next *next, void *handle)
+{
+  return 1;
+}
+
+static int
+cache_can_cache (nbdkit_next *next, void *handle)
+{
+  return NBDKIT_CACHE_NATIVE;
+}
+
+/* One cache shared by every connection. */
+static int
+cache_can_multi_conn (nbdkit_next *next, void *handle)
+{
+  return 1;
+}
+
+/* --- Filling ------------------------------------------------------ */
+
+/* Block BLK's current bytes into BUF (blksize bytes): from the cache,
+ * or from the plugin, then kept as CLEAN unless the block was cached
+ * or the plugin written meanwhile.
+ */
+static int
+fill_block (nbdkit_next *next, uint64_t blk, uint8_t *buf, int *err)
+{
+  uint64_t g;
+  {
+    LOCK_FOR_SCOPE (stripe (blk));
+    if (bitmap_get_blk (&cache.state, blk) != NOT_CACHED) {
+      bitmap_set_blk (&cache.accessed, blk, 1);
+      allocator_read (cache.store, buf, cache.blksize, blk_offset (blk));
+      return 0;
+    }
+    g = *gen (blk);
+  }
+  if (plugin_block (next, blk, buf, err) == -1)
+    return -1;
+  LOCK_FOR_SCOPE (stripe (blk));
+  enum blk_state st = bitmap_get_blk (&cache.state, blk);
+  if (st != NOT_CACHED)
+    allocator_read (cache.store, buf, cache.blksize, blk_offset (blk));
+  else if (*gen (blk) == g) {
+    if (store_write (buf, cache.blksize, blk_offset (blk), err) == -1)
+      return -1;
+    set_state_locked (blk, CLEAN);
+    NBDKIT_PROBE (cache_fill, blk_offset (blk), UINT64_C (1) << cache.shift,
+                  blk);
+  }
+  return 0;
+}
+
+/* Fill every block of [OFFSET, OFFSET + COUNT), copying the requested
+ * bytes to BUF if not NULL.
+ */
+static int
+fill_range (nbdkit_next *next, uint8_t *buf, uint32_t count,
+            uint64_t offset, int *err)
+{
+  CLEANUP_FREE uint8_t *block = alloc_block (err);
+  if (block == NULL)
+    return -1;
+  while (count > 0) {
+    uint64_t blk = offset >> cache.shift;
+    uint64_t blkoffs = offset & (cache.blksize - 1);
+    uint32_t n = MIN (cache.blksize - blkoffs, count);
+    if (fill_block (next, blk, block, err) == -1)
+      return -1;
+    if (buf) {
+      memcpy (buf, block + blkoffs, n);
+      buf += n;
+    }
+    offset += n;
+    count -= n;
+    wb_maybe_reclaim (next);
+  }
+  return 0;
+}
+
+/* The end of the run from OFFSET (at most END) of blocks whose state
+ * is cached (if CACHED) or not; used blocks are touched.
+ */
+static uint64_t
+run_end (bool cached, uint64_t offset, uint64_t end)
+{
+  uint64_t e = MIN (end, ((offset >> cache.shift) + 1) << cache.shift);
+  while (e < end && (get_state (e >> cache.shift, cached) != NOT_CACHED)
+         == cached)
+    e = MIN (end, e + cache.blksize);
+  return e;
+}
+
+static int
+cache_pread (nbdkit_next *next, void *handle, void *buf, uint32_t count,
+             uint64_t offset, uint32_t flags, int *err)
+{
+  uint8_t *p = buf;
+  uint64_t end = offset + count;
+  bool on_read = fill_on_read ();
+
+  while (offset < end) {
+    bool cached = get_state (offset >> cache.shift, true) != NOT_CACHED;
+    uint64_t e = run_end (cached, offset, end);
+    uint32_t n = e - offset;
+    if (cached) {
+      allocator_read (cache.store, p, n, offset);
+      NBDKIT_PROBE (cache_hit, offset, n);
+    }
+    else {
+      NBDKIT_PROBE (cache_miss, offset, n);
+      if (on_read) {
+        if (fill_range (next, p, n, offset, err) == -1)
+          return -1;
+      }
+      else if (next->pread (next, p, n, offset, 0, err) == -1)
+        return -1;
+    }
+    p += n;
+    offset = e;
+  }
+  return 0;
+}
+
+static int
+cache_cache (nbdkit_next *next, void *handle, uint32_t count,
+             uint64_t offset, uint32_t flags, int *err)
+{
+  return fill_range (next, NULL, count, offset, err);
+}
+
+/* --- Writing ------------------------------------------------------ */
+
+/* cache=writeback: COUNT bytes of BUF (zeroes if NULL) into the cache
+ * at byte BLKOFFS of block BLK, which becomes DIRTY.  A block not yet
+ * cached that is only partly written is read from the plugin first.
+ */
+static int
+write_back_block (nbdkit_next *next, uint64_t blk, uint64_t blkoffs,
+                  uint32_t count, const uint8_t *buf, int *err)
+{
+  uint64_t offset = blk_offset (blk) + blkoffs;
+  uint64_t g;
+  if (buf == NULL)
+    buf = cache.zeroes;
+  {
+    LOCK_FOR_SCOPE (stripe (blk));
+    if (count == cache.blksize ||
+        bitmap_get_blk (&cache.state, blk) != NOT_CACHED) {
+      if (store_write (buf, count, offset, err) == -1)
+        return -1;
+      set_state_locked (blk, DIRTY);
+      return 0;
+    }
+    g = *gen (blk);
+  }
+
+  CLEANUP_FREE uint8_t *block = alloc_block (err);
+  if (block == NULL || plugin_block (next, blk, block, err) == -1)
+    return -1;
+  LOCK_FOR_SCOPE (stripe (blk));
+  if (bitmap_get_blk (&cache.state, blk) == NOT_CACHED) {
+    /* The plugin changed under our read: read it again, holding the
+     * stripe this time (rare).
+     */
+    if (*gen (blk) != g && plugin_block (next, blk, block, err) == -1)
+      return -1;
+    memcpy (block + blkoffs, buf, count);
+    if (store_write (block, cache.blksize, blk_offset (blk), err) == -1)
+      return -1;
+    NBDKIT_PROBE (cache_fill, blk_offset (blk), UINT64_C (1) << cache.shift,
+                  blk);
+  }
+  else if (store_write (buf, count, offset, err) == -1)
+    return -1;
+  set_state_locked (blk, DIRTY);
+  return 0;
+}
+
+static int
+write_back_range (nbdkit_next *next, const uint8_t *buf, uint32_t count,
+                  uint64_t offset, int *err)
+{
+  while (count > 0) {
+    uint64_t blk = offset >> cache.shift;
+    uint64_t blkoffs = offset & (cache.blksize - 1);
+    uint32_t n = MIN (cache.blksize - blkoffs, count);
+    if (write_back_block (next, blk, blkoffs, n, buf, err) == -1)
+      return -1;
+    if (buf)
+      buf += n;
+    offset += n;
+    count -= n;
+    wb_maybe_reclaim (next);
+  }
+  return 0;
+}
+
+/* A trim goes to the plugin at once in every mode, as in nbdkit.
+ * First the cache drops the blocks it covers (a partly trimmed DIRTY
+ * block is kept, zeroed there, so its other dirty bytes are not lost),
+ * so that a write-back running meanwhile cannot write old bytes over
+ * the trim.
+ */
+static int
+trim_cached (uint32_t count, uint64_t offset, int *err)
+{
+  while (count > 0) {
+    uint64_t blk = offset >> cache.shift;
+    uint64_t blkoffs = offset & (cache.blksize - 1);
+    uint32_t n = MIN (cache.blksize - blkoffs, count);
+    LOCK_FOR_SCOPE (stripe (blk));
+    ++*gen (blk);
+    enum blk_state st = bitmap_get_blk (&cache.state, blk);
+    if (st == CLEAN || (st == DIRTY && n == cache.blksize)) {
+      allocator_zero (cache.store, cache.blksize, blk_offset (blk));
+      set_state_locked (blk, NOT_CACHED);
+    }
+    else if (st == DIRTY &&
+             store_write (cache.zeroes, n, offset, err) == -1)
+      return -1;
+    offset += n;
+    count -= n;
+  }
+  return 0;
+}
+
+/* After the plugin was changed under [OFFSET, OFFSET + COUNT): bump
+ * the generations again, so a fill that read before the change and
+ * stores after it is refused.
+ */
+static void
+bump_gens (uint32_t count, uint64_t offset)
+{
+  if (count == 0)
+    return;
+  uint64_t last = (offset + count - 1) >> cache.shift;
+  for (uint64_t blk = offset >> cache.shift; blk <= last; ++blk) {
+    LOCK_FOR_SCOPE (stripe (blk));
+    ++*gen (blk);
+  }
+}
+
+/* FUA for the plugin's writes, if it takes it; otherwise *FLUSH is set
+ * and the caller flushes afterwards.
+ */
+static uint32_t
+plugin_fua (nbdkit_next *next, uint32_t flags, bool *flush)
+{
+  *flush = false;
+  if (!(flags & NBDKIT_FLAG_FUA))
+    return 0;
+  if (next->can_fua (next) > NBDKIT_FUA_NONE)
+    return NBDKIT_FLAG_FUA;
+  *flush = next->can_flush (next) > 0;
+  return 0;
+}
+
+/* cache=writethrough, or FUA in writeback: the cache is written as in
+ * writeback, then every block touched is written whole to the plugin
+ * (as nbdkit does, so the plugin sees the same writes and its map the
+ * same data), under its stripe so writers of one block stay in order.
+ * BUF NULL writes zeroes.
+ */
+static int
+write_through_range (nbdkit_next *next, const uint8_t *buf, uint32_t count,
+                     uint64_t offset, uint32_t flags, int *err)
+{
+  if (count == 0)
+    return 0;
+  if (write_back_range (next, buf, count, offset, err) == -1)
+    return -1;
+
+  bool flush;
+  uint32_t f = plugin_fua (next, flags, &flush);
+  CLEANUP_FREE uint8_t *bounce = alloc_block (err);
+  if (bounce == NULL)
+    return -1;
+  uint64_t last = (offset + count - 1) >> cache.shift;
+  for (uint64_t blk = offset >> cache.shift; blk <= last; ++blk) {
+    LOCK_FOR_SCOPE (stripe (blk));
+    /* Not DIRTY: another request wrote it back (or evicted it) since. */
+    if (bitmap_get_blk (&cache.state, blk) == DIRTY &&
+        wb_writeback_locked (next, blk, bounce, f, err) == -1)
+      return -1;
+  }
+  if (flush)
+    return next->flush (next, 0, err);
+  return 0;
+}
+
+static bool
+through (uint32_t flags)
+{
+  return cache.mode == WRITETHROUGH ||
+    (cache.mode == WRITEBACK && (flags & NBDKIT_FLAG_FUA));
+}
+
+static int
+cache_pwrite (nbdkit_next *next, void *handle, const void *buf,
+              uint32_t count, uint64_t offset, uint32_t flags, int *err)
+{
+  if (through (flags))
+    return write_through_range (next, buf, count, offset, flags, err);
+  return write_back_range (next, buf, count, offset, err);
+}
+
+/* Zeroes are written like data: never by the plugin's zero. */
+static int
+cache_zero (nbdkit_next *next, void *handle, uint32_t count,
+            uint64_t offset, uint32_t flags, int *err)
+{
+  if (flags & NBDKIT_FLAG_FAST_ZERO) {
+    *err = ENOTSUP;
+    return -1;
+  }
+  if (through (flags))
+    return write_through_range (next, NULL, count, offset, flags, err);
+  return write_back_range (next, NULL, count, offset, err);
+}
+
+static int
+cache_trim (nbdkit_next *next, void *handle, uint32_t count,
+            uint64_t offset, uint32_t flags, int *err)
+{
+  bool flush;
+  uint32_t f = plugin_fua (next, flags, &flush);
+  int r = trim_cached (count, offset, err);
+  if (r == 0)
+    r = next->trim (next, count, offset, f, err);
+  if (r == 0 && flush)
+    r = next->flush (next, 0, err);
+  bump_gens (count, offset);
+  return r;
+}
+
+static int
+cache_flush (nbdkit_next *next, void *handle, uint32_t flags, int *err)
+{
+  if (cache.mode == UNSAFE)
+    return 0;
+
+  uint64_t written;
+  if (wb_flush_dirty (next, &written, err) == -1)
+    return -1;
+  NBDKIT_PROBE (cache_flush, written, written << cache.shift);
+  if (next->can_flush (next) > 0)
+    return next->flush (next, 0, err);
+  return 0;
+}
+
+/* --- Block status ------------------------------------------------- */
+
+/* Dirty blocks are data; for the rest the plugin knows. */
+static int
+cache_extents (nbdkit_next *next, void *handle, uint32_t count,
+               uint64_t offset, uint32_t flags,
+               struct nbdkit_extents *extents, int *err)
+{
+  uint64_t end = offset + count;
+
+  while (offset < end) {
+    bool dirty = get_state (offset >> cache.shift, false) == DIRTY;
+    uint64_t e = MIN (end, ((offset >> cache.shift) + 1) << cache.shift);
+    while (e < end && (get_state (e >> cache.shift, false) == DIRTY) == dirty)
+      e = MIN (end, e + cache.blksize);
+
+    if (dirty) {
+      if (nbdkit_add_extent (extents, offset, e - offset, 0) == -1) {
+        *err = errno;
+        return -1;
+      }
+    }
+    else {
+      struct nbdkit_extents *sub = nbdkit_extents_new (offset, e);
+      if (sub == NULL) {
+        *err = errno;
+        return -1;
+      }
+      int r = next->extents (next, e - offset, offset, flags, sub, err);
+      uint64_t covered = offset;
+      for (size_t i = 0; r == 0 && i < nbdkit_extents_count (sub); ++i) {
+        struct nbdkit_extent x = nbdkit_get_extent (sub, i);
+        if (nbdkit_add_extent (extents, x.offset, x.length, x.type) == -1) {
+          *err = errno;
+          r = -1;
+        }
+        covered = x.offset + x.length;
+      }
+      nbdkit_extents_free (sub);
+      if (r == -1)
+        return -1;
+      if (covered < e)
+        break;
+    }
+    if (flags & NBDKIT_FLAG_REQ_ONE)
+      break;
+    offset = e;
+  }
+  return 0;
+}
+
+static struct nbdkit_filter filter = {
+  .name              = "cache",
+  .longname          = "nbdkit caching filter",
+  .load              = cache_load,
+  .unload            = cache_unload,
+  .config            = cache_config,
+  .config_complete   = cache_config_complete,
+  .config_help       = cache_config_help,
+  .thread_model      = cache_thread_model,
+  .get_ready         = cache_get_ready,
+  .prepare           = cache_prepare,
+  .block_size        = cache_block_size,
+  .can_flush         = cache_can_flush,
+  .can_fua           = cache_can_fua,
+  .can_fast_zero     = cache_can_fast_zero,
+  .can_cache         = cache_can_cache,
+  .can_multi_conn    = cache_can_multi_conn,
+  .pread             = cache_pread,
+  .pwrite            = cache_pwrite,
+  .zero              = cache_zero,
+  .trim              = cache_trim,
+  .flush             = cache_flush,
+  .cache             = cache_cache,
+  .extents           = cache_extents,
+};
+
+NBDKIT_REGISTER_FILTER (filter)
