@@ -9,13 +9,10 @@
  *   NBDKIT_PROBE (myplugin_cache_hit, offset, count);
  *
  * Arguments should be integers or C strings, at most 12 of them.
- * Pass a local variable or an expression, not a global variable as it
- * is: in a shared object the compiler may describe a global's location
- * relative to %rip (8@name(%rip)), which tracers read wrongly from a
- * .so.  Copy it to a local first:
- *
- *   uint64_t n = served;          (a global)
- *   NBDKIT_PROBE (myfilter_exit, n);
+ * Arguments are passed in registers or as constants, never as memory
+ * operands: in a shared object the compiler would describe a global
+ * variable by its address relative to %rip (8@name(%rip)), which
+ * tracers read wrongly from a .so.
  *
  * A probe whose arguments are costly to compute can be guarded by a
  * semaphore that the kernel raises while a tracer is attached.  Define
@@ -46,6 +43,9 @@
 #endif
 
 #if NBDKIT_HAVE_PROBES
+#ifndef STAP_SDT_ARG_CONSTRAINT
+#define STAP_SDT_ARG_CONSTRAINT nr   /* registers or constants */
+#endif
 #ifndef SDT_USE_VARIADIC
 #define SDT_USE_VARIADIC 1   /* for STAP_PROBEV */
 #endif
