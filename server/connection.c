@@ -147,6 +147,16 @@ conn_is_closing (struct connection *conn)
   return conn->closing;
 }
 
+/* Closing for any reason but the client's NBD_CMD_DISC: nothing more
+ * will reach the client, so there is no point in waiting for it.
+ */
+bool
+conn_is_aborted (struct connection *conn)
+{
+  LOCK_FOR_SCOPE (&conn->status_lock);
+  return conn->closing && strcmp (conn->close_reason, "disconnect") != 0;
+}
+
 
 static void
 describe_peer (struct connection *conn)

@@ -32,6 +32,7 @@
 #include "include/ispowerof2.h"
 #include "include/isaligned.h"
 #include "include/rounding.h"
+#include "include/minmax.h"
 
 DEFINE_VECTOR_TYPE (const_string_vector, const char *);
 DEFINE_VECTOR_TYPE (int_vector, int);
@@ -377,6 +378,7 @@ extern void conn_handle (const struct config *cfg, int sockin, int sockout,
                          const char *transport);
 extern void conn_set_closing (struct connection *conn, const char *reason);
 extern bool conn_is_closing (struct connection *conn);
+extern bool conn_is_aborted (struct connection *conn);
 extern struct connection *conn_current (void);
 extern void conn_set_current (struct connection *conn);
 extern uint64_t conn_count_active (void);
@@ -468,6 +470,8 @@ extern int exports_resolve_default (struct nbdkit_exports *e, struct layer *l,
 /* ---- main.c: the start-up order ---- */
 extern void server_request_shutdown (const char *reason);
 extern const struct config *server_config (void);
+extern bool server_stopping (void);
+extern int server_quit_fd (void);
 
 /* ---- options.c: the command line ---- */
 extern void options_parse (struct config *cfg, int argc, char *argv[]);

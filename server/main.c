@@ -50,6 +50,21 @@ server_request_shutdown (const char *reason)
   }
 }
 
+/* For nbdkit_nanosleep: is the server stopping, and the fd that
+ * becomes readable when it does (-1 before it exists).
+ */
+bool
+server_stopping (void)
+{
+  return stop_reason != NULL;
+}
+
+int
+server_quit_fd (void)
+{
+  return quit_pipe[0];
+}
+
 static void
 on_signal (int sig)
 {

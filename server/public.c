@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -362,18 +363,46 @@ nbdkit_read_password (const char *value, char **password)
   return 0;
 }
 
+/* Sleeps, but gives up (-1, ESHUTDOWN) as soon as there is no point
+ * in going on: the server is stopping, or the current connection has
+ * been cut off (a client that sent NBD_CMD_DISC is still waited for,
+ * so the delay filter's delay-close applies to it alone).  The server
+ * stopping wakes the sleep at once; a connection cut off is noticed
+ * within 100 ms.
+ */
 int
 nbdkit_nanosleep (unsigned sec, unsigned nsec)
 {
-  struct timespec ts = { .tv_sec = sec + nsec / 1000000000,
-                         .tv_nsec = nsec % 1000000000 };
-  while (nanosleep (&ts, &ts) == -1) {
-    if (errno != EINTR) {
-      nbdkit_error ("nanosleep: %m");
+  if (sec > INT_MAX) {
+    nbdkit_error ("nbdkit_nanosleep: cannot sleep for %u seconds", sec);
+    errno = EINVAL;
+    return -1;
+  }
+  struct connection *conn = conn_current ();
+  uint64_t end = now_ns () + sec * UINT64_C (1000000000) + nsec;
+  for (;;) {
+    if (server_stopping ()) {
+      nbdkit_error ("nbdkit_nanosleep: the server is shutting down");
+      errno = ESHUTDOWN;
       return -1;
     }
+    if (conn && conn_is_aborted (conn)) {
+      nbdkit_error ("nbdkit_nanosleep: the connection has ended");
+      errno = ESHUTDOWN;
+      return -1;
+    }
+    uint64_t now = now_ns ();
+    if (now >= end)
+      return 0;
+    uint64_t slice = MIN (end - now, UINT64_C (100000000));
+    struct timespec ts = { .tv_sec = slice / 1000000000,
+                           .tv_nsec = slice % 1000000000 };
+    struct pollfd p = { .fd = server_quit_fd (), .events = POLLIN };
+    if (p.fd >= 0)
+      ppoll (&p, 1, &ts, NULL);   /* EINTR: just look again */
+    else
+      nanosleep (&ts, NULL);
   }
-  return 0;
 }
 
 /* ---- the current connection ---- */
