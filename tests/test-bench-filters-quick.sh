@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
+# bench/filters.sh --quick still works: one short round of our filters
+# beside Debian's nbdkit with its own, printing a table over the memory
+# plugin with numbers for both servers and a ratio on every row, and
+# leaving no server or file behind.
+source "$(dirname "$0")/functions.sh"
+requires_cmd fio nbdcopy sfdisk
+requires test -x /usr/bin/nbdkit
+
+bench="$abs_top_srcdir/bench/filters.sh"
+[ -x "$bench" ] || fail "$bench is missing or not executable"
+# It loads both cores: run it alone, as the other bench smoke tests do.
+tracing_lock
+status=0
+TMPDIR="$tmpdir" timeout -k 5 120 "$bench" --quick --build "$abs_top_builddir" \
+  > "$tmpdir/out" 2> "$tmpdir/err" || status=$?
+cat "$tmpdir/out"
+[ "$status" -eq 0 ] || { cat "$tmpdir/err"; fail "bench exited with $status"; }
+
+grep -qx '### Over the memory plugin' "$tmpdir/out" || fail "no memory table"
+for stack in plain offset cow; do
+  for wl in "4K randread QD32 \| [0-9]+ IOPS \| [0-9]+ IOPS" \
+            "nbdcopy out \| [0-9.]+ MiB/s \| [0-9.]+ MiB/s"; do
+    grep -Eq "^\| $stack \| $wl \| [0-9]+\.[0-9]{2} \| [0-9]+\.[0-9]{2} \|$" \
+      "$tmpdir/out" || fail "no row with numbers for $stack: $wl"
+  done
+done
+# Nothing left behind: no server of ours, no work directory.
+ls /dev/shm | grep -q "^bench-filters\." && fail "a /dev/shm directory was left"
+ls "$tmpdir" | grep -q "^bench-filters\." && fail "a work directory was left"
+exit 0
