@@ -26,6 +26,20 @@ for f in "$root/sbin/nbdkit" \
   [ -e "$f" ] || fail "make install did not install $f"
 done
 
+# All 41 filters of nbdkit 1.32, each with its man page.
+filters="blocksize blocksize-policy cache cacheextents checkwrite cow ddrescue
+  delay error exitlast exitwhen exportname ext2 extentlist fua gzip ip limit
+  log luks multi-conn nocache noextents nofilter noparallel nozero offset
+  partition pause protect rate readahead retry retry-request scan stats swab
+  tar tls-fallback truncate xz"
+[ "$(echo $filters | wc -w)" -eq 41 ] || fail "the list above is not 41 filters"
+for f in $filters; do
+  [ -e "$dest$libdir/nbdkit/filters/nbdkit-$f-filter.so" ] ||
+    fail "make install did not install the $f filter"
+  [ -s "$root/share/man/man1/nbdkit-$f-filter.1" ] ||
+    fail "make install did not install nbdkit-$f-filter.1"
+done
+
 # Every server-wide page of docs/Makefile.am, as a man page in section 1.
 pages=$(sed -n '/^man_pod *=/,/[^\\]$/p' "$abs_top_srcdir/docs/Makefile.am" |
         tr ' \t\\' '\n\n\n' | sed -n 's/\.pod$//p')
