@@ -52,7 +52,7 @@ PY
 
 # The file system: clean for fsck.fat.
 part="$tmpdir/part.img"
-dd if="$img" of="$part" bs=512 skip=2048 status=none
+dd if="$img" of="$part" bs=1M skip=1 status=none
 fsck.fat -n -v "$part" > "$tmpdir/fsck" 2>&1 ||
   fail "fsck.fat: $(cat "$tmpdir/fsck")"
 grep -q 'NBDKITFLOPY' "$tmpdir/fsck" || grep -q 'NBDKITFLOPY' "$img" ||
@@ -126,7 +126,7 @@ t "$NBDKIT" -U - floppy dir="$src" size=300M label=my_disk \
   > "$tmpdir/size"
 [ "$(cat "$tmpdir/size")" = $((300 * 1024 * 1024)) ] ||
   fail "size=300M gave $(cat "$tmpdir/size")"
-dd if="$tmpdir/big.img" of="$part" bs=512 skip=2048 status=none
+dd if="$tmpdir/big.img" of="$part" bs=1M skip=1 status=none
 fsck.fat -n "$part" > "$tmpdir/fsck" 2>&1 || fail "fsck.fat: $(cat "$tmpdir/fsck")"
 t mdir -i "$tmpdir/big.img@@1M" :: > "$tmpdir/mdir"
 grep -q 'Volume in drive : is MY_DISK' "$tmpdir/mdir" ||
@@ -137,16 +137,29 @@ t mcopy -n -i "$tmpdir/big.img@@1M" "::sub/big file with spaces.data" \
 cmp "$tmpdir/bigfile" "$src/sub/big file with spaces.data" ||
   fail "size=300M: file differs"
 
+# A 40G disk gets 32 KiB clusters (fewer, smaller FATs).  Only its
+# partition is copied, through the partition filter (the whole disk
+# is a minute of copying holes).
+t "$NBDKIT" -U - --filter=partition floppy "$src" size=40G partition=1 \
+  --run 'nbdcopy "$uri" '"$part"
+spc="$(od -An -tu1 -j 13 -N1 "$part" | tr -d ' ')"
+[ "$spc" = 64 ] || fail "size=40G: $spc sectors per cluster, expected 64"
+t mcopy -n -i "$part" "::sub/big file with spaces.data" "$tmpdir/bigfile40"
+cmp "$tmpdir/bigfile40" "$src/sub/big file with spaces.data" ||
+  fail "size=40G: file differs"
+fsck.fat -n "$part" > "$tmpdir/fsck" 2>&1 || fail "fsck.fat 40G: $(cat "$tmpdir/fsck")"
+rm -f "$part"
+
 # A small size= (under FAT32's minimum cluster count) still gives a
 # file system that Linux's fsck.fat accepts.
 rm -rf "$src/many" "$src/sub"
 t "$NBDKIT" -U - floppy "$src" size=4M --run 'nbdcopy "$uri" '"$tmpdir/small.img"
-dd if="$tmpdir/small.img" of="$part" bs=512 skip=2048 status=none
+dd if="$tmpdir/small.img" of="$part" bs=1M skip=1 status=none
 fsck.fat -n "$part" > "$tmpdir/fsck" 2>&1 || fail "fsck.fat 4M: $(cat "$tmpdir/fsck")"
 
 # An empty directory is a valid (empty) file system too.
 mkdir "$tmpdir/void"
 t "$NBDKIT" -U - floppy "$tmpdir/void" --run 'nbdcopy "$uri" '"$tmpdir/void.img"
-dd if="$tmpdir/void.img" of="$part" bs=512 skip=2048 status=none
+dd if="$tmpdir/void.img" of="$part" bs=1M skip=1 status=none
 fsck.fat -n "$part" > "$tmpdir/fsck" 2>&1 || fail "fsck.fat void: $(cat "$tmpdir/fsck")"
 t mdir -i "$tmpdir/void.img@@1M" :: > /dev/null

@@ -240,17 +240,36 @@ clusters_in (uint64_t partition, uint32_t spc, uint64_t *fat)
   }
 }
 
+/* The cluster size, in sectors, for a partition of PARTITION sectors:
+ * 4 KiB up to 8 GiB, then doubling up to 32 KiB from 32 GiB, the sizes
+ * Microsoft recommends.  Fewer clusters keep the FAT small, which
+ * matters to tools that hold it in memory: fsck.fat 4.2 crashes on a
+ * volume of 144 million 8 KiB clusters.
+ */
+static uint32_t
+spc_for (uint64_t partition)
+{
+  const uint64_t gib = UINT64_C (1024) * 1024 * 1024 / SECTOR_SIZE;
+
+  if (partition <= 8 * gib)
+    return DEFAULT_SECTORS_PER_CLUSTER;
+  if (partition <= 16 * gib)
+    return 16;
+  if (partition <= 32 * gib)
+    return 32;
+  return 64;
+}
+
 /* Choose the cluster size, the FAT size and the partition size.
  *
  * Microsoft's specification, Windows and mtools decide that a volume
  * is FAT32 by counting its clusters: at least MIN_FAT32_CLUSTERS.  (A
  * smaller one with FAT32 structures is read by Linux, but taken for
- * FAT12 or FAT16 by the others.)  So we prefer 4 KiB clusters, fall
- * back to smaller ones to reach that count, and without size= add free
- * clusters (which are only zero regions, costing nothing) up to it.
- * A size= too small for it even with 512 byte clusters (about 33 MiB)
- * still works, for Linux.  Big disks get bigger clusters, so that the
- * count stays below MAX_CLUSTERS.
+ * FAT12 or FAT16 by the others.)  So we prefer the cluster size of
+ * spc_for, fall back to smaller ones to reach that count, and without
+ * size= add free clusters (which are only zero regions, costing
+ * nothing) up to it.  A size= too small for it even with 512 byte
+ * clusters (about 33 MiB) still works, for Linux.
  */
 static int
 choose_geometry (struct virtual_floppy *vf, uint64_t size)
@@ -264,7 +283,14 @@ choose_geometry (struct virtual_floppy *vf, uint64_t size)
       spc = 1;
       needed = clusters_needed (vf, spc);
     }
-    while (needed > MAX_CLUSTERS && spc < MAX_SECTORS_PER_CLUSTER) {
+    /* Bigger trees (over 8 GiB) get bigger clusters, as a disk of
+     * that size would; bigger clusters only make the data take more
+     * room, so this ends.
+     */
+    while (spc < MAX_SECTORS_PER_CLUSTER &&
+           (needed > MAX_CLUSTERS ||
+            (spc >= DEFAULT_SECTORS_PER_CLUSTER &&
+             spc_for (needed * spc) > spc))) {
       spc *= 2;
       needed = clusters_needed (vf, spc);
     }
@@ -300,6 +326,7 @@ choose_geometry (struct virtual_floppy *vf, uint64_t size)
                     "partition holds at most 2^32-1 sectors (2 TiB)", size);
       return -1;
     }
+    spc = spc_for (partition);
     while (clusters_in (partition, spc, &fat) > MAX_CLUSTERS)
       spc *= 2;
     while (spc > 1 && clusters_in (partition, spc, &fat) < MIN_FAT32_CLUSTERS)
