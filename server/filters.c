@@ -306,6 +306,80 @@ LAYER_QUERIES (X)
 LAYER_DATA_CALLS (X)
 #undef X
 
+/* The zero-copy paths (common/zerocopy.h) through a filter that leaves
+ * the data alone: one with no pread (and no get_size) of its own hands
+ * reads straight to the layer below, so map_read and read_fd pass
+ * through it too; one with no pwrite (and no get_size or can_write),
+ * map_write.  nozero, nocache, fua, limit, ip and the like then cost a
+ * plugin's zero-copy nothing; a filter that reads or writes the data
+ * itself (shifts it, caches it, logs it) keeps the copy it needs.
+ */
+static bool
+passes_reads (struct context *c)
+{
+  const struct nbdkit_filter *f = F (c->layer);
+  return !f->pread && !f->get_size && c->below;
+}
+
+static bool
+passes_writes (struct context *c)
+{
+  const struct nbdkit_filter *f = F (c->layer);
+  return !f->pwrite && !f->get_size && !f->can_write && c->below;
+}
+
+static bool
+filter_has_map_read (struct context *c)
+{
+  return passes_reads (c) && layer_has_map_read (c->below);
+}
+
+static int
+filter_map_read (struct context *c, uint32_t count, uint64_t offset,
+                 struct iovec *iov, int *niov, int *err)
+{
+  return layer_map_read (c->below, count, offset, iov, niov, err);
+}
+
+static void
+filter_unmap_read (struct context *c)
+{
+  layer_unmap_read (c->below);
+}
+
+static bool
+filter_has_map_write (struct context *c)
+{
+  return passes_writes (c) && layer_has_map_write (c->below);
+}
+
+static int
+filter_map_write (struct context *c, uint32_t count, uint64_t offset,
+                  struct iovec *iov, int *niov)
+{
+  return layer_map_write (c->below, count, offset, iov, niov);
+}
+
+static int
+filter_unmap_write (struct context *c, uint32_t count, uint64_t offset,
+                    const struct iovec *iov, int keep, int *err)
+{
+  return layer_unmap_write (c->below, count, offset, iov, keep, err);
+}
+
+static bool
+filter_has_read_fd (struct context *c)
+{
+  return passes_reads (c) && layer_has_read_fd (c->below);
+}
+
+static int
+filter_read_fd (struct context *c, uint32_t count, uint64_t offset,
+                int *fd, uint64_t *fd_offset, int *err)
+{
+  return layer_read_fd (c->below, count, offset, fd, fd_offset, err);
+}
+
 static const struct layer_ops filter_ops = {
   .unload = filter_unload,
   .usage = filter_usage,
@@ -330,6 +404,14 @@ static const struct layer_ops filter_ops = {
   LAYER_QUERIES (X)
   LAYER_DATA_CALLS (X)
 #undef X
+  .has_map_read = filter_has_map_read,
+  .map_read = filter_map_read,
+  .unmap_read = filter_unmap_read,
+  .has_map_write = filter_has_map_write,
+  .map_write = filter_map_write,
+  .unmap_write = filter_unmap_write,
+  .has_read_fd = filter_has_read_fd,
+  .read_fd = filter_read_fd,
 };
 
 /* The filter struct has no size field and may grow between nbdkit

@@ -6,7 +6,9 @@
 # bytes: just over 64 KiB up to 32 MiB, unaligned, up to the end of the
 # file, after writes through the export, with structured replies and
 # without; the server must really call sendfile for them (strace counts
-# the calls), and not through a filter or TLS, which turn it off.  A file
+# the calls), also through filters that leave reads alone (nozero,
+# nocache), but not through one that reads the data itself (offset) or
+# TLS, which turn it off.  A file
 # that shrinks under the export: a read past its new end closes that
 # connection (the reply had begun), the client gets an error, not
 # data, and the server goes on serving.
@@ -72,8 +74,15 @@ sr=True
 run_traced "$tmpdir/strace-filter" --filter=offset file "$disk" offset=0 ||
   fail "reads through a filter differ from the file"
 if grep -q 'sendfile(' "$tmpdir/strace-filter"; then
-  fail "sendfile used under a filter"
+  fail "sendfile used under a filter that reads the data itself"
 fi
+# A filter that leaves reads alone (no pread of its own) keeps the
+# plugin's sendfile, stacked too.
+run_traced "$tmpdir/strace-nozero" --filter=nozero --filter=nocache \
+  file "$disk" || fail "reads through nozero and nocache differ from the file"
+calls="$(grep -c 'sendfile(' "$tmpdir/strace-nozero" || :)"
+[ "$calls" -ge 36 ] ||
+  fail "only $calls sendfile calls through nozero and nocache, for 36 large reads"
 
 # Over TLS the bytes must be encrypted, so they are read and copied as
 # before: the same bytes, and no sendfile.
