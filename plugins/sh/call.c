@@ -33,6 +33,7 @@
 
 struct script_hooks script_hooks;
 char *script_tmpdir;
+static pid_t tmpdir_owner;      /* a forked child must not remove it */
 
 /* Keep at most this much of stderr for the error message. */
 #define MAX_STDERR 65536
@@ -54,6 +55,7 @@ script_tmpdir_create (void)
     script_tmpdir = NULL;
     return -1;
   }
+  tmpdir_owner = getpid ();
   /* Every script sees it as $tmpdir. */
   if (setenv ("tmpdir", script_tmpdir, 1) == -1) {
     nbdkit_error ("setenv: tmpdir: %m");
@@ -79,6 +81,16 @@ script_tmpdir_remove (void)
     free (script_tmpdir);
     script_tmpdir = NULL;
   }
+}
+
+/* The server exits without unloading the plugin on some paths (a
+ * parameter error, --dump-plugin): $tmpdir must not outlive it.
+ */
+static void __attribute__ ((destructor))
+remove_tmpdir_at_exit (void)
+{
+  if (getpid () == tmpdir_owner)
+    script_tmpdir_remove ();
 }
 
 int
