@@ -85,3 +85,24 @@ t "$NBDKIT" eval config='echo "EINVAL $2 is not allowed" >&2; exit 1' \
 cat "$tmpdir/res"
 [ "$status" -eq 1 ] || fail "config= error: exit status $status"
 grep -q "config: size is not allowed" "$tmpdir/res" || fail "config= message"
+
+# list_exports formats (compared by hand: Debian's nbdkit drops a last
+# name that has no newline after it, "NAMES\na\nb" listing only "a";
+# we keep it, as every line is a name).
+list ()
+{
+  t "$NBDKIT" -U - eval get_size='echo 1M' pread='head -c $3 /dev/zero' \
+    list_exports="$1" --run 'nbdinfo --list --json "$uri"' |
+    /usr/bin/python3 -c '
+import json, sys
+print([(e["export-name"], e.get("description"))
+       for e in json.load(sys.stdin)["exports"]])'
+}
+[ "$(list 'printf "NAMES\na\nb"')" = "[('a', None), ('b', None)]" ] ||
+  fail "NAMES without a final newline"
+[ "$(list 'printf "a\nb\n"')" = "[('a', None), ('b', None)]" ] ||
+  fail "names without a header"
+[ "$(list 'printf "NAMES+DESCRIPTIONS\na\nb\nc\nd\ne\n"')" = \
+  "[('a', 'd'), ('b', 'e'), ('c', None)]" ] || fail "NAMES+DESCRIPTIONS"
+[ "$(list 'printf "INTERLEAVED\na\nda\nb\n"')" = \
+  "[('a', 'da'), ('b', None)]" ] || fail "INTERLEAVED"
