@@ -347,6 +347,7 @@ script_open (int readonly)
     h->h = out.ptr;             /* the vector's storage becomes the handle */
     return h;
   case SCRIPT_MISSING:
+    byte_vector_reset (&out);
     h->h = strdup ("");
     if (h->h)
       return h;

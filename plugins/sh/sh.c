@@ -207,8 +207,8 @@ sh_config_complete (void)
 }
 
 #define sh_config_help \
-  "script=<FILENAME>     (required) The shell script to run.\n" \
-  "[other arguments may be used by the plugin that you load]"
+  "[script=]<FILENAME>  (required) The script, or - to read it from stdin.\n" \
+  "[KEY=VALUE ...]      Passed on to the script's config method."
 
 /* The script chooses its model with its thread_model method. */
 #define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
