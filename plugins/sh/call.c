@@ -1,0 +1,442 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
+/* Running one method of a script: fork, exec, feed stdin, collect
+ * stdout and stderr, wait, and turn the exit code into a script_status.
+ *
+ * Callers are any of the server's threads at once (the script may ask
+ * for the parallel thread model), so nothing here keeps state between
+ * calls except $tmpdir, which is set once at load.  Pipes are created
+ * close-on-exec so a script started by one thread never holds another
+ * thread's pipe open.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+
+#define NBDKIT_API_VERSION 2
+#include <nbdkit-plugin.h>
+
+#include "array-size.h"
+#include "call.h"
+#include "cleanup.h"
+#include "minmax.h"
+
+struct script_hooks script_hooks;
+char *script_tmpdir;
+static pid_t tmpdir_owner;      /* a forked child must not remove it */
+
+/* Keep at most this much of stderr for the error message. */
+#define MAX_STDERR 65536
+
+int
+script_tmpdir_create (void)
+{
+  const char *base = getenv ("TMPDIR");
+  if (!base || *base == '\0')
+    base = "/tmp";
+  if (asprintf (&script_tmpdir, "%s/nbdkitshXXXXXX", base) == -1) {
+    script_tmpdir = NULL;
+    nbdkit_error ("asprintf: %m");
+    return -1;
+  }
+  if (mkdtemp (script_tmpdir) == NULL) {
+    nbdkit_error ("mkdtemp: %s: %m", script_tmpdir);
+    free (script_tmpdir);
+    script_tmpdir = NULL;
+    return -1;
+  }
+  tmpdir_owner = getpid ();
+  /* Every script sees it as $tmpdir. */
+  if (setenv ("tmpdir", script_tmpdir, 1) == -1) {
+    nbdkit_error ("setenv: tmpdir: %m");
+    return -1;
+  }
+  return 0;
+}
+
+static int
+remove_one (const char *path, const struct stat *st, int type,
+            struct FTW *ftw)
+{
+  if (remove (path) == -1)
+    nbdkit_debug ("remove: %s: %m", path);
+  return 0;
+}
+
+void
+script_tmpdir_remove (void)
+{
+  if (script_tmpdir) {
+    nftw (script_tmpdir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+    free (script_tmpdir);
+    script_tmpdir = NULL;
+  }
+}
+
+/* The server exits without unloading the plugin on some paths (a
+ * parameter error, --dump-plugin): $tmpdir must not outlive it.
+ */
+static void __attribute__ ((destructor))
+remove_tmpdir_at_exit (void)
+{
+  if (getpid () == tmpdir_owner)
+    script_tmpdir_remove ();
+}
+
+int
+script_output_string (byte_vector *out)
+{
+  while (out->len > 0 && out->ptr[out->len - 1] == '\n')
+    out->len--;
+  if (byte_vector_append (out, '\0') == -1)
+    return -1;
+  out->len--;                   /* the '\0' is not part of the string */
+  return 0;
+}
+
+/* The errno names a script may print, first word of stderr. */
+static const struct { const char *name; int value; } errno_names[] = {
+#define E(n) { #n, n }
+  E (EPERM), E (ENOENT), E (ESRCH), E (EINTR), E (EIO), E (ENXIO),
+  E (E2BIG), E (ENOEXEC), E (EBADF), E (ECHILD), E (EAGAIN),
+  E (EWOULDBLOCK), E (ENOMEM), E (EACCES), E (EFAULT), E (EBUSY),
+  E (EEXIST), E (EXDEV), E (ENODEV), E (ENOTDIR), E (EISDIR), E (EINVAL),
+  E (ENFILE), E (EMFILE), E (ENOTTY), E (ETXTBSY), E (EFBIG), E (ENOSPC),
+  E (ESPIPE), E (EROFS), E (EMLINK), E (EPIPE), E (EDOM), E (ERANGE),
+  E (EDEADLK), E (ENAMETOOLONG), E (ENOLCK), E (ENOSYS), E (ENOTEMPTY),
+  E (ELOOP), E (ENODATA), E (ETIME), E (EOVERFLOW), E (EBADMSG),
+  E (EILSEQ), E (ENOTSOCK), E (EMSGSIZE), E (EPROTO), E (ENOTSUP),
+  E (EOPNOTSUPP), E (EADDRINUSE), E (ENETDOWN), E (ENETUNREACH),
+  E (ECONNABORTED), E (ECONNRESET), E (ENOBUFS), E (EISCONN),
+  E (ENOTCONN), E (ESHUTDOWN), E (ETIMEDOUT), E (ECONNREFUSED),
+  E (EHOSTUNREACH), E (EALREADY), E (EINPROGRESS), E (ESTALE),
+  E (EDQUOT), E (ECANCELED), E (ENOMEDIUM), E (EMEDIUMTYPE),
+#undef E
+};
+
+/* The errno named by the first LEN bytes of WORD, or 0. */
+static int
+errno_by_name (const char *word, size_t len)
+{
+  for (size_t i = 0; i < ARRAY_SIZE (errno_names); ++i)
+    if (strlen (errno_names[i].name) == len &&
+        memcmp (errno_names[i].name, word, len) == 0)
+      return errno_names[i].value;
+  return 0;
+}
+
+/* Report a failed run.  STDERR_TEXT is a C string (possibly empty).
+ * Returns the errno to set.
+ */
+static int
+report_error (const char *method, const char *why, char *stderr_text)
+{
+  const char *name = script_hooks.display_name
+    ? script_hooks.display_name () : NULL;
+  char *msg = stderr_text;
+  int err = EIO;
+
+  /* Trim whitespace at both ends. */
+  msg += strspn (msg, " \t\r\n");
+  size_t n = strlen (msg);
+  while (n > 0 && strchr (" \t\r\n", msg[n - 1]))
+    msg[--n] = '\0';
+
+  size_t wordlen = strcspn (msg, " \t\r\n");
+  int e = wordlen > 0 ? errno_by_name (msg, wordlen) : 0;
+  if (e != 0) {
+    err = e;
+    if (msg[wordlen] != '\0') {
+      msg += wordlen;
+      msg += strspn (msg, " \t\r\n");
+    }
+  }
+
+  if (why && *msg)
+    nbdkit_error ("%s%s%s: %s: %s", name ? name : "", name ? ": " : "",
+                  method, why, msg);
+  else if (why)
+    nbdkit_error ("%s%s%s: %s", name ? name : "", name ? ": " : "",
+                  method, why);
+  else if (*msg)
+    nbdkit_error ("%s%s%s: %s", name ? name : "", name ? ": " : "",
+                  method, msg);
+  else
+    nbdkit_error ("%s%s%s: the script exited with an error but printed "
+                  "no message on stderr", name ? name : "",
+                  name ? ": " : "", method);
+  return err;
+}
+
+/* A close-on-exec pipe whose ends are both above stderr, so that the
+ * child's dup2 onto 0, 1 and 2 never clobbers another of its pipes
+ * (the server may run with stdin or stdout closed).
+ */
+static int
+make_pipe (int fd[2])
+{
+  if (pipe2 (fd, O_CLOEXEC) == -1)
+    return -1;
+  for (int i = 0; i < 2; ++i) {
+    if (fd[i] <= 2) {
+      int nfd = fcntl (fd[i], F_DUPFD_CLOEXEC, 3);
+      if (nfd == -1) {
+        int e = errno;
+        close (fd[0]);
+        close (fd[1]);
+        errno = e;
+        return -1;
+      }
+      close (fd[i]);
+      fd[i] = nfd;
+    }
+  }
+  return 0;
+}
+
+static void
+close_fd (int *fd)
+{
+  if (*fd >= 0) {
+    close (*fd);
+    *fd = -1;
+  }
+}
+
+static int64_t
+now_ns (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* In the child: only async-signal-safe calls from here to exec. */
+static void __attribute__ ((noreturn))
+child (int in, int out, int err, const char **argv_sh, bool use_sh)
+{
+  sigset_t all;
+
+  if (dup2 (in, 0) == -1 || dup2 (out, 1) == -1 || dup2 (err, 2) == -1)
+    _exit (126);
+  /* The server ignores SIGPIPE and may block signals in its threads;
+   * a script expects neither.
+   */
+  signal (SIGPIPE, SIG_DFL);
+  sigemptyset (&all);
+  sigprocmask (SIG_SETMASK, &all, NULL);
+
+  if (!use_sh) {
+    execv (argv_sh[1], (char **) &argv_sh[1]);
+    /* A script without "#!" runs under /bin/sh, as execvp would. */
+    if (errno != ENOEXEC)
+      goto fail;
+  }
+  execv (argv_sh[0], (char **) argv_sh);
+ fail:;
+  static const char msg[] = "cannot execute the script\n";
+  if (write (2, msg, sizeof msg - 1) == -1) { /* nothing to do */ }
+  _exit (126);
+}
+
+enum script_status
+script_call (const char *method, const char **args,
+             const void *in, size_t inlen,
+             byte_vector *out, size_t maxout)
+{
+  const char *path = script_hooks.path (method);
+  if (path == NULL)
+    return SCRIPT_MISSING;
+
+  /* argv for /bin/sh: "/bin/sh" PATH METHOD ARGS... NULL; the direct
+   * exec uses it from PATH on.
+   */
+  size_t nargs = 0;
+  while (args && args[nargs])
+    nargs++;
+  CLEANUP_FREE const char **argv = calloc (nargs + 4, sizeof *argv);
+  if (!argv) {
+    nbdkit_error ("calloc: %m");
+    return SCRIPT_ERROR;
+  }
+  argv[0] = "/bin/sh";
+  argv[1] = path;
+  argv[2] = method;
+  for (size_t i = 0; i < nargs; ++i)
+    argv[3 + i] = args[i];
+
+  byte_vector discard = empty_vector;
+  if (out == NULL) {
+    out = &discard;
+    maxout = SIZE_MAX;
+  }
+  out->len = 0;
+  CLEANUP_FREE char *errbuf = malloc (MAX_STDERR + 1);
+  size_t errlen = 0;
+  int infd[2] = { -1, -1 }, outfd[2] = { -1, -1 }, errfd[2] = { -1, -1 };
+  enum script_status ret = SCRIPT_ERROR;
+  int status = 0, err = 0;
+  bool too_much = false;
+  int64_t start = now_ns ();
+  pid_t pid = -1;
+
+  if (!errbuf) {
+    nbdkit_error ("malloc: %m");
+    return SCRIPT_ERROR;
+  }
+  if (make_pipe (infd) == -1 || make_pipe (outfd) == -1 ||
+      make_pipe (errfd) == -1) {
+    nbdkit_error ("pipe: %m");
+    err = errno;
+    goto out;
+  }
+
+  pid = fork ();
+  if (pid == -1) {
+    nbdkit_error ("fork: %m");
+    err = errno;
+    goto out;
+  }
+  if (pid == 0)
+    child (infd[0], outfd[1], errfd[1], argv, script_hooks.use_sh);
+
+  close_fd (&infd[0]);
+  close_fd (&outfd[1]);
+  close_fd (&errfd[1]);
+  if (inlen == 0)
+    close_fd (&infd[1]);
+  else
+    fcntl (infd[1], F_SETFL, O_NONBLOCK);
+
+  /* Feed stdin and drain stdout and stderr until both are closed. */
+  size_t inpos = 0;
+  while (outfd[0] >= 0 || errfd[0] >= 0) {
+    struct pollfd pfd[3] = {
+      { .fd = infd[1], .events = POLLOUT },
+      { .fd = outfd[0], .events = POLLIN },
+      { .fd = errfd[0], .events = POLLIN },
+    };
+    if (poll (pfd, 3, -1) == -1) {
+      if (errno == EINTR)
+        continue;
+      nbdkit_error ("poll: %m");
+      err = errno;
+      break;
+    }
+    if (infd[1] >= 0 && pfd[0].revents) {
+      ssize_t r = write (infd[1], (const char *) in + inpos,
+                         MIN (inlen - inpos, (size_t) 65536));
+      if (r == -1 && errno != EAGAIN && errno != EINTR)
+        close_fd (&infd[1]);    /* the script stopped reading: EPIPE */
+      else if (r > 0 && (inpos += r) == inlen)
+        close_fd (&infd[1]);
+    }
+    if (outfd[0] >= 0 && pfd[1].revents) {
+      if (byte_vector_reserve (out, 65536) == -1) {
+        nbdkit_error ("realloc: %m");
+        err = errno;
+        break;
+      }
+      ssize_t r = read (outfd[0], out->ptr + out->len, 65536);
+      if (r == -1 && errno != EINTR && errno != EAGAIN)
+        close_fd (&outfd[0]);
+      else if (r == 0)
+        close_fd (&outfd[0]);
+      else if (r > 0) {
+        out->len += r;
+        if (out->len > maxout) {
+          /* Stop reading: the script gets SIGPIPE if it goes on. */
+          too_much = true;
+          close_fd (&outfd[0]);
+        }
+      }
+    }
+    if (errfd[0] >= 0 && pfd[2].revents) {
+      char buf[4096];
+      ssize_t r = read (errfd[0], buf, sizeof buf);
+      if ((r == -1 && errno != EINTR && errno != EAGAIN) || r == 0)
+        close_fd (&errfd[0]);
+      else if (r > 0) {
+        size_t n = MIN ((size_t) r, MAX_STDERR - errlen);
+        memcpy (errbuf + errlen, buf, n);
+        errlen += n;
+      }
+    }
+  }
+  close_fd (&infd[1]);
+  close_fd (&outfd[0]);
+  close_fd (&errfd[0]);
+
+  while (waitpid (pid, &status, 0) == -1) {
+    if (errno != EINTR) {
+      nbdkit_error ("waitpid: %m");
+      err = errno;
+      pid = -1;
+      goto out;
+    }
+  }
+  pid = -1;
+  if (err != 0)
+    goto out;
+  errbuf[errlen] = '\0';
+
+  if (WIFSIGNALED (status)) {
+    char why[64];
+    snprintf (why, sizeof why, "script terminated by signal %d",
+              WTERMSIG (status));
+    err = report_error (method, too_much ? "the script printed too much"
+                        : why, errbuf);
+    status = 128 + WTERMSIG (status);
+    goto out;
+  }
+  status = WEXITSTATUS (status);
+  if (too_much && status == 0) {
+    err = report_error (method, "the script printed too much", errbuf);
+    goto out;
+  }
+  switch (status) {
+  case 0:
+    ret = SCRIPT_OK;
+    break;
+  case 2:
+    ret = SCRIPT_MISSING;
+    break;
+  case 3:
+    ret = SCRIPT_FALSE;
+    break;
+  default:
+    err = report_error (method, NULL, errbuf);
+    break;
+  }
+
+ out:
+  if (pid > 0) {
+    /* Only after a failure above: do not leave a zombie. */
+    kill (pid, SIGKILL);
+    while (waitpid (pid, NULL, 0) == -1 && errno == EINTR)
+      ;
+  }
+  close_fd (&infd[0]);
+  close_fd (&infd[1]);
+  close_fd (&outfd[0]);
+  close_fd (&outfd[1]);
+  close_fd (&errfd[0]);
+  close_fd (&errfd[1]);
+  byte_vector_reset (&discard);
+  if (script_hooks.probe)
+    script_hooks.probe (method, status, now_ns () - start,
+                        ret == SCRIPT_ERROR ? err : 0);
+  if (ret == SCRIPT_ERROR)
+    errno = err ? err : EIO;
+  return ret;
+}
