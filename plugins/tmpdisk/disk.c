@@ -10,6 +10,7 @@
 #include <config.h>
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -242,6 +243,26 @@ disk_command_error (const char *what, int status)
     nbdkit_error ("%s%scommand killed by signal %d", what, sep, status - 128);
   else
     nbdkit_error ("%s%scommand exited with code %d", what, sep, status);
+}
+
+/* Remove DIR and whatever the command left in it (not recursively: a
+ * command that makes subdirectories leaves them, with a debug line).
+ */
+void
+disk_remove_dir (const char *dir)
+{
+  DIR *d = opendir (dir);
+  struct dirent *e;
+
+  if (d != NULL) {
+    while ((e = readdir (d)) != NULL) {
+      if (strcmp (e->d_name, ".") != 0 && strcmp (e->d_name, "..") != 0)
+        unlinkat (dirfd (d), e->d_name, 0);
+    }
+    closedir (d);
+  }
+  if (rmdir (dir) == -1)
+    nbdkit_debug ("rmdir: %s: %m", dir);
 }
 
 int64_t

@@ -44,6 +44,11 @@ extern int disk_run_command (const char *command, const char *disk,
  */
 extern void disk_command_error (const char *what, int status);
 
+/* Remove the directory DIR and the files in it (only those: a command
+ * that makes subdirectories leaves them, and DIR, with a debug line).
+ */
+extern void disk_remove_dir (const char *dir);
+
 /* The data callbacks, given the handle's open descriptor.  Each
  * returns -1 (reported, errno set) on error as the callbacks must.
  */

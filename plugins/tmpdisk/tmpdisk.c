@@ -17,7 +17,6 @@
  */
 #include <config.h>
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -95,26 +94,6 @@ tmpdisk_config_complete (void)
   "command=COMMAND           Shell command that creates $disk instead.\n" \
   "VAR=VALUE                 Shell variables for the command."
 
-/* Remove DIR and whatever the command left in it (not recursively: a
- * command that makes subdirectories leaves them, with a debug line).
- */
-static void
-remove_dir (const char *dir)
-{
-  DIR *d = opendir (dir);
-  struct dirent *e;
-
-  if (d != NULL) {
-    while ((e = readdir (d)) != NULL) {
-      if (strcmp (e->d_name, ".") != 0 && strcmp (e->d_name, "..") != 0)
-        unlinkat (dirfd (d), e->d_name, 0);
-    }
-    closedir (d);
-  }
-  if (rmdir (dir) == -1)
-    nbdkit_debug ("rmdir: %s: %m", dir);
-}
-
 static void *
 tmpdisk_open (int readonly)
 {
@@ -140,7 +119,7 @@ tmpdisk_open (int readonly)
   if (asprintf (&disk, "%s/disk", dir) == -1) {
     disk = NULL;
     nbdkit_error ("asprintf: %m");
-    remove_dir (dir);
+    disk_remove_dir (dir);
     return NULL;
   }
 
@@ -149,7 +128,7 @@ tmpdisk_open (int readonly)
   if (status != 0) {
     if (status > 0)
       disk_command_error (NULL, status);
-    remove_dir (dir);
+    disk_remove_dir (dir);
     errno = EIO;
     return NULL;
   }
@@ -157,11 +136,11 @@ tmpdisk_open (int readonly)
   fd = open (disk, (readonly ? O_RDONLY : O_RDWR) | O_CLOEXEC);
   if (fd == -1) {
     nbdkit_error ("open: %s: %m", disk);
-    remove_dir (dir);
+    disk_remove_dir (dir);
     return NULL;
   }
   /* From here the disk is reachable only through fd. */
-  remove_dir (dir);
+  disk_remove_dir (dir);
 
   h = malloc (sizeof *h);
   if (h == NULL) {
