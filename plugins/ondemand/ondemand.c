@@ -71,8 +71,12 @@ ondemand_config (const char *key, const char *value)
 {
   if (strcmp (key, "dir") == 0) {
     free (dir);
-    dir = nbdkit_realpath (value);
-    return dir == NULL ? -1 : 0;
+    dir = realpath (value, NULL);
+    if (dir == NULL) {
+      nbdkit_error ("dir=%s: %m", value);
+      return -1;
+    }
+    return 0;
   }
   if (strcmp (key, "size") == 0) {
     requested_size = nbdkit_parse_size (value);
