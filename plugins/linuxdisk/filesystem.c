@@ -156,8 +156,9 @@ estimate (const char *dir, uint64_t *bytes, uint64_t *entries)
   else
     close (fd);
   if (r == 0) {
-    qsort (u.linked.ptr, u.linked.len, sizeof u.linked.ptr[0],
-           compare_linked);
+    if (u.linked.len > 1)       /* (qsort may not be given NULL) */
+      qsort (u.linked.ptr, u.linked.len, sizeof u.linked.ptr[0],
+             compare_linked);
     for (i = 0; i < u.linked.len; i++) {
       if (i == 0 || compare_linked (&u.linked.ptr[i - 1],
                                     &u.linked.ptr[i]) != 0) {
