@@ -221,10 +221,17 @@ main (int argc, char *argv[])
 
   if (load_layers (&cfg) == -1)
     exit (EXIT_FAILURE);
-  answer_action (&cfg);
+  /* --dump-plugin answers after the parameters are given to the
+   * layers, as nbdkit does: a script plugin's dump_plugin and thread
+   * model depend on its script.  --help and --version need none.
+   */
+  if (cfg.action != ACTION_DUMP_PLUGIN)
+    answer_action (&cfg);
   if (set_debug_flags (&cfg) == -1 ||
       options_configure (&cfg) == -1)
     exit (EXIT_FAILURE);
+  if (cfg.action == ACTION_DUMP_PLUGIN)
+    answer_action (&cfg);
   log_set_layer_name (cfg.top->name);
   int r = layer_config_complete (cfg.top);
   log_set_layer_name (NULL);

@@ -118,7 +118,17 @@ plugin_dump_fields (struct layer *l)
   printf ("api_version=%d\n", p->_api_version);
   printf ("struct_size=%" PRIu64 "\n", p->_struct_size);
   printf ("max_thread_model=%s\n", thread_model_name (p->_thread_model));
-  printf ("thread_model=%s\n", thread_model_name (plugin_thread_model (l)));
+  /* The model the server will use: the weakest of every layer's, as
+   * filters such as noparallel lower it (nbdkit prints the same).
+   */
+  int model = plugin_thread_model (l);
+  const struct config *cfg = server_config ();
+  for (struct layer *f = cfg ? cfg->top : NULL; f && f != l; f = f->next) {
+    int m = f->ops->thread_model (f);
+    if (m >= 0 && m < model)
+      model = m;
+  }
+  printf ("thread_model=%s\n", thread_model_name (model));
   printf ("errno_is_preserved=%d\n", !!p->errno_is_preserved);
   if (p->magic_config_key)
     printf ("magic_config_key=%s\n", p->magic_config_key);
@@ -127,7 +137,8 @@ plugin_dump_fields (struct layer *l)
 #define HAS_V(field)                                                    \
   if (p->_api_version == 1 ? (pp->field##_v1 != NULL) : (p->field != NULL)) \
     printf ("has_%s=1\n", #field)
-  HAS (longname); HAS (description); HAS (load); HAS (unload);
+  /* In nbdkit's order (longname and description are not listed). */
+  HAS (load); HAS (unload); HAS (dump_plugin);
   HAS (config); HAS (config_complete); HAS (config_help);
   HAS (thread_model); HAS (get_ready); HAS (after_fork); HAS (cleanup);
   HAS (preconnect); HAS (list_exports); HAS (default_export);
@@ -137,7 +148,7 @@ plugin_dump_fields (struct layer *l)
   HAS (can_fast_zero); HAS (can_extents); HAS (can_fua);
   HAS (can_multi_conn); HAS (can_cache);
   HAS_V (pread); HAS_V (pwrite); HAS_V (flush); HAS_V (trim); HAS_V (zero);
-  HAS (extents); HAS (cache); HAS (dump_plugin);
+  HAS (extents); HAS (cache);
 #undef HAS
 #undef HAS_V
 

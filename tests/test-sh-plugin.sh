@@ -113,10 +113,31 @@ SH
 )"
 [ "$out" = "b'abcd'" ] || fail "inline script without #!: got '$out'"
 
-# dump_plugin: our server answers --dump-plugin before passing on the
-# parameters (nbdkit 1.32 configures first), so the script is not known
-# yet and its own dump_plugin lines cannot show here.
-"$NBDKIT" --dump-plugin sh "$script" > "$tmpdir/dump"
-grep -qx 'max_known_status=3' "$tmpdir/dump" || fail "no max_known_status"
+# --dump-plugin: the parameters are passed on first, as nbdkit 1.32
+# does, so the script's own dump_plugin lines and its thread model show;
+# every line but the paths and versions is Debian's.
+cat > "$tmpdir/dump.sh" <<'SH'
+#!/bin/bash
+case "$1" in
+  dump_plugin) echo "myscript=yes" ;;
+  thread_model) echo serialize_all_requests ;;
+  get_size) echo 1M ;;
+  pread) dd if=/dev/zero count=$3 iflag=count_bytes status=none ;;
+  *) exit 2 ;;
+esac
+SH
+chmod +x "$tmpdir/dump.sh"
+dump ()
+{
+  "$1" --dump-plugin sh "$tmpdir/dump.sh" |
+    grep -Ev '^(path|version|version_major|version_minor|host_cpu|host_os|binary|name|struct_size)='
+}
+dump "$NBDKIT" > "$tmpdir/dump.ours"
+dump /usr/bin/nbdkit > "$tmpdir/dump.ref"
+diff -u "$tmpdir/dump.ref" "$tmpdir/dump.ours" ||
+  fail "--dump-plugin differs from Debian's"
+grep -qx 'myscript=yes' "$tmpdir/dump.ours" || fail "no dump_plugin line"
+grep -qx 'thread_model=serialize_all_requests' "$tmpdir/dump.ours" ||
+  fail "not the script's thread model"
 
 finish
