@@ -78,7 +78,7 @@ for off in range(0, 16 << 20, 4096):
 "' || note_failure sparse-random-nonzero "a data block read as zero"
 
 # A copy onto itself over several connections checks every write.
-t "$NBDKIT" -U - sparse-random 256M seed=4 percent=40 runlength=256K \
+t "$NBDKIT" -U - sparse-random 64M seed=4 percent=40 runlength=256K \
   --run 'nbdcopy --connections=4 "$uri" "$uri"' ||
   note_failure sparse-random-self-copy "nbdcopy onto itself failed"
 
