@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* fuzz-data: the data plugin's expression parser and renderer
- * (plugins/data/format.c), alone.
+ * (plugins/data/format-parse.c, format-render.c), alone.
  *
  * The fuzzer's bytes are the text of data= (cut at the first NUL, as a
  * command line argument would be).  Files, scripts and the environment
@@ -24,7 +24,7 @@
 
 #define RENDER_MAX (256 * 1024)
 
-/* format.c reports errors through nbdkit_error, normally the server's. */
+/* format-parse.c reports errors through nbdkit_error, normally the server's. */
 void
 nbdkit_error (const char *fmt, ...)
 {

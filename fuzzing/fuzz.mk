@@ -14,7 +14,7 @@
 # it), and so is the memory plugin (plugins/memory/*.c, with the page
 # stores of common/allocators), as the .so the
 # harness loads by path.  fuzz-data is apart: the data plugin's
-# expression parser (plugins/data/format.c) linked with its target
+# expression parser (plugins/data/format-*.c) linked with its target
 # alone, no server.  V=1 shows the commands.
 
 FUZZ_CC = clang
@@ -77,14 +77,14 @@ fuzz-transmission: fuzz-transmission.o $(HARNESS_OBJS) $(SERVER_OBJS) \
 
 DATA_CPPFLAGS = $(CPPFLAGS_ALL) -I$(top_srcdir)/common/include \
 	-I$(top_srcdir)/common/utils -I$(datap)
-fuzz-data: fuzz-data.o data-format.o
+fuzz-data: fuzz-data.o data-format-parse.o data-format-render.o
 	$(say) "  LINK    $@"
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SANITIZERS) -fsanitize=fuzzer \
 	  -o $@ $^
 fuzz-data.o: $(fz)/fuzz-data.c
 	$(say) "  CC      $@"
 	$(Q)$(COMPILE) $(DATA_CPPFLAGS) -c -o $@ $<
-data-format.o: $(datap)/format.c
+data-%.o: $(datap)/%.c
 	$(say) "  CC      $@"
 	$(Q)$(COMPILE) $(DATA_CPPFLAGS) -c -o $@ $<
 

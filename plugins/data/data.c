@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* The data plugin: a RAM disk whose first contents come from the
  * command line, as an expression (data=, parsed and rendered by
- * format.c), as base64 (base64=) or as the bytes of the parameter
+ * format-parse.c and format-render.c), as base64 (base64=) or as the bytes of the parameter
  * (raw=).
  *
  * This file owns the parameters and the nbdkit callbacks.  At

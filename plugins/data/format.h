@@ -10,8 +10,10 @@
  * nominal size (a repeat of a billion copies costs only the copies that
  * land in the window).
  *
- * Errors are reported with nbdkit_error; the fuzz target (fuzzing/
- * fuzz-data.c) links this file alone with its own nbdkit_error.
+ * data_parse is format-parse.c, data_render format-render.c; the tree
+ * between them is format-tree.h.  Errors are reported with
+ * nbdkit_error; the fuzz target (fuzzing/fuzz-data.c) links the two
+ * files alone, with its own nbdkit_error.
  */
 #ifndef NBDKIT_DATA_FORMAT_H
 #define NBDKIT_DATA_FORMAT_H
