@@ -24,8 +24,11 @@ for name, fn in (("pwrite", lambda: h.pwrite(b"x" * 512, 0)),
 PY
 
 # nbdcopy onto it fails and says why.
+# (From a file: a server nbdcopy started itself would outlive the
+# failed copy, holding the test's descriptors.)
+head -c 1048576 /dev/urandom > "$tmpdir/src"
 status=0
-t "$NBDKIT" -U - full 1M --run 'nbdcopy -- [ nbdkit pattern 1M ] "$uri"' \
+t "$NBDKIT" -U - full 1M --run "nbdcopy $tmpdir/src \"\$uri\"" \
   2> "$tmpdir/err" || status=$?
 [ $status -ne 0 ] && grep -q "No space left on device" "$tmpdir/err" ||
   fail "nbdcopy onto a full disk: status $status: $(cat "$tmpdir/err")"
