@@ -13,7 +13,9 @@
 # instrumentation (main.c with main renamed, so the harness can link
 # it), and so is the memory plugin (plugins/memory/*.c, with the page
 # stores of common/allocators), as the .so the
-# harness loads by path.  V=1 shows the commands.
+# harness loads by path.  fuzz-data is apart: the data plugin's
+# expression parser (plugins/data/format-*.c) linked with its target
+# alone, no server.  V=1 shows the commands.
 
 FUZZ_CC = clang
 FUZZ_CFLAGS = -g -O1 -fno-omit-frame-pointer
@@ -29,6 +31,7 @@ srv = $(top_srcdir)/server
 fz = $(top_srcdir)/fuzzing
 mem = $(top_srcdir)/plugins/memory
 alloc = $(top_srcdir)/common/allocators
+datap = $(top_srcdir)/plugins/data
 
 ifeq ($(V),1)
 Q =
@@ -55,7 +58,7 @@ PLUGIN_OBJS = $(patsubst $(mem)/%.c,plugin-%.o,$(wildcard $(mem)/*.c)) \
 	  $(filter-out $(alloc)/test-%.c,$(wildcard $(alloc)/*.c)))
 HARNESS_OBJS = fuzz-harness.o reply-checker.o
 
-TARGETS = fuzz-connection fuzz-transmission
+TARGETS = fuzz-connection fuzz-transmission fuzz-data
 PLUGIN = nbdkit-memory-plugin-fuzz.so
 
 all: $(TARGETS) $(PLUGIN)
@@ -71,6 +74,19 @@ fuzz-transmission: fuzz-transmission.o $(HARNESS_OBJS) $(SERVER_OBJS) \
 		$(PROBES_O)
 	$(say) "  LINK    $@"
 	$(Q)$(LINK) -o $@ $^ $(SERVER_LIBS) -ldl
+
+DATA_CPPFLAGS = $(CPPFLAGS_ALL) -I$(top_srcdir)/common/include \
+	-I$(top_srcdir)/common/utils -I$(datap)
+fuzz-data: fuzz-data.o data-format-parse.o data-format-render.o
+	$(say) "  LINK    $@"
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SANITIZERS) -fsanitize=fuzzer \
+	  -o $@ $^
+fuzz-data.o: $(fz)/fuzz-data.c
+	$(say) "  CC      $@"
+	$(Q)$(COMPILE) $(DATA_CPPFLAGS) -c -o $@ $<
+data-%.o: $(datap)/%.c
+	$(say) "  CC      $@"
+	$(Q)$(COMPILE) $(DATA_CPPFLAGS) -c -o $@ $<
 
 server-main.o: $(srv)/main.c
 	$(say) "  CC      $@"

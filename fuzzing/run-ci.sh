@@ -21,18 +21,20 @@ make -C "$build" fuzz >/dev/null
 
 work=$(mktemp -d /tmp/nbdkit-fuzz.XXXXXX)
 status=0
-for target in connection transmission; do
+for target in connection transmission data; do
   bin="$build/fuzzing/fuzz-$target"
   corpus="$work/corpus-$target"
   mkdir -p "$corpus" "$work/artifacts-$target"
   cp "$srcdir/corpus-$target"/* "$corpus"/
   cp "$srcdir/regressions/$target"-* "$corpus"/ 2>/dev/null || :
+  dict="$srcdir/nbd.dict"
+  [ ! -f "$srcdir/$target.dict" ] || dict="$srcdir/$target.dict"
   log="$work/$target.log"
   echo "fuzz-$target: ${seconds}s"
   # -timeout: one input may take this long; the harness itself gives up
   # on a server silent for 10 s.  -rss_limit_mb bounds a runaway input.
   if "$bin" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 \
-       -dict="$srcdir/nbd.dict" -print_final_stats=1 -workers=1 \
+       -dict="$dict" -print_final_stats=1 -workers=1 \
        -artifact_prefix="$work/artifacts-$target/" \
        "$corpus" >"$log" 2>&1; then
     result=ok

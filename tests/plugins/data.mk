@@ -1,2 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # Tests of the data plugin, included by tests/Makefile.am.
+TESTS += \
+	test-data-plugin.sh \
+	test-data-compare.sh \
+	test-data-errors.sh \
+	test-data-probes.sh

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
+/* The data plugin's expression language: parse, then render.
+ *
+ * data_parse turns the text of data= into a tree whose every node
+ * already knows its length (checked against 2^63 - 1 and every other
+ * limit at parse time), so a hostile expression fails there with one
+ * error, before any byte is stored.  data_render then writes the bytes
+ * of a window [0, LIMIT) of the tree through the caller's callbacks:
+ * work and memory are bounded by the window, never by the expression's
+ * nominal size (a repeat of a billion copies costs only the copies that
+ * land in the window).
+ *
+ * data_parse is format-parse.c, data_render format-render.c; the tree
+ * between them is format-tree.h.  Errors are reported with
+ * nbdkit_error; the fuzz target (fuzzing/fuzz-data.c) links the two
+ * files alone, with its own nbdkit_error.
+ */
+#ifndef NBDKIT_DATA_FORMAT_H
+#define NBDKIT_DATA_FORMAT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct data_tree;
+
+struct data_parse_opts {
+  /* Allow <FILE, <(SCRIPT) and environment variables.  The fuzzer
+   * turns them off.
+   */
+  bool allow_io;
+  /* The value of $NAME given as a NAME= parameter, or NULL. */
+  const char *(*lookup) (void *opaque, const char *name);
+  void *opaque;
+};
+
+/* NULL on error (reported).  *SIZE is the expression's length. */
+extern struct data_tree *data_parse (const char *text,
+                                     const struct data_parse_opts *opts,
+                                     uint64_t *size);
+
+struct data_sink {
+  /* Store COUNT bytes at OFFSET (COUNT <= 1 MiB). */
+  int (*write) (void *opaque, const void *buf, uint32_t count,
+                uint64_t offset);
+  /* Make COUNT bytes at OFFSET zero (COUNT <= 1 GiB). */
+  int (*zero) (void *opaque, uint32_t count, uint64_t offset);
+  void *opaque;
+  uint64_t bytes_set;           /* out: bytes written or zeroed */
+};
+
+/* Render [0, LIMIT) of the tree.  -1 if a callback failed. */
+extern int data_render (struct data_tree *t, uint64_t limit,
+                        struct data_sink *sink);
+
+extern void data_free (struct data_tree *t);
+
+#endif /* NBDKIT_DATA_FORMAT_H */
