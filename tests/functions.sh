@@ -146,6 +146,9 @@ requires_root ()
 # and perf probe definitions are system-wide, so while a tracing test
 # runs no other test may run.  flock drops the shared lock before taking
 # the exclusive one, so two tracing tests cannot deadlock.
+# What the test starts does not get fd 9 (t and start_server close it):
+# a server that outlived its test would otherwise hold the lock and
+# stall every tracing test after it.
 exec 9>>"${TMPDIR:-/tmp}/nbdkit-tests.lock"
 flock -s -w 300 9 || fail "could not take the test lock"
 
@@ -214,7 +217,7 @@ fi
 
 t ()
 {
-  timeout -k 5 "$TEST_CMD_TIMEOUT" "$@"
+  timeout -k 5 "$TEST_CMD_TIMEOUT" "$@" 9>&-
 }
 
 expect_fail ()
@@ -389,7 +392,7 @@ start_server ()
   sock="$tmpdir/sock"
   pidfile="$tmpdir/server.pid"
   rm -f "$sock" "$pidfile"
-  "$NBDKIT" -f -U "$sock" -P "$pidfile" "$@" &
+  "$NBDKIT" -f -U "$sock" -P "$pidfile" "$@" 9>&- &
   server_pid=$!
   cleanup_fn _kill_pid "$server_pid"
   # The pid file is written once the socket listens.
@@ -416,7 +419,7 @@ start_tcp_server ()
   port="$(free_port)"
   pidfile="$tmpdir/server.pid"
   rm -f "$pidfile"
-  "$NBDKIT" -f -i 127.0.0.1 -p "$port" -P "$pidfile" "$@" &
+  "$NBDKIT" -f -i 127.0.0.1 -p "$port" -P "$pidfile" "$@" 9>&- &
   server_pid=$!
   cleanup_fn _kill_pid "$server_pid"
   if ! wait_for 20 -s "$pidfile"; then
