@@ -26,12 +26,15 @@ make_pattern "$raw" $(( 1024 * 1024 ))
 
 # make_luks OUT OPTIONS: encrypt $raw into OUT with qemu-img.  A low
 # iteration time keeps key derivation quick; qemu-img now and then
-# gives up timing it ("Unable to get accurate CPU usage"): retry.
+# gives up timing it ("Unable to get accurate CPU usage"), more often
+# on a loaded machine (a CI run failed after 5 tries): retry, up to 30
+# times, a little apart.
 make_luks ()
 {
   local out="$1" opts="$2" i
   rm -f "$out"
-  for i in 1 2 3 4 5; do
+  for i in $(seq 30); do
+    [ "$i" -eq 1 ] || sleep 0.2
     qemu-img convert -q --object "$secret" -O luks \
       -o "key-secret=sec0,iter-time=10${opts:+,$opts}" "$raw" "$out" \
       2> "$tmpdir/qemu-img.err" && return 0
