@@ -3,7 +3,10 @@
 # Every probe a built plugin or filter carries (its USDT notes, provider
 # nbdkit) is in the "PLUGIN PROBES" or "FILTER PROBES" section of
 # docs/nbdkit-probes.pod under its name, and in its own page; and
-# every probe those sections list exists in that .so.
+# every probe those sections list exists in that .so.  The probes of
+# the shared page stores (allocator_*) are in every .so that links
+# them: they are documented once, under "allocators", and must be in
+# the memory plugin.
 source "$(dirname "$0")/functions.sh"
 requires_cmd readelf
 requires grep -Eq '^#define (HAVE_SYS_SDT_H|ENABLE_PROBES) 1' \
@@ -29,12 +32,16 @@ for kind in plugin filter; do
     n=$((n + 1))
     readelf -n "$so" | awk -v f="$name" '
       /Provider:/ { prov = $2 }
-      /Name:/ && prov == "nbdkit" { print f, $2 }' | sort -u >> "$tmpdir/built.$kind"
+      /Name:/ && prov == "nbdkit" {
+        if ($2 ~ /^allocator_/) print "allocators", $2 > "/dev/stderr"
+        else print f, $2
+      }' 2>> "$tmpdir/allocators" | sort -u >> "$tmpdir/built.$kind"
     page="$abs_top_srcdir/${kind}s/$name/nbdkit-$name-$kind.pod"
     while read -r _ p; do
       grep -q "$p" "$page" || fail "$p is not in $page"
     done < <(grep "^$name " "$tmpdir/built.$kind")
   done
+  [ "$kind" = plugin ] && sort -u "$tmpdir/allocators" >> "$tmpdir/built.$kind"
   sort -o "$tmpdir/built.$kind" "$tmpdir/built.$kind"
   echo "$kind: $(wc -l < "$tmpdir/built.$kind") probes in $n ${kind}s"
   if ! diff -u "$tmpdir/documented.$kind" "$tmpdir/built.$kind"; then
@@ -43,5 +50,8 @@ for kind in plugin filter; do
   fi
 done
 [ "$failed" -eq 0 ] || fail "docs/nbdkit-probes.pod is out of step with the built .so files"
+readelf -n "$abs_top_builddir/plugins/memory/.libs/nbdkit-memory-plugin.so" |
+  grep -q 'Name: allocator_zstd_compress' ||
+  fail "the memory plugin has no allocator_zstd_compress probe"
 n=$(ls "$abs_top_builddir"/filters/*/.libs/nbdkit-*-filter.so | wc -l)
 [ "$n" -ge 41 ] || fail "only $n filters built, expected 41"

@@ -32,6 +32,11 @@
 
 #include "allocator.h"
 
+/* Probes in the plugin that links this (memory, data): see the PLUGIN
+ * PROBES section of nbdkit-probes(1).
+ */
+#include <nbdkit-probe.h>
+
 #ifndef HAVE_LIBZSTD
 
 struct allocator *
@@ -150,6 +155,8 @@ get_page (struct zstd_allocator *za, uint64_t page, unsigned char *out)
   /* We wrote every blob: anything else is memory corruption. */
   if (ZSTD_isError (r) || r != ZPAGE_SIZE)
     abort ();
+  uint64_t off = page << ZPAGE_SHIFT, clen = b->len;
+  NBDKIT_PROBE (allocator_zstd_decompress, off, clen, (uint64_t) ZPAGE_SIZE);
 }
 
 /* Store IN (ZPAGE_SIZE bytes) as page PAGE, or drop the page if IN is
@@ -184,6 +191,8 @@ put_page (struct zstd_allocator *za, uint64_t page, const unsigned char *in)
   }
   b->len = n;
   memcpy (b->data, za->cbuf, n);
+  uint64_t off = page << ZPAGE_SHIFT, clen = n;
+  NBDKIT_PROBE (allocator_zstd_compress, off, (uint64_t) ZPAGE_SIZE, clen);
   drop_blob (za, slot);
   *slot = b;
   za->pages++;
