@@ -213,8 +213,13 @@ check_bpftrace_list_pid ()
   mv "$tmpdir/ex/bpftrace-list-pid.tmp" "$tmpdir/ex/bpftrace-list-pid.sh"
   run_example bpftrace-list-pid
   stop_server
-  sed -n 's/^usdt:.*:nbdkit:\([a-z_0-9]*\)$/\1/p' \
+  # With -p, the plugin's own probes (the memory plugin's page store)
+  # are listed too, under its .so: keep the server binary's.
+  sed -n 's/^usdt:[^:]*\/nbdkit:nbdkit:\([a-z_0-9]*\)$/\1/p' \
     "$tmpdir/bpftrace-list-pid.out" | sort -u > "$tmpdir/listed"
+  grep -q 'nbdkit-memory-plugin\.so:nbdkit:allocator_zstd_compress$' \
+    "$tmpdir/bpftrace-list-pid.out" ||
+    fail "bpftrace -p $pid -l does not list the memory plugin's probes"
   diff -u "$tmpdir/declared" "$tmpdir/listed" ||
     fail "bpftrace -p $pid -l does not list the probes of probes.d"
 }
