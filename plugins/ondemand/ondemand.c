@@ -54,10 +54,6 @@ static pthread_mutex_t create_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static const char *const reserved[] = { "disk", NULL };
 
-struct handle {
-  int fd;
-};
-
 static void
 ondemand_unload (void)
 {
@@ -247,7 +243,6 @@ ondemand_open (int readonly)
   const char *name = nbdkit_export_name ();
   CLEANUP_FREE char *path = NULL;
   struct flock lk = { .l_whence = SEEK_SET, .l_start = 0, .l_len = 0 };
-  struct handle *h;
   struct stat st;
   int fd, r;
   int flags = (readonly ? O_RDONLY : O_RDWR) | O_CLOEXEC | O_NOFOLLOW;
@@ -301,90 +296,7 @@ ondemand_open (int readonly)
     return NULL;
   }
 
-  h = malloc (sizeof *h);
-  if (h == NULL) {
-    nbdkit_error ("malloc: %m");
-    close (fd);
-    return NULL;
-  }
-  h->fd = fd;
-  return h;
-}
-
-/* Closing the descriptor drops its lock. */
-static void
-ondemand_close (void *handle)
-{
-  struct handle *h = handle;
-
-  close (h->fd);
-  free (h);
-}
-
-static int64_t
-ondemand_get_size (void *handle)
-{
-  struct handle *h = handle;
-  return disk_get_size_fd (h->fd);
-}
-
-static int
-ondemand_can_yes (void *handle)
-{
-  return 1;
-}
-
-static int
-ondemand_can_fua (void *handle)
-{
-  return NBDKIT_FUA_NATIVE;
-}
-
-static int
-ondemand_pread (void *handle, void *buf, uint32_t count, uint64_t offset,
-                uint32_t flags)
-{
-  struct handle *h = handle;
-  return disk_pread_fd (h->fd, buf, count, offset);
-}
-
-static int
-ondemand_pwrite (void *handle, const void *buf, uint32_t count,
-                 uint64_t offset, uint32_t flags)
-{
-  struct handle *h = handle;
-  return disk_pwrite_fd (h->fd, buf, count, offset, flags);
-}
-
-static int
-ondemand_flush (void *handle, uint32_t flags)
-{
-  struct handle *h = handle;
-  return disk_flush_fd (h->fd);
-}
-
-static int
-ondemand_trim (void *handle, uint32_t count, uint64_t offset,
-               uint32_t flags)
-{
-  struct handle *h = handle;
-  return disk_trim_fd (h->fd, count, offset, flags);
-}
-
-static int
-ondemand_zero (void *handle, uint32_t count, uint64_t offset,
-               uint32_t flags)
-{
-  struct handle *h = handle;
-  return disk_zero_fd (h->fd, count, offset, flags);
-}
-
-static int
-ondemand_extents (void *handle, uint32_t count, uint64_t offset,
-                  uint32_t flags, struct nbdkit_extents *extents)
-{
-  struct handle *h = handle;
-  return disk_extents_fd (h->fd, count, offset, flags, extents);
+  return disk_handle_new (fd);
 }
 
 #define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
@@ -402,20 +314,20 @@ static struct nbdkit_plugin plugin = {
   .list_exports      = ondemand_list_exports,
   .default_export    = ondemand_default_export,
   .open              = ondemand_open,
-  .close             = ondemand_close,
-  .get_size          = ondemand_get_size,
-  .can_flush         = ondemand_can_yes,
-  .can_trim          = ondemand_can_yes,
-  .can_zero          = ondemand_can_yes,
-  .can_fast_zero     = ondemand_can_yes,
-  .can_fua           = ondemand_can_fua,
-  .can_extents       = ondemand_can_yes,
-  .pread             = ondemand_pread,
-  .pwrite            = ondemand_pwrite,
-  .flush             = ondemand_flush,
-  .trim              = ondemand_trim,
-  .zero              = ondemand_zero,
-  .extents           = ondemand_extents,
+  .close             = disk_close,
+  .get_size          = disk_get_size,
+  .can_flush         = disk_can_yes,
+  .can_trim          = disk_can_yes,
+  .can_zero          = disk_can_yes,
+  .can_fast_zero     = disk_can_yes,
+  .can_fua           = disk_can_fua,
+  .can_extents       = disk_can_yes,
+  .pread             = disk_pread,
+  .pwrite            = disk_pwrite,
+  .flush             = disk_flush,
+  .trim              = disk_trim,
+  .zero              = disk_zero,
+  .extents           = disk_extents,
   .errno_is_preserved = 1,
 };
 

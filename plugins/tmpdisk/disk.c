@@ -265,7 +265,7 @@ disk_remove_dir (const char *dir)
     nbdkit_debug ("rmdir: %s: %m", dir);
 }
 
-int64_t
+static int64_t
 disk_get_size_fd (int fd)
 {
   struct stat st;
@@ -277,7 +277,7 @@ disk_get_size_fd (int fd)
   return st.st_size;
 }
 
-int
+static int
 disk_pread_fd (int fd, void *buf, uint32_t count, uint64_t offset)
 {
   char *p = buf;
@@ -302,7 +302,7 @@ disk_pread_fd (int fd, void *buf, uint32_t count, uint64_t offset)
   return 0;
 }
 
-int
+static int
 disk_flush_fd (int fd)
 {
   if (fdatasync (fd) == -1) {
@@ -312,7 +312,7 @@ disk_flush_fd (int fd)
   return 0;
 }
 
-int
+static int
 disk_pwrite_fd (int fd, const void *buf, uint32_t count, uint64_t offset,
                 uint32_t flags)
 {
@@ -340,7 +340,7 @@ is_unsupported (int err)
   return err == EOPNOTSUPP || err == ENOTSUP || err == ENOSYS;
 }
 
-int
+static int
 disk_trim_fd (int fd, uint32_t count, uint64_t offset, uint32_t flags)
 {
   if (fallocate (fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
@@ -360,7 +360,7 @@ disk_trim_fd (int fd, uint32_t count, uint64_t offset, uint32_t flags)
  * Where the filesystem can do neither, fail with ENOTSUP: the server
  * then writes zeroes itself (unless the client asked for a fast zero).
  */
-int
+static int
 disk_zero_fd (int fd, uint32_t count, uint64_t offset, uint32_t flags)
 {
   int r = -1;
@@ -395,7 +395,7 @@ disk_zero_fd (int fd, uint32_t count, uint64_t offset, uint32_t flags)
  * which nothing else uses, so concurrent calls only look at their own
  * return values.
  */
-int
+static int
 disk_extents_fd (int fd, uint32_t count, uint64_t offset, uint32_t flags,
                  struct nbdkit_extents *extents)
 {
@@ -437,4 +437,97 @@ disk_extents_fd (int fd, uint32_t count, uint64_t offset, uint32_t flags,
       break;
   }
   return 0;
+}
+
+/* ---- the per-connection callbacks of tmpdisk and ondemand ---- */
+
+/* Both serve one disk file per connection, through its descriptor:
+ * the handle is that descriptor.
+ */
+struct disk_handle {
+  int fd;
+};
+
+void *
+disk_handle_new (int fd)
+{
+  struct disk_handle *h = malloc (sizeof *h);
+  if (h == NULL) {
+    nbdkit_error ("malloc: %m");
+    close (fd);
+    return NULL;
+  }
+  h->fd = fd;
+  return h;
+}
+
+static int
+fd_of (void *handle)
+{
+  return ((struct disk_handle *) handle)->fd;
+}
+
+/* Closing the descriptor also drops ondemand's lock on the disk. */
+void
+disk_close (void *handle)
+{
+  close (fd_of (handle));
+  free (handle);
+}
+
+int64_t
+disk_get_size (void *handle)
+{
+  return disk_get_size_fd (fd_of (handle));
+}
+
+int
+disk_can_yes (void *handle)
+{
+  return 1;
+}
+
+int
+disk_can_fua (void *handle)
+{
+  return NBDKIT_FUA_NATIVE;
+}
+
+int
+disk_pread (void *handle, void *buf, uint32_t count, uint64_t offset,
+            uint32_t flags)
+{
+  return disk_pread_fd (fd_of (handle), buf, count, offset);
+}
+
+int
+disk_pwrite (void *handle, const void *buf, uint32_t count, uint64_t offset,
+             uint32_t flags)
+{
+  return disk_pwrite_fd (fd_of (handle), buf, count, offset, flags);
+}
+
+int
+disk_flush (void *handle, uint32_t flags)
+{
+  return disk_flush_fd (fd_of (handle));
+}
+
+int
+disk_trim (void *handle, uint32_t count, uint64_t offset, uint32_t flags)
+{
+  return disk_trim_fd (fd_of (handle), count, offset, flags);
+}
+
+int
+disk_zero (void *handle, uint32_t count, uint64_t offset, uint32_t flags)
+{
+  return disk_zero_fd (fd_of (handle), count, offset, flags);
+}
+
+int
+disk_extents (void *handle, uint32_t count, uint64_t offset, uint32_t flags,
+              struct nbdkit_extents *extents)
+{
+  return disk_extents_fd (fd_of (handle), count, offset, flags, extents);
 }

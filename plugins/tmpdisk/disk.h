@@ -52,19 +52,25 @@ extern void disk_remove_dir (const char *dir);
 /* The data callbacks, given the handle's open descriptor.  Each
  * returns -1 (reported, errno set) on error as the callbacks must.
  */
-extern int64_t disk_get_size_fd (int fd);
-extern int disk_pread_fd (int fd, void *buf, uint32_t count,
-                          uint64_t offset);
-extern int disk_pwrite_fd (int fd, const void *buf, uint32_t count,
-                           uint64_t offset, uint32_t flags);
-extern int disk_flush_fd (int fd);
-extern int disk_trim_fd (int fd, uint32_t count, uint64_t offset,
-                         uint32_t flags);
-extern int disk_zero_fd (int fd, uint32_t count, uint64_t offset,
-                         uint32_t flags);
+/* The per-connection callbacks: the handle is the disk's descriptor
+ * (disk_handle_new closes FD if it fails).
+ */
+extern void *disk_handle_new (int fd);
+extern void disk_close (void *handle);
+extern int64_t disk_get_size (void *handle);
+extern int disk_can_yes (void *handle);
+extern int disk_can_fua (void *handle);
+extern int disk_pread (void *handle, void *buf, uint32_t count,
+                       uint64_t offset, uint32_t flags);
+extern int disk_pwrite (void *handle, const void *buf, uint32_t count,
+                        uint64_t offset, uint32_t flags);
+extern int disk_flush (void *handle, uint32_t flags);
+extern int disk_trim (void *handle, uint32_t count, uint64_t offset,
+                      uint32_t flags);
+extern int disk_zero (void *handle, uint32_t count, uint64_t offset,
+                      uint32_t flags);
 struct nbdkit_extents;
-extern int disk_extents_fd (int fd, uint32_t count, uint64_t offset,
-                            uint32_t flags,
-                            struct nbdkit_extents *extents);
+extern int disk_extents (void *handle, uint32_t count, uint64_t offset,
+                         uint32_t flags, struct nbdkit_extents *extents);
 
 #endif /* NBDKIT_DISK_H */

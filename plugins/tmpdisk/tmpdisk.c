@@ -40,10 +40,6 @@ static char *command = NULL;     /* NULL: the default mkfs command */
 /* The variables the plugin sets for the command itself. */
 static const char *const reserved[] = { "disk", NULL };
 
-struct handle {
-  int fd;
-};
-
 static void
 tmpdisk_unload (void)
 {
@@ -101,7 +97,6 @@ tmpdisk_open (int readonly)
   const char *cmd = command ? command : disk_default_command;
   CLEANUP_FREE char *dir = NULL;
   CLEANUP_FREE char *disk = NULL;
-  struct handle *h;
   uint64_t duration_ns;
   int status, fd;
 
@@ -142,87 +137,7 @@ tmpdisk_open (int readonly)
   /* From here the disk is reachable only through fd. */
   disk_remove_dir (dir);
 
-  h = malloc (sizeof *h);
-  if (h == NULL) {
-    nbdkit_error ("malloc: %m");
-    close (fd);
-    return NULL;
-  }
-  h->fd = fd;
-  return h;
-}
-
-static void
-tmpdisk_close (void *handle)
-{
-  struct handle *h = handle;
-
-  close (h->fd);
-  free (h);
-}
-
-static int64_t
-tmpdisk_get_size (void *handle)
-{
-  struct handle *h = handle;
-  return disk_get_size_fd (h->fd);
-}
-
-static int
-tmpdisk_can_yes (void *handle)
-{
-  return 1;
-}
-
-static int
-tmpdisk_can_fua (void *handle)
-{
-  return NBDKIT_FUA_NATIVE;
-}
-
-static int
-tmpdisk_pread (void *handle, void *buf, uint32_t count, uint64_t offset,
-               uint32_t flags)
-{
-  struct handle *h = handle;
-  return disk_pread_fd (h->fd, buf, count, offset);
-}
-
-static int
-tmpdisk_pwrite (void *handle, const void *buf, uint32_t count,
-                uint64_t offset, uint32_t flags)
-{
-  struct handle *h = handle;
-  return disk_pwrite_fd (h->fd, buf, count, offset, flags);
-}
-
-static int
-tmpdisk_flush (void *handle, uint32_t flags)
-{
-  struct handle *h = handle;
-  return disk_flush_fd (h->fd);
-}
-
-static int
-tmpdisk_trim (void *handle, uint32_t count, uint64_t offset, uint32_t flags)
-{
-  struct handle *h = handle;
-  return disk_trim_fd (h->fd, count, offset, flags);
-}
-
-static int
-tmpdisk_zero (void *handle, uint32_t count, uint64_t offset, uint32_t flags)
-{
-  struct handle *h = handle;
-  return disk_zero_fd (h->fd, count, offset, flags);
-}
-
-static int
-tmpdisk_extents (void *handle, uint32_t count, uint64_t offset,
-                 uint32_t flags, struct nbdkit_extents *extents)
-{
-  struct handle *h = handle;
-  return disk_extents_fd (h->fd, count, offset, flags, extents);
+  return disk_handle_new (fd);
 }
 
 #define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
@@ -238,20 +153,20 @@ static struct nbdkit_plugin plugin = {
   .config_help       = tmpdisk_config_help,
   .magic_config_key  = "size",
   .open              = tmpdisk_open,
-  .close             = tmpdisk_close,
-  .get_size          = tmpdisk_get_size,
-  .can_flush         = tmpdisk_can_yes,
-  .can_trim          = tmpdisk_can_yes,
-  .can_zero          = tmpdisk_can_yes,
-  .can_fast_zero     = tmpdisk_can_yes,
-  .can_fua           = tmpdisk_can_fua,
-  .can_extents       = tmpdisk_can_yes,
-  .pread             = tmpdisk_pread,
-  .pwrite            = tmpdisk_pwrite,
-  .flush             = tmpdisk_flush,
-  .trim              = tmpdisk_trim,
-  .zero              = tmpdisk_zero,
-  .extents           = tmpdisk_extents,
+  .close             = disk_close,
+  .get_size          = disk_get_size,
+  .can_flush         = disk_can_yes,
+  .can_trim          = disk_can_yes,
+  .can_zero          = disk_can_yes,
+  .can_fast_zero     = disk_can_yes,
+  .can_fua           = disk_can_fua,
+  .can_extents       = disk_can_yes,
+  .pread             = disk_pread,
+  .pwrite            = disk_pwrite,
+  .flush             = disk_flush,
+  .trim              = disk_trim,
+  .zero              = disk_zero,
+  .extents           = disk_extents,
   .errno_is_preserved = 1,
 };
 
