@@ -35,6 +35,7 @@
 
 #include "cleanup.h"
 #include "minmax.h"
+#include "quote.h"
 #include "vector.h"
 
 /* The compiler and flags this tree was built with (from the Makefile),
@@ -231,30 +232,6 @@ cc_config (const char *key, const char *value)
   return 0;
 }
 
-/* Single-quote S for /bin/sh into a new string. */
-static char *
-shell_quote (const char *s)
-{
-  size_t n = 3;
-  for (const char *p = s; *p; ++p)
-    n += *p == '\'' ? 4 : 1;
-  char *q = malloc (n), *d = q;
-  if (!q)
-    return NULL;
-  *d++ = '\'';
-  for (const char *p = s; *p; ++p) {
-    if (*p == '\'') {
-      memcpy (d, "'\\''", 4);
-      d += 4;
-    }
-    else
-      *d++ = *p;
-  }
-  *d++ = '\'';
-  *d = '\0';
-  return q;
-}
-
 static int64_t
 now_ns (void)
 {
@@ -282,8 +259,8 @@ include_flags (void)
 static int
 compile (const char *so)
 {
-  CLEANUP_FREE char *qsrc = shell_quote (source);
-  CLEANUP_FREE char *qso = shell_quote (so);
+  CLEANUP_FREE char *qsrc = shell_quote_dup (source);
+  CLEANUP_FREE char *qso = shell_quote_dup (so);
   CLEANUP_FREE char *cmd = NULL;
   const char *compiler = cc ? cc : DEFAULT_CC;
 

@@ -31,6 +31,7 @@
 #include <nbdkit-probe.h>
 
 #include "cleanup.h"
+#include "quote.h"
 #include "vector.h"
 
 /* Set by config, read-only afterwards. */
@@ -156,18 +157,6 @@ iso_config_complete (void)
   "params='PARAMS'           More options for the program (shell text).\n" \
   "prog=PROGRAM              xorriso, genisoimage or mkisofs."
 
-static void
-shell_quote (FILE *fp, const char *s)
-{
-  fputc ('\'', fp);
-  for (; *s; s++) {
-    if (*s == '\'')
-      fputs ("'\\''", fp);
-    else
-      fputc (*s, fp);
-  }
-  fputc ('\'', fp);
-}
 
 /* The shell command.  xorriso speaks mkisofs's options only when told
  * to; genisoimage and mkisofs are mkisofs.

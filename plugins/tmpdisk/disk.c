@@ -30,6 +30,7 @@
 
 #include "cleanup.h"
 #include "minmax.h"
+#include "quote.h"
 #include "vector.h"
 
 #include "disk.h"
@@ -139,19 +140,6 @@ disk_vars_free (void)
   var_list_reset (&vars);
 }
 
-/* Write S to FP in single quotes, so that the shell takes it as it is. */
-static void
-shell_quote (FILE *fp, const char *s)
-{
-  fputc ('\'', fp);
-  for (; *s; s++) {
-    if (*s == '\'')
-      fputs ("'\\''", fp);
-    else
-      fputc (*s, fp);
-  }
-  fputc ('\'', fp);
-}
 
 static uint64_t
 now_ns (void)

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
+/* shell_quote: what /bin/sh reads back from the quoted text is the
+ * original string, for strings with quotes, spaces, $, backslashes and
+ * newlines.
+ */
+#include <config.h>
+
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "quote.h"
+
+int
+main (void)
+{
+  static const char *cases[] = {
+    "", "plain", "two words", "it's", "'", "''", "$HOME `id` \\ \"q\"",
+    "line\nbreak", "a'b'c",
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char *q = shell_quote_dup (cases[i]);
+    assert (q != NULL);
+    /* printf %s QUOTED: the shell hands printf the original bytes. */
+    char *cmd = NULL;
+    assert (asprintf (&cmd, "printf %%s %s", q) > 0);
+    FILE *p = popen (cmd, "r");
+    assert (p != NULL);
+    char buf[256];
+    size_t n = fread (buf, 1, sizeof buf - 1, p);
+    buf[n] = '\0';
+    assert (pclose (p) == 0);
+    if (strcmp (buf, cases[i]) != 0) {
+      fprintf (stderr, "shell_quote: \"%s\" came back as \"%s\" (%s)\n",
+               cases[i], buf, q);
+      return 1;
+    }
+    free (cmd);
+    free (q);
+  }
+  return 0;
+}
