@@ -157,7 +157,6 @@ iso_config_complete (void)
   "params='PARAMS'           More options for the program (shell text).\n" \
   "prog=PROGRAM              xorriso, genisoimage or mkisofs."
 
-
 /* The shell command.  xorriso speaks mkisofs's options only when told
  * to; genisoimage and mkisofs are mkisofs.
  */

@@ -140,7 +140,6 @@ disk_vars_free (void)
   var_list_reset (&vars);
 }
 
-
 static uint64_t
 now_ns (void)
 {
