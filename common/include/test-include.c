@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "array-size.h"
 #include "checked-overflow.h"
@@ -14,6 +15,7 @@
 #include "ispowerof2.h"
 #include "iszero.h"
 #include "minmax.h"
+#include "now-ns.h"
 #include "rounding.h"
 
 static int calls;
@@ -158,6 +160,17 @@ test_iszero (void)
   }
 }
 
+/* now_ns never goes back, and counts a 10 ms sleep as at least that. */
+static void
+test_now_ns (void)
+{
+  uint64_t t0 = now_ns ();
+  struct timespec ts = { .tv_sec = 0, .tv_nsec = 10 * 1000 * 1000 };
+  nanosleep (&ts, NULL);
+  uint64_t t1 = now_ns ();
+  assert (t1 >= t0 + 10 * 1000 * 1000);
+}
+
 int
 main (void)
 {
@@ -168,6 +181,7 @@ main (void)
   test_overflow ();
   test_array_size ();
   test_iszero ();
+  test_now_ns ();
   printf ("test-include: ok\n");
   return 0;
 }

@@ -30,6 +30,7 @@
 #include <nbdkit-filter.h>
 #include <nbdkit-probe.h>
 
+#include "now-ns.h"
 #include "cleanup.h"
 #include "minmax.h"
 
@@ -65,14 +66,6 @@ static struct bucket total_write = BUCKET_INIT;
 struct handle {
   struct bucket read, write;
 };
-
-static uint64_t
-now_ns (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (uint64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static void
 rate_unload (void)

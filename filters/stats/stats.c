@@ -24,6 +24,7 @@
 
 #include <nbdkit-filter.h>
 
+#include "now-ns.h"
 #include "array-size.h"
 
 static char *statsfile;
@@ -57,14 +58,6 @@ static struct opstat stats[] = {
   [CACHE] = { .name = "cache", .sized = true },
   [FLUSH] = { .name = "flush" },
 };
-
-static uint64_t
-now_ns (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * UINT64_C (1000000000) + ts.tv_nsec;
-}
 
 static void
 record (struct opstat *s, uint64_t t0, uint32_t count, uint64_t offset)

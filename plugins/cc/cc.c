@@ -33,6 +33,7 @@
 #include <nbdkit-plugin.h>
 #include <nbdkit-probe.h>
 
+#include "now-ns.h"
 #include "cleanup.h"
 #include "minmax.h"
 #include "quote.h"
@@ -230,14 +231,6 @@ cc_config (const char *key, const char *value)
     return -1;
   }
   return 0;
-}
-
-static int64_t
-now_ns (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 static int cc_config (const char *key, const char *value);

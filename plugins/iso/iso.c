@@ -30,6 +30,7 @@
 #include <nbdkit-plugin.h>
 #include <nbdkit-probe.h>
 
+#include "now-ns.h"
 #include "cleanup.h"
 #include "quote.h"
 #include "vector.h"
@@ -312,15 +313,6 @@ build_iso (void)
   }
   iso_size = st.st_size;
   return 0;
-}
-
-static uint64_t
-now_ns (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (uint64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 static int

@@ -31,6 +31,7 @@
 #include <nbdkit-plugin.h>
 #include <nbdkit-probe.h>
 
+#include "now-ns.h"
 #include "minmax.h"
 #include "regions.h"
 
@@ -131,15 +132,6 @@ linuxdisk_config_complete (void)
   "label=LABEL               The filesystem label.\n" \
   "type=ext2|ext3|ext4       The filesystem type (default ext2).\n" \
   "size=[+]SIZE              The filesystem size, or +free space."
-
-static uint64_t
-now_ns (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (uint64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static int
 build_disk (void)

@@ -26,6 +26,7 @@
 #define NBDKIT_API_VERSION 2
 #include <nbdkit-plugin.h>
 
+#include "now-ns.h"
 #include "array-size.h"
 #include "call.h"
 #include "cleanup.h"
@@ -211,14 +212,6 @@ close_fd (int *fd)
     close (*fd);
     *fd = -1;
   }
-}
-
-static int64_t
-now_ns (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 /* In the child: only async-signal-safe calls from here to exec. */

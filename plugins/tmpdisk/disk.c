@@ -28,6 +28,7 @@
 #define NBDKIT_API_VERSION 2
 #include <nbdkit-plugin.h>
 
+#include "now-ns.h"
 #include "cleanup.h"
 #include "minmax.h"
 #include "quote.h"
@@ -138,15 +139,6 @@ disk_vars_free (void)
     free (vars.ptr[i].value);
   }
   var_list_reset (&vars);
-}
-
-static uint64_t
-now_ns (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (uint64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 int
