@@ -493,6 +493,17 @@ enter (struct handle *h, struct event *ev, const char *act)
   return ev->id = ++h->ids;
 }
 
+/* ENTER for a data call on a range: its offset and count first. */
+static uint64_t
+enter_range (struct handle *h, struct event *ev, const char *act,
+             uint64_t offset, uint32_t count)
+{
+  uint64_t id = enter (h, ev, act);
+  add_field (ev, "offset", "0x%" PRIx64, offset);
+  add_field (ev, "count", "0x%" PRIx32, count);
+  return id;
+}
+
 static void
 leave (struct handle *h, uint64_t id, const char *act, int r, int err)
 {
@@ -510,9 +521,7 @@ log_pread (nbdkit_next *next, void *handle, void *buf, uint32_t count,
   if (!active ())
     return next->pread (next, buf, count, offset, flags, err);
   struct event ev;
-  uint64_t id = enter (h, &ev, "Read");
-  add_field (&ev, "offset", "0x%" PRIx64, offset);
-  add_field (&ev, "count", "0x%" PRIx32, count);
+  uint64_t id = enter_range (h, &ev, "Read", offset, count);
   emit (&ev);
   int r = next->pread (next, buf, count, offset, flags, err);
   leave (h, id, "Read", r, *err);
@@ -527,9 +536,7 @@ log_pwrite (nbdkit_next *next, void *handle, const void *buf, uint32_t count,
   if (!active ())
     return next->pwrite (next, buf, count, offset, flags, err);
   struct event ev;
-  uint64_t id = enter (h, &ev, "Write");
-  add_field (&ev, "offset", "0x%" PRIx64, offset);
-  add_field (&ev, "count", "0x%" PRIx32, count);
+  uint64_t id = enter_range (h, &ev, "Write", offset, count);
   add_field (&ev, "fua", "%d", !!(flags & NBDKIT_FLAG_FUA));
   emit (&ev);
   int r = next->pwrite (next, buf, count, offset, flags, err);
@@ -559,9 +566,7 @@ log_trim (nbdkit_next *next, void *handle, uint32_t count, uint64_t offset,
   if (!active ())
     return next->trim (next, count, offset, flags, err);
   struct event ev;
-  uint64_t id = enter (h, &ev, "Trim");
-  add_field (&ev, "offset", "0x%" PRIx64, offset);
-  add_field (&ev, "count", "0x%" PRIx32, count);
+  uint64_t id = enter_range (h, &ev, "Trim", offset, count);
   add_field (&ev, "fua", "%d", !!(flags & NBDKIT_FLAG_FUA));
   emit (&ev);
   int r = next->trim (next, count, offset, flags, err);
@@ -577,9 +582,7 @@ log_zero (nbdkit_next *next, void *handle, uint32_t count, uint64_t offset,
   if (!active ())
     return next->zero (next, count, offset, flags, err);
   struct event ev;
-  uint64_t id = enter (h, &ev, "Zero");
-  add_field (&ev, "offset", "0x%" PRIx64, offset);
-  add_field (&ev, "count", "0x%" PRIx32, count);
+  uint64_t id = enter_range (h, &ev, "Zero", offset, count);
   add_field (&ev, "trim", "%d", !!(flags & NBDKIT_FLAG_MAY_TRIM));
   add_field (&ev, "fua", "%d", !!(flags & NBDKIT_FLAG_FUA));
   add_field (&ev, "fast", "%d", !!(flags & NBDKIT_FLAG_FAST_ZERO));
@@ -598,9 +601,7 @@ log_extents (nbdkit_next *next, void *handle, uint32_t count,
   if (!active ())
     return next->extents (next, count, offset, flags, extents, err);
   struct event ev;
-  uint64_t id = enter (h, &ev, "Extents");
-  add_field (&ev, "offset", "0x%" PRIx64, offset);
-  add_field (&ev, "count", "0x%" PRIx32, count);
+  uint64_t id = enter_range (h, &ev, "Extents", offset, count);
   add_field (&ev, "req_one", "%d", !!(flags & NBDKIT_FLAG_REQ_ONE));
   emit (&ev);
   int r = next->extents (next, count, offset, flags, extents, err);
@@ -642,9 +643,7 @@ log_cache (nbdkit_next *next, void *handle, uint32_t count, uint64_t offset,
   if (!active ())
     return next->cache (next, count, offset, flags, err);
   struct event ev;
-  uint64_t id = enter (h, &ev, "Cache");
-  add_field (&ev, "offset", "0x%" PRIx64, offset);
-  add_field (&ev, "count", "0x%" PRIx32, count);
+  uint64_t id = enter_range (h, &ev, "Cache", offset, count);
   emit (&ev);
   int r = next->cache (next, count, offset, flags, err);
   leave (h, id, "Cache", r, *err);
