@@ -14,19 +14,23 @@ bench="$abs_top_srcdir/bench/plugins.sh"
 [ -x "$bench" ] || fail "$bench is missing or not executable"
 # It loads both cores: run it alone, as the other bench smoke tests do.
 tracing_lock
+# Directories of an earlier run that was killed are not this run's.
+shm_before="$(ls /dev/shm | grep "^bench-plugins\." || :)"
 status=0
 TMPDIR="$tmpdir" timeout -k 5 120 "$bench" --quick --build "$abs_top_builddir" \
   > "$tmpdir/out" 2> "$tmpdir/err" || status=$?
 cat "$tmpdir/out"
-[ "$status" -eq 0 ] || { cat "$tmpdir/err"; fail "bench exited with $status"; }
+# Whatever fails below, the bench's own progress lines say where.
+bad () { echo "--- the bench's stderr:"; cat "$tmpdir/err"; fail "$@"; }
+[ "$status" -eq 0 ] || bad "bench exited with $status"
 
-grep -qx '## Plugins' "$tmpdir/out" || fail "no Plugins section"
+grep -qx '## Plugins' "$tmpdir/out" || bad "no Plugins section"
 ratio='[0-9]+\.[0-9]{2}'
 for row in "pattern \| 4K randread QD32 \| [0-9]+ IOPS \| [0-9]+ IOPS" \
            "pattern \| nbdcopy to null: \| [0-9.]+ MiB/s \| [0-9.]+ MiB/s" \
            "zero \| handshakes \| [0-9]+ conn/s \| [0-9]+ conn/s"; do
   grep -Eq "^\| $row \| $ratio \|$" "$tmpdir/out" ||
-    fail "no row with numbers for: $row"
+    bad "no row with numbers for: $row"
 done
 if grep -q 'allocator=zstd: not available' "$tmpdir/out"; then
   echo "zstd allocator not available: its rows are not checked"
@@ -39,10 +43,12 @@ else
              "$z \| VmHWM \(peak\) $low \| $mib"
   do
     grep -Eq "^\| $row \| $ratio \|$" "$tmpdir/out" ||
-      fail "no row with numbers for: $row"
+      bad "no row with numbers for: $row"
   done
 fi
 # Nothing left behind: no /dev/shm directory, no work directory.
-ls /dev/shm | grep -q "^bench-plugins\." && fail "a /dev/shm directory was left"
-ls "$tmpdir" | grep -q "^bench-plugins\." && fail "a work directory was left"
+shm_after="$(ls /dev/shm | grep "^bench-plugins\." || :)"
+left="$(comm -13 <(echo "$shm_before") <(echo "$shm_after") | grep . || :)"
+[ -z "$left" ] || bad "a /dev/shm directory was left: $left"
+ls "$tmpdir" | grep -q "^bench-plugins\." && bad "a work directory was left"
 exit 0
