@@ -53,6 +53,8 @@ provider nbdkit {
                           uint64_t requests, uint64_t bytes_in,
                           uint64_t bytes_out, uint64_t lifetime_ns);
 
+  /* ---- late attach (issue 18 part B: connection_info) ---- */
+
   /* ---- handshake ---- */
 
   /* Negotiation begins, just before the greeting is sent: id. */
@@ -124,6 +126,9 @@ provider nbdkit {
    * next look (after the rest, for 1). */
   probe busy_poll_look (uint64_t id, int64_t more, uint64_t gap);
 
+  /* ---- stages (issue 18 part C: sockets, replies, workers,
+   *      configuration, unload) ---- */
+
   /* ---- layers ---- */
 
   /* A plugin or filter callback is called: id, cookie (0 outside a
@@ -149,6 +154,8 @@ provider nbdkit {
    * "option_length", "options", "payload", "descriptors",
    * "handshake_timeout"). */
   probe limit_hit (uint64_t id, const char *kind);
+
+  /* ---- probes from plugins and scripts (issue 18 part F) ---- */
 };
 
 #pragma D attributes Evolving/Evolving/Common provider nbdkit provider
