@@ -4,7 +4,7 @@
 # interfaces this server implements, which scripts parse), then a line
 # naming this server; with a plugin, one line per layer exactly as
 # Debian's nbdkit prints them (NAME VERSION, or NAME alone for a plugin
-# without a version).
+# without a version); nbdkit.pc and nbdkit-version.h say the same release.
 source "$(dirname "$0")/functions.sh"
 
 for opt in --version -V; do
@@ -53,4 +53,24 @@ C
   cat "$tmpdir/nover"
   [ "$(sed -n 3p "$tmpdir/nover")" = "nover" ] ||
     fail "a plugin without a version is not printed as its name alone"
+fi
+
+# The same release in the build's nbdkit.pc (pkg-config --modversion,
+# which configure scripts of out-of-tree plugins gate on) and in the
+# nbdkit-version.h macros a plugin compiles against.
+if command -v pkg-config >/dev/null; then
+  v="$(PKG_CONFIG_PATH="$abs_top_builddir" PKG_CONFIG_LIBDIR=/nonexistent \
+       pkg-config --modversion nbdkit)"
+  [ "$v" = "1.32.5" ] || fail "nbdkit.pc says version '$v', not 1.32.5"
+fi
+if command -v cc >/dev/null; then
+  cat > "$tmpdir/ver.c" <<'C'
+#include <nbdkit-plugin.h>
+_Static_assert (NBDKIT_VERSION_MAJOR == 1 && NBDKIT_VERSION_MINOR == 32 &&
+                NBDKIT_VERSION_MICRO == 5, "nbdkit-version.h: not 1.32.5");
+const char *v = NBDKIT_VERSION_STRING;
+C
+  cc -c -I"$abs_top_srcdir/include" -I"$abs_top_builddir/include" \
+    -o "$tmpdir/ver.o" "$tmpdir/ver.c" ||
+    fail "nbdkit-version.h does not say 1.32.5"
 fi
