@@ -28,9 +28,52 @@ diff -u "$tmpdir/declared" "$tmpdir/in-binary" ||
   fail "probes.d and the binary's .note.stapsdt differ"
 
 # Every argument at every site must be readable by every tracer: no
-# thread-local (%fs-relative) operands, and no literal immediates, which
-# perf drops at one site and not another and then refuses the probe.
-if grep -A2 'Provider: nbdkit' "$tmpdir/notes" | grep 'Arguments:' |
-     grep -E '%fs|\$'; then
+# thread-local (%fs- or %gs-relative) operands, and no literal
+# immediates ($5), which perf drops at one site and not another and
+# then refuses the probe.  check_operands FILE reads `readelf -n'
+# output and prints each nbdkit note whose Arguments line has such an
+# operand (or is not SIZE@OPERAND ...); it fails if it found one, or if
+# it saw a note of provider nbdkit without an Arguments line (readelf's
+# layout changed: the check would look at nothing).
+check_operands ()
+{
+  awk '
+    match($0, /Provider: [^ \t]+/) {
+      if (inside) { print "no Arguments line for " name; bad = 1 }
+      p = substr($0, RSTART + 10, RLENGTH - 10); inside = (p == "nbdkit")
+      if (inside) notes++
+      next
+    }
+    inside && /Name:/ { name = $2; next }
+    inside && /Arguments:/ {
+      inside = 0; checked++
+      for (i = 2; i <= NF; i++)
+        if ($i !~ /^-?[0-9]+@[^$]+$/ || $i ~ /%[fg]s:/) {
+          print name ": " $i; bad = 1
+        }
+    }
+    END {
+      if (inside) { print "no Arguments line for " name; bad = 1 }
+      printf "%d nbdkit notes, %d Arguments lines checked\n", notes, checked
+      exit bad || notes == 0 || notes != checked
+    }' "$1"
+}
+check_operands "$tmpdir/notes" ||
   fail "some probe arguments are not in registers or memory (see above)"
+
+# The check can fail: an object with a literal operand (gcc's default
+# constraints turn the constant 5 into -4@$5) must be refused.
+cc="$(sed -n 's/^CC = //p' "$abs_top_builddir/Makefile")"
+cat > "$tmpdir/literal.c" <<'EOF'
+#include <sys/sdt.h>
+void f (void) { STAP_PROBE1 (nbdkit, x, 5); }
+EOF
+${cc:-cc} -O2 -c "$tmpdir/literal.c" -o "$tmpdir/literal.o" ||
+  fail "could not compile the literal-operand object"
+readelf -n "$tmpdir/literal.o" > "$tmpdir/literal-notes"
+cat "$tmpdir/literal-notes"
+grep -q 'Arguments: -\?[0-9]@\$5$' "$tmpdir/literal-notes" ||
+  fail "the test object has no literal operand to reject"
+if check_operands "$tmpdir/literal-notes"; then
+  fail "check_operands accepted a literal operand"
 fi
