@@ -32,6 +32,18 @@ python3 "$abs_top_srcdir/tools/probes-check.py" "$probes_d" stp "$tapset_in" ||
   fail "tapset and probes.d disagree"
 python3 "$abs_top_srcdir/tools/probes-check.py" "$probes_d" names \
   "$tapset_in" || fail "the tapset's names and the server's disagree"
+# The checker must catch a tapset broken on purpose: a probe's only
+# hierarchical alias gone, and an optional probe's alias made required.
+sed -e '/^probe nbdkit\.handshake\.fail = /d' \
+    -e 's/^probe nbdkit\.connection\.info = nbdkit\.connection_info ? /probe nbdkit.connection.info = nbdkit.connection_info /' \
+  "$tapset_in" > "$tmpdir/bad.stp"
+python3 "$abs_top_srcdir/tools/probes-check.py" "$probes_d" stp \
+  "$tmpdir/bad.stp" > "$tmpdir/bad.out" || :
+cat "$tmpdir/bad.out"
+grep -q 'probe handshake_fail has no hierarchical alias' "$tmpdir/bad.out" ||
+  fail "checker missed a missing hierarchical alias"
+grep -q 'connection.info is on optional nbdkit.connection_info without' \
+  "$tmpdir/bad.out" || fail "checker missed a required alias on an optional probe"
 
 requires_cmd stap
 requires grep -q '^#define ENABLE_PROBES 1' "$abs_top_builddir/config.h"
@@ -68,7 +80,7 @@ echo "$0: stap -p2 resolved $n_aliases aliases to $n_sites probe sites"
 # 2b. Every hierarchical alias, and the symbolic variables of the main
 # ones (the conninfo tapset comes in with peer, export, transport).
 if ! stap -p2 "${stap_r[@]}" -I "$tmpdir/tapset" -e '
-probe nbdkit.*.* { printf("%s %s\n", probe_name, argstr) }
+probe nbdkit.*.*, nbdkit.*.*.* ? { printf("%s %s\n", probe_name, argstr) }
 probe nbdkit.request.start {
   printf("%s %s %s %s %s\n", cmd, flags_str, peer, export, transport) }
 probe nbdkit.request.done {

@@ -13,9 +13,9 @@
  *    nbdkit_eflags_string[flags] ("has_flags|send_flush|..."),
  *    nbdkit_cmd_flags_string[flags] ("fua|df"),
  *    nbdkit_errno_string[errno] ("EIO"), nbdkit_thread_model_string[m];
- *  - six stable views, nbdkit_serverinfo_t, nbdkit_layerinfo_t,
+ *  - seven stable views, nbdkit_serverinfo_t, nbdkit_layerinfo_t,
  *    nbdkit_conninfo_t (peer, export, transport, TLS, the Unix peer's
- *    pid and uid), nbdkit_hsinfo_t, nbdkit_reqinfo_t and
+ *    pid and uid), nbdkit_hsinfo_t, nbdkit_reqinfo_t, nbdkit_ioinfo_t and
  *    nbdkit_diaginfo_t, with one translator per probe and, for each
  *    probe NAME, an inline nbdkit_NAME that is the translated view of
  *    the probe being handled:
@@ -199,8 +199,8 @@ typedef struct nbdkit_serverinfo {
 	string sv_reason;
 } nbdkit_serverinfo_t;
 
-/* A plugin or filter: loaded (name, path, API version, thread model)
- * or called (connection id, cookie, depth, callback, range, errno). */
+/* A plugin or filter: loaded (name, path, API version, thread model),
+ * configured (key, value), unloaded, or called (connection id, cookie, depth, callback, range, errno). */
 typedef struct nbdkit_layerinfo {
 	string ly_name;
 	string ly_path;
@@ -208,6 +208,8 @@ typedef struct nbdkit_layerinfo {
 	int64_t ly_thread_model;
 	string ly_thread_model_name;
 	string ly_kind;
+	string ly_key;
+	string ly_value;
 	uint64_t ly_id;
 	uint64_t ly_cookie;
 	uint64_t ly_depth;
@@ -276,6 +278,7 @@ typedef struct nbdkit_reqinfo {
 	uint64_t rq_offset;
 	uint64_t rq_count;
 	uint64_t rq_queue_ns;
+	uint64_t rq_in_flight;
 	int64_t rq_error;
 	string rq_errname;
 	uint64_t rq_bytes;
@@ -283,11 +286,29 @@ typedef struct nbdkit_reqinfo {
 	string rq_kind;
 	uint64_t rq_wire_bytes;
 	uint64_t rq_chunks;
+	uint64_t rq_write_ns;
+	int64_t rq_written;
 	int64_t rq_poll_caught;
 	uint64_t rq_poll_ns;
 	int64_t rq_poll_more;
 	uint64_t rq_poll_gap;
 } nbdkit_reqinfo_t;
+
+/* The connection's socket (reads and writes: bytes, errno, time) and
+ * its workers (index, thread model, requests read). */
+typedef struct nbdkit_ioinfo {
+	uint64_t io_id;
+	string io_op;
+	uint64_t io_bytes;
+	int64_t io_done;
+	int64_t io_error;
+	string io_errname;
+	uint64_t io_ns;
+	uint64_t io_worker;
+	string io_model;
+	uint64_t io_max_workers;
+	uint64_t io_requests;
+} nbdkit_ioinfo_t;
 
 /* Diagnostics: log messages, protocol violations, limits, and the
  * probes plugins and scripts fire with nbdkit_probe() ("user"). */
@@ -296,9 +317,10 @@ typedef struct nbdkit_diaginfo {
 	string dg_origin;
 	string dg_message;
 	uint64_t dg_id;
+	uint64_t dg_cookie;
+	string dg_where;
 	string dg_what;
 	string dg_kind;
-	uint64_t dg_cookie;
 	string dg_name;
 	int64_t dg_arg1;
 	int64_t dg_arg2;
@@ -362,6 +384,31 @@ translator nbdkit_layerinfo_t < nbdkit_filter_load_t *a > {
 	ly_kind = "filter";
 };
 inline nbdkit_layerinfo_t *nbdkit_filter_load = xlate <nbdkit_layerinfo_t *> ((nbdkit_filter_load_t *)NULL);
+
+typedef uintptr_t nbdkit_plugin_unload_t;
+#pragma D binding "1.0" translator
+translator nbdkit_layerinfo_t < nbdkit_plugin_unload_t *a > {
+	ly_name = copyinstr(arg0);
+	ly_kind = "plugin";
+};
+inline nbdkit_layerinfo_t *nbdkit_plugin_unload = xlate <nbdkit_layerinfo_t *> ((nbdkit_plugin_unload_t *)NULL);
+
+typedef uintptr_t nbdkit_filter_unload_t;
+#pragma D binding "1.0" translator
+translator nbdkit_layerinfo_t < nbdkit_filter_unload_t *a > {
+	ly_name = copyinstr(arg0);
+	ly_kind = "filter";
+};
+inline nbdkit_layerinfo_t *nbdkit_filter_unload = xlate <nbdkit_layerinfo_t *> ((nbdkit_filter_unload_t *)NULL);
+
+typedef uintptr_t nbdkit_config_t;
+#pragma D binding "1.0" translator
+translator nbdkit_layerinfo_t < nbdkit_config_t *a > {
+	ly_name = copyinstr(arg0);
+	ly_key = copyinstr(arg1);
+	ly_value = copyinstr(arg2);
+};
+inline nbdkit_layerinfo_t *nbdkit_config = xlate <nbdkit_layerinfo_t *> ((nbdkit_config_t *)NULL);
 
 typedef uintptr_t nbdkit_layer_call_start_t;
 #pragma D binding "1.0" translator
@@ -545,6 +592,7 @@ translator nbdkit_reqinfo_t < nbdkit_request_dispatch_t *a > {
 	rq_id = arg0;
 	rq_cookie = arg1;
 	rq_queue_ns = arg2;
+	rq_in_flight = arg3;
 };
 inline nbdkit_reqinfo_t *nbdkit_request_dispatch = xlate <nbdkit_reqinfo_t *> ((nbdkit_request_dispatch_t *)NULL);
 
@@ -573,6 +621,17 @@ translator nbdkit_reqinfo_t < nbdkit_reply_send_t *a > {
 };
 inline nbdkit_reqinfo_t *nbdkit_reply_send = xlate <nbdkit_reqinfo_t *> ((nbdkit_reply_send_t *)NULL);
 
+typedef uintptr_t nbdkit_reply_written_t;
+#pragma D binding "1.0" translator
+translator nbdkit_reqinfo_t < nbdkit_reply_written_t *a > {
+	rq_id = arg0;
+	rq_cookie = arg1;
+	rq_wire_bytes = arg2;
+	rq_write_ns = arg3;
+	rq_written = (int64_t)arg4;
+};
+inline nbdkit_reqinfo_t *nbdkit_reply_written = xlate <nbdkit_reqinfo_t *> ((nbdkit_reply_written_t *)NULL);
+
 typedef uintptr_t nbdkit_busy_poll_t;
 #pragma D binding "1.0" translator
 translator nbdkit_reqinfo_t < nbdkit_busy_poll_t *a > {
@@ -591,6 +650,69 @@ translator nbdkit_reqinfo_t < nbdkit_busy_poll_look_t *a > {
 };
 inline nbdkit_reqinfo_t *nbdkit_busy_poll_look = xlate <nbdkit_reqinfo_t *> ((nbdkit_busy_poll_look_t *)NULL);
 
+/* ---- sockets and workers ---- */
+
+typedef uintptr_t nbdkit_sock_read_start_t;
+#pragma D binding "1.0" translator
+translator nbdkit_ioinfo_t < nbdkit_sock_read_start_t *a > {
+	io_id = arg0;
+	io_op = "read";
+	io_bytes = arg1;
+};
+inline nbdkit_ioinfo_t *nbdkit_sock_read_start = xlate <nbdkit_ioinfo_t *> ((nbdkit_sock_read_start_t *)NULL);
+
+typedef uintptr_t nbdkit_sock_read_done_t;
+#pragma D binding "1.0" translator
+translator nbdkit_ioinfo_t < nbdkit_sock_read_done_t *a > {
+	io_id = arg0;
+	io_op = "read";
+	io_done = (int64_t)arg1;
+	io_error = (int64_t)arg2;
+	io_errname = nbdkit_errno_string[arg2];
+	io_ns = arg3;
+};
+inline nbdkit_ioinfo_t *nbdkit_sock_read_done = xlate <nbdkit_ioinfo_t *> ((nbdkit_sock_read_done_t *)NULL);
+
+typedef uintptr_t nbdkit_sock_write_start_t;
+#pragma D binding "1.0" translator
+translator nbdkit_ioinfo_t < nbdkit_sock_write_start_t *a > {
+	io_id = arg0;
+	io_op = "write";
+	io_bytes = arg1;
+};
+inline nbdkit_ioinfo_t *nbdkit_sock_write_start = xlate <nbdkit_ioinfo_t *> ((nbdkit_sock_write_start_t *)NULL);
+
+typedef uintptr_t nbdkit_sock_write_done_t;
+#pragma D binding "1.0" translator
+translator nbdkit_ioinfo_t < nbdkit_sock_write_done_t *a > {
+	io_id = arg0;
+	io_op = "write";
+	io_done = (int64_t)arg1;
+	io_error = (int64_t)arg2;
+	io_errname = nbdkit_errno_string[arg2];
+	io_ns = arg3;
+};
+inline nbdkit_ioinfo_t *nbdkit_sock_write_done = xlate <nbdkit_ioinfo_t *> ((nbdkit_sock_write_done_t *)NULL);
+
+typedef uintptr_t nbdkit_worker_start_t;
+#pragma D binding "1.0" translator
+translator nbdkit_ioinfo_t < nbdkit_worker_start_t *a > {
+	io_id = arg0;
+	io_worker = arg1;
+	io_model = copyinstr(arg2);
+	io_max_workers = arg3;
+};
+inline nbdkit_ioinfo_t *nbdkit_worker_start = xlate <nbdkit_ioinfo_t *> ((nbdkit_worker_start_t *)NULL);
+
+typedef uintptr_t nbdkit_worker_stop_t;
+#pragma D binding "1.0" translator
+translator nbdkit_ioinfo_t < nbdkit_worker_stop_t *a > {
+	io_id = arg0;
+	io_worker = arg1;
+	io_requests = arg2;
+};
+inline nbdkit_ioinfo_t *nbdkit_worker_stop = xlate <nbdkit_ioinfo_t *> ((nbdkit_worker_stop_t *)NULL);
+
 /* ---- diagnostics ---- */
 
 typedef uintptr_t nbdkit_log_t;
@@ -599,6 +721,9 @@ translator nbdkit_diaginfo_t < nbdkit_log_t *a > {
 	dg_level = copyinstr(arg0);
 	dg_origin = copyinstr(arg1);
 	dg_message = copyinstr(arg2);
+	dg_id = arg3;
+	dg_cookie = arg4;
+	dg_where = copyinstr(arg5);
 };
 inline nbdkit_diaginfo_t *nbdkit_log = xlate <nbdkit_diaginfo_t *> ((nbdkit_log_t *)NULL);
 

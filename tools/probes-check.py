@@ -8,7 +8,7 @@
 #       as in probes.d and read from $argN at its position (user_string
 #       for strings only), plus probe_name and an argstr naming them all;
 #       and at least one hierarchical alias (nbdkit.STAGE.EVENT = a flat
-#       alias); the probes other parts add (OPTIONAL) may have aliases
+#       alias); the probes other parts add (EXPECTED) may have aliases
 #       before probes.d has them, marked optional with `?'
 #   probes-check.py PROBES.D dlib LIBRARY.d   every probe has one
 #       translator from nbdkit_NAME_t * that uses every argument, reads
@@ -31,16 +31,49 @@ import os
 import re
 import sys
 
-# Probes that other parts of the tracing work add (connection_info: late
-# attach; user: probes from plugins and scripts), with their agreed
-# arguments: the tapset and the D library may cover them before
-# probes.d has them.
-OPTIONAL = {
-  "connection_info": [(False, "id"), (True, "export"), (True, "peer"),
-                      (True, "transport"), (False, "pid"), (False, "uid")],
-  "user": [(False, "id"), (False, "cookie"), (True, "name"),
-           (False, "arg1"), (False, "arg2"), (True, "text")],
+# Probes that other parts of the tracing work (issue 18) add or extend,
+# with their arguments as agreed or as those parts wrote them: the
+# tapset and the D library may cover them before probes.d has them
+# (tapset aliases marked optional with `?', `@defined($argN)' for an
+# added argument).  Once probes.d has a probe, probes.d is checked
+# against: a signature that changed there shows as a problem.
+S, I = True, False
+EXPECTED = {
+  # part B: late attach
+  "connection_info": [(I, "id"), (S, "export"), (S, "peer"),
+                      (S, "transport"), (I, "pid"), (I, "uid")],
+  # part F: probes from plugins and scripts
+  "user": [(I, "id"), (I, "cookie"), (S, "name"), (I, "arg1"), (I, "arg2"),
+           (S, "text")],
+  # part C: stages
+  "reply_written": [(I, "id"), (I, "cookie"), (I, "bytes"), (I, "write_ns"),
+                    (I, "ok")],
+  "sock_read_start": [(I, "id"), (I, "want")],
+  "sock_read_done": [(I, "id"), (I, "got"), (I, "error"), (I, "ns")],
+  "sock_write_start": [(I, "id"), (I, "bytes")],
+  "sock_write_done": [(I, "id"), (I, "wrote"), (I, "error"), (I, "ns")],
+  "worker_start": [(I, "id"), (I, "worker"), (S, "model"),
+                   (I, "max_workers")],
+  "worker_stop": [(I, "id"), (I, "worker"), (I, "requests")],
+  "config": [(S, "layer"), (S, "key"), (S, "value")],
+  "plugin_unload": [(S, "name")],
+  "filter_unload": [(S, "name")],
+  "request_dispatch": [(I, "id"), (I, "cookie"), (I, "queue_ns"),
+                       (I, "in_flight")],
+  "log": [(S, "level"), (S, "origin"), (S, "message"), (I, "id"),
+          (I, "cookie"), (S, "where")],
 }
+
+
+def extended (probes, name):
+  """The arguments a tool may read for NAME: probes.d's, or EXPECTED's
+  when probes.d's are the first of them (an argument another part adds
+  is allowed before the merge)."""
+  have = probes[name]
+  want = EXPECTED.get (name)
+  if want and len (want) > len (have) and want[:len (have)] == have:
+    return want
+  return have
 
 
 def read_probes (path):
@@ -77,16 +110,16 @@ def check_stp (probes, path):
       optional.add (alias)
   probes = dict (probes)
   for name in sorted (set (aliases) - set (probes)):
-    if name in OPTIONAL and name in optional:
-      probes[name] = OPTIONAL[name]
-    elif name in OPTIONAL:
+    if name in EXPECTED and name in optional:
+      probes[name] = EXPECTED[name]
+    elif name in EXPECTED:
       errs.append ("stp: nbdkit.%s is not in probes.d yet: mark it optional "
                    "(?)" % name)
     else:
       errs.append ("stp: nbdkit.%s is not a probe in probes.d" % name)
   # Hierarchical aliases: nbdkit.STAGE.EVENT = nbdkit.FLAT [?] { ... }
   covered = set ()
-  for m in re.finditer (r'^probe\s+nbdkit\.(\w+\.\w+)\s*=\s*nbdkit\.(\w+)'
+  for m in re.finditer (r'^probe\s+nbdkit\.(\w+(?:\.\w+)+)\s*=\s*nbdkit\.(\w+)'
                         r'\s*(\?)?\s*\{', text, flags=re.M):
     h, flat, opt = m.groups ()
     if flat not in aliases:
@@ -144,8 +177,8 @@ def check_dlib (probes, path):
     seen[name] = (out, body)
   probes = dict (probes)
   for name in sorted (set (seen) - set (probes)):
-    if name in OPTIONAL:
-      probes[name] = OPTIONAL[name]
+    if name in EXPECTED:
+      probes[name] = EXPECTED[name]
     else:
       errs.append ("d: %s: translator for %s, not a probe in probes.d" %
                    (path, name))
@@ -158,12 +191,13 @@ def check_dlib (probes, path):
     as_str = set (int (n) for n in
                   re.findall (r"\bcopyinstr\s*\(\s*arg(\d+)\s*\)", body))
     every = set (int (n) for n in re.findall (r"\barg(\d+)\b", body))
+    wider = extended (probes, name)
     for n in sorted (every):
-      if n >= len (params):
+      if n >= len (wider):
         errs.append ("d: %s: %s has %d arguments, arg%d used" %
                      (path, name, len (params), n))
         continue
-      is_str, var = params[n]
+      is_str, var = wider[n]
       if is_str and n not in as_str:
         errs.append ("d: %s: %s: arg%d (%s) is a string, not read with "
                      "copyinstr()" % (path, name, n, var))
