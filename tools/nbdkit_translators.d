@@ -190,8 +190,10 @@ inline string nbdkit_thread_model_string[int64_t m] =
 	m == 3 ? "parallel" :
 	"unknown";
 
-/* The server process: version, pid, listening sockets, why it stops. */
+/* The server process: the event ("start", "listen", "ready",
+ * "stop"), version, pid, listening sockets, why it stops. */
 typedef struct nbdkit_serverinfo {
+	string sv_event;
 	string sv_version;
 	uint64_t sv_pid;
 	int64_t sv_fd;
@@ -200,7 +202,8 @@ typedef struct nbdkit_serverinfo {
 } nbdkit_serverinfo_t;
 
 /* A plugin or filter: loaded (name, path, API version, thread model),
- * configured (key, value), unloaded, or called (connection id, cookie, depth, callback, range, errno). */
+ * configured (key, value), unloaded, or called (connection id,
+ * cookie, depth, callback, range, errno). */
 typedef struct nbdkit_layerinfo {
 	string ly_name;
 	string ly_path;
@@ -332,32 +335,39 @@ typedef struct nbdkit_diaginfo {
 typedef uintptr_t nbdkit_server_start_t;
 #pragma D binding "1.0" translator
 translator nbdkit_serverinfo_t < nbdkit_server_start_t *a > {
+	sv_event = "start";
 	sv_version = copyinstr(arg0);
 	sv_pid = arg1;
 };
-inline nbdkit_serverinfo_t *nbdkit_server_start = xlate <nbdkit_serverinfo_t *> ((nbdkit_server_start_t *)NULL);
+inline nbdkit_serverinfo_t *nbdkit_server_start =
+    xlate <nbdkit_serverinfo_t *> ((nbdkit_server_start_t *)NULL);
 
 typedef uintptr_t nbdkit_listen_t;
 #pragma D binding "1.0" translator
 translator nbdkit_serverinfo_t < nbdkit_listen_t *a > {
+	sv_event = "listen";
 	sv_fd = (int64_t)arg0;
 	sv_address = copyinstr(arg1);
 };
-inline nbdkit_serverinfo_t *nbdkit_listen = xlate <nbdkit_serverinfo_t *> ((nbdkit_listen_t *)NULL);
+inline nbdkit_serverinfo_t *nbdkit_listen =
+    xlate <nbdkit_serverinfo_t *> ((nbdkit_listen_t *)NULL);
 
 typedef uintptr_t nbdkit_server_ready_t;
 #pragma D binding "1.0" translator
 translator nbdkit_serverinfo_t < nbdkit_server_ready_t *a > {
-	/* no arguments */
+	sv_event = "ready";
 };
-inline nbdkit_serverinfo_t *nbdkit_server_ready = xlate <nbdkit_serverinfo_t *> ((nbdkit_server_ready_t *)NULL);
+inline nbdkit_serverinfo_t *nbdkit_server_ready =
+    xlate <nbdkit_serverinfo_t *> ((nbdkit_server_ready_t *)NULL);
 
 typedef uintptr_t nbdkit_server_stop_t;
 #pragma D binding "1.0" translator
 translator nbdkit_serverinfo_t < nbdkit_server_stop_t *a > {
+	sv_event = "stop";
 	sv_reason = copyinstr(arg0);
 };
-inline nbdkit_serverinfo_t *nbdkit_server_stop = xlate <nbdkit_serverinfo_t *> ((nbdkit_server_stop_t *)NULL);
+inline nbdkit_serverinfo_t *nbdkit_server_stop =
+    xlate <nbdkit_serverinfo_t *> ((nbdkit_server_stop_t *)NULL);
 
 /* ---- layers ---- */
 
@@ -371,7 +381,8 @@ translator nbdkit_layerinfo_t < nbdkit_plugin_load_t *a > {
 	ly_thread_model_name = nbdkit_thread_model_string[arg3];
 	ly_kind = "plugin";
 };
-inline nbdkit_layerinfo_t *nbdkit_plugin_load = xlate <nbdkit_layerinfo_t *> ((nbdkit_plugin_load_t *)NULL);
+inline nbdkit_layerinfo_t *nbdkit_plugin_load =
+    xlate <nbdkit_layerinfo_t *> ((nbdkit_plugin_load_t *)NULL);
 
 typedef uintptr_t nbdkit_filter_load_t;
 #pragma D binding "1.0" translator
@@ -383,7 +394,8 @@ translator nbdkit_layerinfo_t < nbdkit_filter_load_t *a > {
 	ly_thread_model_name = nbdkit_thread_model_string[arg3];
 	ly_kind = "filter";
 };
-inline nbdkit_layerinfo_t *nbdkit_filter_load = xlate <nbdkit_layerinfo_t *> ((nbdkit_filter_load_t *)NULL);
+inline nbdkit_layerinfo_t *nbdkit_filter_load =
+    xlate <nbdkit_layerinfo_t *> ((nbdkit_filter_load_t *)NULL);
 
 typedef uintptr_t nbdkit_plugin_unload_t;
 #pragma D binding "1.0" translator
@@ -391,7 +403,8 @@ translator nbdkit_layerinfo_t < nbdkit_plugin_unload_t *a > {
 	ly_name = copyinstr(arg0);
 	ly_kind = "plugin";
 };
-inline nbdkit_layerinfo_t *nbdkit_plugin_unload = xlate <nbdkit_layerinfo_t *> ((nbdkit_plugin_unload_t *)NULL);
+inline nbdkit_layerinfo_t *nbdkit_plugin_unload =
+    xlate <nbdkit_layerinfo_t *> ((nbdkit_plugin_unload_t *)NULL);
 
 typedef uintptr_t nbdkit_filter_unload_t;
 #pragma D binding "1.0" translator
@@ -399,7 +412,8 @@ translator nbdkit_layerinfo_t < nbdkit_filter_unload_t *a > {
 	ly_name = copyinstr(arg0);
 	ly_kind = "filter";
 };
-inline nbdkit_layerinfo_t *nbdkit_filter_unload = xlate <nbdkit_layerinfo_t *> ((nbdkit_filter_unload_t *)NULL);
+inline nbdkit_layerinfo_t *nbdkit_filter_unload =
+    xlate <nbdkit_layerinfo_t *> ((nbdkit_filter_unload_t *)NULL);
 
 typedef uintptr_t nbdkit_config_t;
 #pragma D binding "1.0" translator
@@ -408,7 +422,8 @@ translator nbdkit_layerinfo_t < nbdkit_config_t *a > {
 	ly_key = copyinstr(arg1);
 	ly_value = copyinstr(arg2);
 };
-inline nbdkit_layerinfo_t *nbdkit_config = xlate <nbdkit_layerinfo_t *> ((nbdkit_config_t *)NULL);
+inline nbdkit_layerinfo_t *nbdkit_config =
+    xlate <nbdkit_layerinfo_t *> ((nbdkit_config_t *)NULL);
 
 typedef uintptr_t nbdkit_layer_call_start_t;
 #pragma D binding "1.0" translator
@@ -421,7 +436,8 @@ translator nbdkit_layerinfo_t < nbdkit_layer_call_start_t *a > {
 	ly_offset = arg5;
 	ly_count = arg6;
 };
-inline nbdkit_layerinfo_t *nbdkit_layer_call_start = xlate <nbdkit_layerinfo_t *> ((nbdkit_layer_call_start_t *)NULL);
+inline nbdkit_layerinfo_t *nbdkit_layer_call_start =
+    xlate <nbdkit_layerinfo_t *> ((nbdkit_layer_call_start_t *)NULL);
 
 typedef uintptr_t nbdkit_layer_call_done_t;
 #pragma D binding "1.0" translator
@@ -434,7 +450,8 @@ translator nbdkit_layerinfo_t < nbdkit_layer_call_done_t *a > {
 	ly_error = (int64_t)arg5;
 	ly_errname = nbdkit_errno_string[arg5];
 };
-inline nbdkit_layerinfo_t *nbdkit_layer_call_done = xlate <nbdkit_layerinfo_t *> ((nbdkit_layer_call_done_t *)NULL);
+inline nbdkit_layerinfo_t *nbdkit_layer_call_done =
+    xlate <nbdkit_layerinfo_t *> ((nbdkit_layer_call_done_t *)NULL);
 
 /* ---- connections ---- */
 
@@ -446,7 +463,8 @@ translator nbdkit_conninfo_t < nbdkit_connection_accept_t *a > {
 	ci_peer = copyinstr(arg2);
 	ci_transport = copyinstr(arg3);
 };
-inline nbdkit_conninfo_t *nbdkit_connection_accept = xlate <nbdkit_conninfo_t *> ((nbdkit_connection_accept_t *)NULL);
+inline nbdkit_conninfo_t *nbdkit_connection_accept =
+    xlate <nbdkit_conninfo_t *> ((nbdkit_connection_accept_t *)NULL);
 
 typedef uintptr_t nbdkit_connection_reject_t;
 #pragma D binding "1.0" translator
@@ -455,7 +473,8 @@ translator nbdkit_conninfo_t < nbdkit_connection_reject_t *a > {
 	ci_peer = copyinstr(arg1);
 	ci_reason = copyinstr(arg2);
 };
-inline nbdkit_conninfo_t *nbdkit_connection_reject = xlate <nbdkit_conninfo_t *> ((nbdkit_connection_reject_t *)NULL);
+inline nbdkit_conninfo_t *nbdkit_connection_reject =
+    xlate <nbdkit_conninfo_t *> ((nbdkit_connection_reject_t *)NULL);
 
 typedef uintptr_t nbdkit_connection_close_t;
 #pragma D binding "1.0" translator
@@ -467,7 +486,8 @@ translator nbdkit_conninfo_t < nbdkit_connection_close_t *a > {
 	ci_bytes_out = arg4;
 	ci_lifetime_ns = arg5;
 };
-inline nbdkit_conninfo_t *nbdkit_connection_close = xlate <nbdkit_conninfo_t *> ((nbdkit_connection_close_t *)NULL);
+inline nbdkit_conninfo_t *nbdkit_connection_close =
+    xlate <nbdkit_conninfo_t *> ((nbdkit_connection_close_t *)NULL);
 
 typedef uintptr_t nbdkit_connection_info_t;
 #pragma D binding "1.0" translator
@@ -480,7 +500,8 @@ translator nbdkit_conninfo_t < nbdkit_connection_info_t *a > {
 	ci_pid = (int64_t)arg4;
 	ci_uid = (int64_t)arg5;
 };
-inline nbdkit_conninfo_t *nbdkit_connection_info = xlate <nbdkit_conninfo_t *> ((nbdkit_connection_info_t *)NULL);
+inline nbdkit_conninfo_t *nbdkit_connection_info =
+    xlate <nbdkit_conninfo_t *> ((nbdkit_connection_info_t *)NULL);
 
 /* ---- handshake ---- */
 
@@ -489,7 +510,8 @@ typedef uintptr_t nbdkit_handshake_start_t;
 translator nbdkit_hsinfo_t < nbdkit_handshake_start_t *a > {
 	hs_id = arg0;
 };
-inline nbdkit_hsinfo_t *nbdkit_handshake_start = xlate <nbdkit_hsinfo_t *> ((nbdkit_handshake_start_t *)NULL);
+inline nbdkit_hsinfo_t *nbdkit_handshake_start =
+    xlate <nbdkit_hsinfo_t *> ((nbdkit_handshake_start_t *)NULL);
 
 typedef uintptr_t nbdkit_handshake_option_t;
 #pragma D binding "1.0" translator
@@ -499,7 +521,8 @@ translator nbdkit_hsinfo_t < nbdkit_handshake_option_t *a > {
 	hs_optname = copyinstr(arg2);
 	hs_length = arg3;
 };
-inline nbdkit_hsinfo_t *nbdkit_handshake_option = xlate <nbdkit_hsinfo_t *> ((nbdkit_handshake_option_t *)NULL);
+inline nbdkit_hsinfo_t *nbdkit_handshake_option =
+    xlate <nbdkit_hsinfo_t *> ((nbdkit_handshake_option_t *)NULL);
 
 typedef uintptr_t nbdkit_handshake_option_reply_t;
 #pragma D binding "1.0" translator
@@ -511,7 +534,8 @@ translator nbdkit_hsinfo_t < nbdkit_handshake_option_reply_t *a > {
 	hs_repname = nbdkit_rep_string[arg2];
 	hs_error = (int64_t)arg3;
 };
-inline nbdkit_hsinfo_t *nbdkit_handshake_option_reply = xlate <nbdkit_hsinfo_t *> ((nbdkit_handshake_option_reply_t *)NULL);
+inline nbdkit_hsinfo_t *nbdkit_handshake_option_reply =
+    xlate <nbdkit_hsinfo_t *> ((nbdkit_handshake_option_reply_t *)NULL);
 
 typedef uintptr_t nbdkit_meta_context_t;
 #pragma D binding "1.0" translator
@@ -521,7 +545,8 @@ translator nbdkit_hsinfo_t < nbdkit_meta_context_t *a > {
 	hs_context_id = arg2;
 	hs_accepted = (int64_t)arg3;
 };
-inline nbdkit_hsinfo_t *nbdkit_meta_context = xlate <nbdkit_hsinfo_t *> ((nbdkit_meta_context_t *)NULL);
+inline nbdkit_hsinfo_t *nbdkit_meta_context =
+    xlate <nbdkit_hsinfo_t *> ((nbdkit_meta_context_t *)NULL);
 
 typedef uintptr_t nbdkit_export_select_t;
 #pragma D binding "1.0" translator
@@ -532,7 +557,8 @@ translator nbdkit_hsinfo_t < nbdkit_export_select_t *a > {
 	hs_eflags = arg3;
 	hs_eflagstr = nbdkit_eflags_string[arg3];
 };
-inline nbdkit_hsinfo_t *nbdkit_export_select = xlate <nbdkit_hsinfo_t *> ((nbdkit_export_select_t *)NULL);
+inline nbdkit_hsinfo_t *nbdkit_export_select =
+    xlate <nbdkit_hsinfo_t *> ((nbdkit_export_select_t *)NULL);
 
 typedef uintptr_t nbdkit_handshake_done_t;
 #pragma D binding "1.0" translator
@@ -542,7 +568,8 @@ translator nbdkit_hsinfo_t < nbdkit_handshake_done_t *a > {
 	hs_structured = (int64_t)arg2;
 	hs_extended = (int64_t)arg3;
 };
-inline nbdkit_hsinfo_t *nbdkit_handshake_done = xlate <nbdkit_hsinfo_t *> ((nbdkit_handshake_done_t *)NULL);
+inline nbdkit_hsinfo_t *nbdkit_handshake_done =
+    xlate <nbdkit_hsinfo_t *> ((nbdkit_handshake_done_t *)NULL);
 
 typedef uintptr_t nbdkit_handshake_fail_t;
 #pragma D binding "1.0" translator
@@ -550,7 +577,8 @@ translator nbdkit_hsinfo_t < nbdkit_handshake_fail_t *a > {
 	hs_id = arg0;
 	hs_reason = copyinstr(arg1);
 };
-inline nbdkit_hsinfo_t *nbdkit_handshake_fail = xlate <nbdkit_hsinfo_t *> ((nbdkit_handshake_fail_t *)NULL);
+inline nbdkit_hsinfo_t *nbdkit_handshake_fail =
+    xlate <nbdkit_hsinfo_t *> ((nbdkit_handshake_fail_t *)NULL);
 
 typedef uintptr_t nbdkit_tls_handshake_start_t;
 #pragma D binding "1.0" translator
@@ -558,7 +586,8 @@ translator nbdkit_hsinfo_t < nbdkit_tls_handshake_start_t *a > {
 	hs_id = arg0;
 	hs_credentials = copyinstr(arg1);
 };
-inline nbdkit_hsinfo_t *nbdkit_tls_handshake_start = xlate <nbdkit_hsinfo_t *> ((nbdkit_tls_handshake_start_t *)NULL);
+inline nbdkit_hsinfo_t *nbdkit_tls_handshake_start =
+    xlate <nbdkit_hsinfo_t *> ((nbdkit_tls_handshake_start_t *)NULL);
 
 typedef uintptr_t nbdkit_tls_handshake_done_t;
 #pragma D binding "1.0" translator
@@ -568,7 +597,8 @@ translator nbdkit_hsinfo_t < nbdkit_tls_handshake_done_t *a > {
 	hs_detail = copyinstr(arg2);
 	hs_tls_peer = copyinstr(arg3);
 };
-inline nbdkit_hsinfo_t *nbdkit_tls_handshake_done = xlate <nbdkit_hsinfo_t *> ((nbdkit_tls_handshake_done_t *)NULL);
+inline nbdkit_hsinfo_t *nbdkit_tls_handshake_done =
+    xlate <nbdkit_hsinfo_t *> ((nbdkit_tls_handshake_done_t *)NULL);
 
 /* ---- requests ---- */
 
@@ -584,7 +614,8 @@ translator nbdkit_reqinfo_t < nbdkit_request_start_t *a > {
 	rq_offset = arg5;
 	rq_count = arg6;
 };
-inline nbdkit_reqinfo_t *nbdkit_request_start = xlate <nbdkit_reqinfo_t *> ((nbdkit_request_start_t *)NULL);
+inline nbdkit_reqinfo_t *nbdkit_request_start =
+    xlate <nbdkit_reqinfo_t *> ((nbdkit_request_start_t *)NULL);
 
 typedef uintptr_t nbdkit_request_dispatch_t;
 #pragma D binding "1.0" translator
@@ -594,7 +625,8 @@ translator nbdkit_reqinfo_t < nbdkit_request_dispatch_t *a > {
 	rq_queue_ns = arg2;
 	rq_in_flight = arg3;
 };
-inline nbdkit_reqinfo_t *nbdkit_request_dispatch = xlate <nbdkit_reqinfo_t *> ((nbdkit_request_dispatch_t *)NULL);
+inline nbdkit_reqinfo_t *nbdkit_request_dispatch =
+    xlate <nbdkit_reqinfo_t *> ((nbdkit_request_dispatch_t *)NULL);
 
 typedef uintptr_t nbdkit_request_done_t;
 #pragma D binding "1.0" translator
@@ -608,7 +640,8 @@ translator nbdkit_reqinfo_t < nbdkit_request_done_t *a > {
 	rq_bytes = arg4;
 	rq_latency_ns = arg5;
 };
-inline nbdkit_reqinfo_t *nbdkit_request_done = xlate <nbdkit_reqinfo_t *> ((nbdkit_request_done_t *)NULL);
+inline nbdkit_reqinfo_t *nbdkit_request_done =
+    xlate <nbdkit_reqinfo_t *> ((nbdkit_request_done_t *)NULL);
 
 typedef uintptr_t nbdkit_reply_send_t;
 #pragma D binding "1.0" translator
@@ -619,7 +652,8 @@ translator nbdkit_reqinfo_t < nbdkit_reply_send_t *a > {
 	rq_wire_bytes = arg3;
 	rq_chunks = arg4;
 };
-inline nbdkit_reqinfo_t *nbdkit_reply_send = xlate <nbdkit_reqinfo_t *> ((nbdkit_reply_send_t *)NULL);
+inline nbdkit_reqinfo_t *nbdkit_reply_send =
+    xlate <nbdkit_reqinfo_t *> ((nbdkit_reply_send_t *)NULL);
 
 typedef uintptr_t nbdkit_reply_written_t;
 #pragma D binding "1.0" translator
@@ -630,7 +664,8 @@ translator nbdkit_reqinfo_t < nbdkit_reply_written_t *a > {
 	rq_write_ns = arg3;
 	rq_written = (int64_t)arg4;
 };
-inline nbdkit_reqinfo_t *nbdkit_reply_written = xlate <nbdkit_reqinfo_t *> ((nbdkit_reply_written_t *)NULL);
+inline nbdkit_reqinfo_t *nbdkit_reply_written =
+    xlate <nbdkit_reqinfo_t *> ((nbdkit_reply_written_t *)NULL);
 
 typedef uintptr_t nbdkit_busy_poll_t;
 #pragma D binding "1.0" translator
@@ -639,7 +674,8 @@ translator nbdkit_reqinfo_t < nbdkit_busy_poll_t *a > {
 	rq_poll_caught = (int64_t)arg1;
 	rq_poll_ns = arg2;
 };
-inline nbdkit_reqinfo_t *nbdkit_busy_poll = xlate <nbdkit_reqinfo_t *> ((nbdkit_busy_poll_t *)NULL);
+inline nbdkit_reqinfo_t *nbdkit_busy_poll =
+    xlate <nbdkit_reqinfo_t *> ((nbdkit_busy_poll_t *)NULL);
 
 typedef uintptr_t nbdkit_busy_poll_look_t;
 #pragma D binding "1.0" translator
@@ -648,7 +684,8 @@ translator nbdkit_reqinfo_t < nbdkit_busy_poll_look_t *a > {
 	rq_poll_more = (int64_t)arg1;
 	rq_poll_gap = arg2;
 };
-inline nbdkit_reqinfo_t *nbdkit_busy_poll_look = xlate <nbdkit_reqinfo_t *> ((nbdkit_busy_poll_look_t *)NULL);
+inline nbdkit_reqinfo_t *nbdkit_busy_poll_look =
+    xlate <nbdkit_reqinfo_t *> ((nbdkit_busy_poll_look_t *)NULL);
 
 /* ---- sockets and workers ---- */
 
@@ -659,7 +696,8 @@ translator nbdkit_ioinfo_t < nbdkit_sock_read_start_t *a > {
 	io_op = "read";
 	io_bytes = arg1;
 };
-inline nbdkit_ioinfo_t *nbdkit_sock_read_start = xlate <nbdkit_ioinfo_t *> ((nbdkit_sock_read_start_t *)NULL);
+inline nbdkit_ioinfo_t *nbdkit_sock_read_start =
+    xlate <nbdkit_ioinfo_t *> ((nbdkit_sock_read_start_t *)NULL);
 
 typedef uintptr_t nbdkit_sock_read_done_t;
 #pragma D binding "1.0" translator
@@ -671,7 +709,8 @@ translator nbdkit_ioinfo_t < nbdkit_sock_read_done_t *a > {
 	io_errname = nbdkit_errno_string[arg2];
 	io_ns = arg3;
 };
-inline nbdkit_ioinfo_t *nbdkit_sock_read_done = xlate <nbdkit_ioinfo_t *> ((nbdkit_sock_read_done_t *)NULL);
+inline nbdkit_ioinfo_t *nbdkit_sock_read_done =
+    xlate <nbdkit_ioinfo_t *> ((nbdkit_sock_read_done_t *)NULL);
 
 typedef uintptr_t nbdkit_sock_write_start_t;
 #pragma D binding "1.0" translator
@@ -680,7 +719,8 @@ translator nbdkit_ioinfo_t < nbdkit_sock_write_start_t *a > {
 	io_op = "write";
 	io_bytes = arg1;
 };
-inline nbdkit_ioinfo_t *nbdkit_sock_write_start = xlate <nbdkit_ioinfo_t *> ((nbdkit_sock_write_start_t *)NULL);
+inline nbdkit_ioinfo_t *nbdkit_sock_write_start =
+    xlate <nbdkit_ioinfo_t *> ((nbdkit_sock_write_start_t *)NULL);
 
 typedef uintptr_t nbdkit_sock_write_done_t;
 #pragma D binding "1.0" translator
@@ -692,7 +732,8 @@ translator nbdkit_ioinfo_t < nbdkit_sock_write_done_t *a > {
 	io_errname = nbdkit_errno_string[arg2];
 	io_ns = arg3;
 };
-inline nbdkit_ioinfo_t *nbdkit_sock_write_done = xlate <nbdkit_ioinfo_t *> ((nbdkit_sock_write_done_t *)NULL);
+inline nbdkit_ioinfo_t *nbdkit_sock_write_done =
+    xlate <nbdkit_ioinfo_t *> ((nbdkit_sock_write_done_t *)NULL);
 
 typedef uintptr_t nbdkit_worker_start_t;
 #pragma D binding "1.0" translator
@@ -702,7 +743,8 @@ translator nbdkit_ioinfo_t < nbdkit_worker_start_t *a > {
 	io_model = copyinstr(arg2);
 	io_max_workers = arg3;
 };
-inline nbdkit_ioinfo_t *nbdkit_worker_start = xlate <nbdkit_ioinfo_t *> ((nbdkit_worker_start_t *)NULL);
+inline nbdkit_ioinfo_t *nbdkit_worker_start =
+    xlate <nbdkit_ioinfo_t *> ((nbdkit_worker_start_t *)NULL);
 
 typedef uintptr_t nbdkit_worker_stop_t;
 #pragma D binding "1.0" translator
@@ -711,7 +753,8 @@ translator nbdkit_ioinfo_t < nbdkit_worker_stop_t *a > {
 	io_worker = arg1;
 	io_requests = arg2;
 };
-inline nbdkit_ioinfo_t *nbdkit_worker_stop = xlate <nbdkit_ioinfo_t *> ((nbdkit_worker_stop_t *)NULL);
+inline nbdkit_ioinfo_t *nbdkit_worker_stop =
+    xlate <nbdkit_ioinfo_t *> ((nbdkit_worker_stop_t *)NULL);
 
 /* ---- diagnostics ---- */
 
@@ -725,7 +768,8 @@ translator nbdkit_diaginfo_t < nbdkit_log_t *a > {
 	dg_cookie = arg4;
 	dg_where = copyinstr(arg5);
 };
-inline nbdkit_diaginfo_t *nbdkit_log = xlate <nbdkit_diaginfo_t *> ((nbdkit_log_t *)NULL);
+inline nbdkit_diaginfo_t *nbdkit_log =
+    xlate <nbdkit_diaginfo_t *> ((nbdkit_log_t *)NULL);
 
 typedef uintptr_t nbdkit_protocol_violation_t;
 #pragma D binding "1.0" translator
@@ -733,7 +777,8 @@ translator nbdkit_diaginfo_t < nbdkit_protocol_violation_t *a > {
 	dg_id = arg0;
 	dg_what = copyinstr(arg1);
 };
-inline nbdkit_diaginfo_t *nbdkit_protocol_violation = xlate <nbdkit_diaginfo_t *> ((nbdkit_protocol_violation_t *)NULL);
+inline nbdkit_diaginfo_t *nbdkit_protocol_violation =
+    xlate <nbdkit_diaginfo_t *> ((nbdkit_protocol_violation_t *)NULL);
 
 typedef uintptr_t nbdkit_limit_hit_t;
 #pragma D binding "1.0" translator
@@ -741,7 +786,8 @@ translator nbdkit_diaginfo_t < nbdkit_limit_hit_t *a > {
 	dg_id = arg0;
 	dg_kind = copyinstr(arg1);
 };
-inline nbdkit_diaginfo_t *nbdkit_limit_hit = xlate <nbdkit_diaginfo_t *> ((nbdkit_limit_hit_t *)NULL);
+inline nbdkit_diaginfo_t *nbdkit_limit_hit =
+    xlate <nbdkit_diaginfo_t *> ((nbdkit_limit_hit_t *)NULL);
 
 typedef uintptr_t nbdkit_user_t;
 #pragma D binding "1.0" translator
@@ -753,4 +799,5 @@ translator nbdkit_diaginfo_t < nbdkit_user_t *a > {
 	dg_arg2 = (int64_t)arg4;
 	dg_text = copyinstr(arg5);
 };
-inline nbdkit_diaginfo_t *nbdkit_user = xlate <nbdkit_diaginfo_t *> ((nbdkit_user_t *)NULL);
+inline nbdkit_diaginfo_t *nbdkit_user =
+    xlate <nbdkit_diaginfo_t *> ((nbdkit_user_t *)NULL);
