@@ -5,8 +5,14 @@
 # nbdkit*:::NAME clause names a real probe, reads only arguments that
 # exist, reads string arguments with copyinstr() and only those
 # (tools/probes-check.py).  The same check covers the bpftrace scripts
-# (str() for strings, nothing beyond arg5).  Then the checker itself
-# must catch a copy of nbdkit.d broken on purpose.
+# (str() for strings, nothing beyond arg5).  The D library
+# tools/nbdkit_translators.d has one translator per probe of probes.d
+# that uses every argument, strings with copyinstr() and only those,
+# and names commands, options and reply types as the server does; the
+# bpftrace scripts' name tables too.  Then the checker itself must catch
+# a copy of nbdkit.d and of the library broken on purpose (it would
+# catch a probe added to probes.d without a translator, a translator
+# reading an argument the probe lacks, or a renamed command).
 source "$(dirname "$0")/functions.sh"
 requires_cmd python3
 tracing_lock
@@ -17,6 +23,34 @@ python3 "$check" "$probes_d" d "$abs_top_srcdir/tools/nbdkit.d" ||
   fail "nbdkit.d and probes.d disagree"
 python3 "$check" "$probes_d" bt "$abs_top_srcdir"/tools/nbdkit-*.bt ||
   fail "a bpftrace script and probes.d disagree"
+
+lib="$abs_top_srcdir/tools/nbdkit_translators.d"
+python3 "$check" "$probes_d" dlib "$lib" ||
+  fail "nbdkit_translators.d and probes.d disagree"
+python3 "$check" "$probes_d" names "$lib" ||
+  fail "nbdkit_translators.d names things unlike the server"
+bt_named=$(grep -l '@nbd_\(cmd\|opt\|rep\)\[' "$abs_top_srcdir"/tools/nbdkit-*.bt)
+[ -n "$bt_named" ] || fail "no bpftrace script names commands or options"
+python3 "$check" "$probes_d" names $bt_named ||
+  fail "a bpftrace script names things unlike the server"
+
+# The library broken on purpose: a translator gone, an argument left
+# out, an argument too far, a command renamed.
+sed -e '/^translator nbdkit_hsinfo_t < nbdkit_handshake_fail_t/,/^};/d' \
+    -e '/^\tci_bytes_out = arg4;/d' \
+    -e 's/^\tsv_address = copyinstr(arg1);/\tsv_address = copyinstr(arg2);/' \
+    -e 's/"write_zeroes"/"zero"/' "$lib" > "$tmpdir/bad-lib.d"
+python3 "$check" "$probes_d" dlib "$tmpdir/bad-lib.d" > "$tmpdir/bad-lib.out" || :
+python3 "$check" "$probes_d" names "$tmpdir/bad-lib.d" >> "$tmpdir/bad-lib.out" || :
+cat "$tmpdir/bad-lib.out"
+grep -q 'probe handshake_fail has no translator' "$tmpdir/bad-lib.out" ||
+  fail "checker missed a missing translator"
+grep -q 'connection_close: the translator leaves out arg4' "$tmpdir/bad-lib.out" ||
+  fail "checker missed an argument left out"
+grep -q 'listen has 2 arguments, arg2 used' "$tmpdir/bad-lib.out" ||
+  fail "checker missed an argument too far"
+grep -q 'cmd 0x6 is zero here, write_zeroes in the server' "$tmpdir/bad-lib.out" ||
+  fail "checker missed a renamed command"
 
 # Broken on purpose: a string read as an integer, an argument too far.
 sed -e 's/copyinstr(arg1))/arg1)/' -e 's/arg5 \/ 1000000/arg6/' \

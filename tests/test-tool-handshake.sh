@@ -8,7 +8,9 @@
 # contexts, 3 export lines with the 64M size, and 2 failures, one
 # each: "bad option magic", "export name too long" (handshake_fail
 # fires once per connection); each good connection's options include
-# go (or opt_go) and set_meta_context; the summary counts match.
+# go (or opt_go) and set_meta_context; option replies and transmission
+# flags are named (each GO answered "ack", each export line naming
+# has_flags); the summary counts match.
 # EXPECT_DONE overrides the expected number of good handshakes.
 source "$(dirname "$0")/functions.sh"
 requires_cmd bpftrace nbdsh python3
@@ -55,6 +57,9 @@ check dones "$(n '$3 == "done" && $5 == "\"\"" && $7 == 1')" "$expect_done"
 check metas "$(n '$3 == "meta" && $4 == "\"base:allocation\"" && $NF == "accepted"')" 3
 check exports "$(n '$3 == "export" && $6 == 67108864')" 3
 check failures "$(n '$3 == "fail"')" 2
+check "go acked by name" \
+  "$(grep -c ' reply  *option go (7) reply ack (0x1)$' "$out")" "$expect_done"
+check "eflags by name" "$(n '$3 == "export" && / has_flags/')" 3
 check "bad magic" "$(grep -c ' fail  *bad option magic$' "$out")" 1
 check "long name" "$(grep -c ' fail  *export name too long$' "$out")" 1
 failed_ids="$(awk '$3 == "fail" { print $2 }' "$out")"

@@ -29,9 +29,9 @@ interrupt_tracer "$tool"
 cat "$out"
 
 # Columns: TIME CONN COOKIE COMMAND OFFSET BYTES ERRNO LAT REPLY
-n_reads="$(awk '$4 == "read" && $7 == 0 && $6 == 4096' "$out" | wc -l)"
-n_writes="$(awk '$4 == "write" && $7 == 0 && $6 == 65536' "$out" | wc -l)"
-n_einval="$(awk '$4 == "read" && $7 == 22 && $6 == 0 && $5 == 67108864' \
+n_reads="$(awk '$4 == "read" && $7 == "-" && $6 == 4096' "$out" | wc -l)"
+n_writes="$(awk '$4 == "write" && $7 == "-" && $6 == 65536' "$out" | wc -l)"
+n_einval="$(awk '$4 == "read" && $7 == "EINVAL" && $6 == 0 && $5 == 67108864' \
              "$out" | wc -l)"
 n_disc="$(awk '$4 == "disc"' "$out" | wc -l)"
 n_all="$(awk '$1 ~ /^[0-9]+$/' "$out" | wc -l)"
@@ -44,7 +44,7 @@ n_all="$(awk '$1 ~ /^[0-9]+$/' "$out" | wc -l)"
 # The reads were at 0, 4096, ... 36864.  (Lines come in reply_send
 # order, which is wire order: a client may already have sent its next
 # request, so neighbours can swap.)
-offs="$(awk '$4 == "read" && $7 == 0 { print $5 }' "$out" | sort -n |
+offs="$(awk '$4 == "read" && $7 == "-" { print $5 }' "$out" | sort -n |
         tr '\n' ' ')"
 [ "$offs" = "0 4096 8192 12288 16384 20480 24576 28672 32768 36864 " ] ||
   fail "read offsets: $offs"

@@ -4,11 +4,17 @@
 # the built binary:
 #  1. consistency (always): tools/probes-check.py finds one alias per
 #     probe, one variable per argument, named as in probes.d and read
-#     from $argN at its position, user_string() for strings only;
+#     from $argN at its position, user_string() for strings only, a
+#     hierarchical alias (nbdkit.STAGE.EVENT) for every probe, and the
+#     tapset's names of commands, options and reply types equal to the
+#     server's (it would catch a probe added without an alias, or a
+#     command renamed in the server only);
 #  2. elaboration: `stap -p2' resolves every alias (nbdkit.*) with every
-#     variable (argstr) against server/nbdkit, and `stap -p2' of every
-#     probe's $arg1..$argN, raw, proves SystemTap can read every
-#     argument the server passes;
+#     variable (argstr) against server/nbdkit, every hierarchical alias
+#     (nbdkit.*.*) with the symbolic variables (cmd, latency_us,
+#     errno_name, peer, export, transport, eflags_str, ...) through the
+#     conninfo tapset, and `stap -p2' of every probe's $arg1..$argN,
+#     raw, proves SystemTap can read every argument the server passes;
 #  3. live (only where stap can build and load a module, i.e. with the
 #     running kernel's build tree): count request_done per command
 #     while a client sends 10 reads and 5 writes.
@@ -24,12 +30,29 @@ tapset_in="$abs_top_srcdir/tools/nbdkit.stp.in"
 # 1. Consistency.
 python3 "$abs_top_srcdir/tools/probes-check.py" "$probes_d" stp "$tapset_in" ||
   fail "tapset and probes.d disagree"
+python3 "$abs_top_srcdir/tools/probes-check.py" "$probes_d" names \
+  "$tapset_in" || fail "the tapset's names and the server's disagree"
+# The checker must catch a tapset broken on purpose: a probe's only
+# hierarchical alias gone, and an optional probe's alias made required.
+sed -e '/^probe nbdkit\.handshake\.fail = /d' \
+    -e 's/^probe nbdkit\.connection\.info = nbdkit\.connection_info ? /probe nbdkit.connection.info = nbdkit.connection_info /' \
+  "$tapset_in" > "$tmpdir/bad.stp"
+python3 "$abs_top_srcdir/tools/probes-check.py" "$probes_d" stp \
+  "$tmpdir/bad.stp" > "$tmpdir/bad.out" || :
+cat "$tmpdir/bad.out"
+grep -q 'probe handshake_fail has no hierarchical alias' "$tmpdir/bad.out" ||
+  fail "checker missed a missing hierarchical alias"
+grep -q 'connection.info is on optional nbdkit.connection_info without' \
+  "$tmpdir/bad.out" || fail "checker missed a required alias on an optional probe"
 
 requires_cmd stap
 requires grep -q '^#define ENABLE_PROBES 1' "$abs_top_builddir/config.h"
 
 mkdir "$tmpdir/tapset"
-sed "s|@NBDKIT_BINARY@|$server_binary|g" "$tapset_in" > "$tmpdir/tapset/nbdkit.stp"
+for f in nbdkit nbdkit_conninfo; do
+  sed "s|@NBDKIT_BINARY@|$server_binary|g" "$abs_top_srcdir/tools/$f.stp.in" \
+    > "$tmpdir/tapset/$f.stp"
+done
 stap_r=()
 if [ ! -e "/lib/modules/$(uname -r)/build/.config" ]; then
   k="$tmpdir/kernel"
@@ -50,11 +73,36 @@ if ! stap -p2 "${stap_r[@]}" -I "$tmpdir/tapset" \
   filter < "$tmpdir/p2.err"
   fail "stap -p2 of the tapset failed"
 fi
-n_aliases="$(grep -c '^probe nbdkit\.' "$tapset_in")"
+n_aliases="$(grep -c '^probe nbdkit\.[a-z_]* *= *process' "$tapset_in")"
 n_sites="$(grep -c '^process(' "$tmpdir/p2" || :)"
 echo "$0: stap -p2 resolved $n_aliases aliases to $n_sites probe sites"
 
-# 2b. Every argument of every probe, read raw.
+# 2b. Every hierarchical alias, and the symbolic variables of the main
+# ones (the conninfo tapset comes in with peer, export, transport).
+if ! stap -p2 "${stap_r[@]}" -I "$tmpdir/tapset" -e '
+probe nbdkit.*.*, nbdkit.*.*.* ? { printf("%s %s\n", probe_name, argstr) }
+probe nbdkit.request.start {
+  printf("%s %s %s %s %s\n", cmd, flags_str, peer, export, transport) }
+probe nbdkit.request.done {
+  printf("%s %d %d %s %s %s %s\n", cmd, latency_ns, latency_us, errno_name,
+         peer, export, transport) }
+probe nbdkit.handshake.option { println(option_name) }
+probe nbdkit.handshake.reply { println(option_name, reply_name) }
+probe nbdkit.handshake.export { println(eflags_str) }
+probe nbdkit.connection.close { println(peer, export, transport, tls) }
+probe nbdkit.plugin.load { println(thread_model_name) }
+probe nbdkit.layer.return { println(errno_name) }
+probe nbdkit.connection.info ? { println(peer, export, transport) }
+' > "$tmpdir/p2h" 2> "$tmpdir/p2h.err"; then
+  filter < "$tmpdir/p2h.err"
+  fail "stap -p2 of the hierarchical aliases failed"
+fi
+n_h="$(grep -c '^probe nbdkit\.[a-z_]*\.[a-z_]* *=' "$tapset_in")"
+echo "$0: stap -p2 resolved $n_h hierarchical aliases"
+# The conninfo view came with them: its globals are in the session.
+grep -q '__nbdkit_ci_peer' "$tmpdir/p2h" || fail "conninfo tapset not used"
+
+# 2c. Every argument of every probe, read raw.
 python3 - "$probes_d" "$server_binary" > "$tmpdir/raw.stp" <<'PY'
 import re, sys
 text = re.sub(r"/\*.*?\*/", "", open(sys.argv[1]).read(), flags=re.S)
@@ -83,8 +131,11 @@ start_server memory 64M
 timeout -k 120 120 stap -I "$tmpdir/tapset" -x "$server_pid" -e '
 probe begin { printf("READY\n") }
 probe nbdkit.request_done { n[command] <<< bytes }
+probe nbdkit.request.done { s[cmd, peer] <<< latency_us }
 probe end { foreach (c in n) printf("command %d count %d bytes %d\n", c,
-                                    @count(n[c]), @sum(n[c])) }
+                                    @count(n[c]), @sum(n[c]))
+            foreach ([c, p] in s) printf("cmd %s peer %s count %d\n", c, p,
+                                         @count(s[c, p])) }
 ' > "$tmpdir/out" 2> "$tmpdir/err" &
 tool=$!
 cleanup_fn _kill_pid "$tool"
@@ -100,3 +151,5 @@ wait "$tool" || :
 cat "$tmpdir/out"
 grep -q '^command 0 count 10 bytes 40960$' "$tmpdir/out" || fail "reads"
 grep -q '^command 1 count 5 bytes 327680$' "$tmpdir/out" || fail "writes"
+# The client connected after stap attached: its peer is known by name.
+grep -q '^cmd read peer unix count 10$' "$tmpdir/out" || fail "named reads"
