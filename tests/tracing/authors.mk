@@ -1,3 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # Tests of the tracing second pass, part F (authors), included by
 # tests/Makefile.am.
+TESTS += test-example-probes-join.sh
+TESTS += test-example-filter-probes.sh
