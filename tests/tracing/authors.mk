@@ -3,3 +3,5 @@
 # tests/Makefile.am.
 TESTS += test-example-probes-join.sh
 TESTS += test-example-filter-probes.sh
+TESTS += test-example-out-of-tree.sh
+TESTS += test-example-provider.sh
