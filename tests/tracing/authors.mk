@@ -5,3 +5,6 @@ TESTS += test-example-probes-join.sh
 TESTS += test-example-filter-probes.sh
 TESTS += test-example-out-of-tree.sh
 TESTS += test-example-provider.sh
+TESTS += test-sh-plugin-user-probe.sh
+TESTS += test-eval-plugin-user-probe.sh
+TESTS += test-tool-user.sh
