@@ -6,8 +6,9 @@
 # line for each, with the connection id, the cookie, the request's
 # command ("-" in open, "read" for the reads), the name, both integers
 # (a negative one too) and the text, and count 3 firings of the read's
-# name at the end.  It would catch: a view that drops or misnames
-# them, loses the sign, or fails to join the request's command.
+# name at the end; for a binary without the probe it refuses plainly.
+# It would catch: a view that drops or misnames them, loses the sign,
+# or fails to join the request's command.
 source "$(dirname "$0")/functions.sh"
 requires_cmd bpftrace nbdsh
 requires_root
@@ -41,4 +42,13 @@ for i in 0 1 2; do
     "$out" | grep -q . || fail "no line for the read at $off"
 done
 grep -q '^@fired\[viewread\]: 3$' "$out" || fail "viewread not counted 3 times"
+# A server without the probe (here a binary with no notes at all):
+# a plain refusal, not bpftrace's attach error.
+if "$abs_top_srcdir/tools/nbdkit-trace" -x /bin/true user \
+     > "$tmpdir/old.out" 2>&1; then
+  fail "nbdkit-trace user accepted a binary without the user probe"
+fi
+cat "$tmpdir/old.out"
+grep -q 'has no probe "user"' "$tmpdir/old.out" ||
+  fail "nbdkit-trace user did not say the binary lacks the probe"
 echo "OK: nbdkit-trace user shows the generic probe by name"
