@@ -130,6 +130,22 @@ NBDKIT_EXTERN_DECL (char *, nbdkit_peer_tls_issuer_dn, (void));
 NBDKIT_EXTERN_DECL (char *, nbdkit_peer_tls_username, (void));
 NBDKIT_EXTERN_DECL (void, nbdkit_shutdown, (void));
 
+/* The ids the server's probes carry for the calling thread: the
+ * connection's id (0 outside a connection) and the cookie of the
+ * request being served (0 outside a request).  Pass them first in a
+ * plugin's own probes so a tracer can join them to the server's.
+ */
+NBDKIT_EXTERN_DECL (uint64_t, nbdkit_connection_id, (void));
+NBDKIT_EXTERN_DECL (uint64_t, nbdkit_request_cookie, (void));
+
+/* Fire the server's generic probe "user" (id, cookie, name, arg1,
+ * arg2, text) from any plugin or filter, whatever its language.
+ * NAME and TEXT may be NULL (read as "").  Cheap when untraced.
+ */
+NBDKIT_EXTERN_DECL (void, nbdkit_probe,
+                    (const char *name, int64_t arg1, int64_t arg2,
+                     const char *text));
+
 /* Strings that live as long as the current connection (or, outside a
  * connection, until the plugin is unloaded).
  */

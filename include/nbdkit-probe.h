@@ -6,7 +6,22 @@
  * DTrace.  Without <sys/sdt.h> at build time, the macros compile to
  * nothing and their arguments are not evaluated.
  *
- *   NBDKIT_PROBE (myplugin_cache_hit, offset, count);
+ *   NBDKIT_PROBE (myplugin_cache_hit, nbdkit_connection_id (),
+ *                 nbdkit_request_cookie (), offset, count);
+ *
+ * Passing the connection id and the request's cookie first, as the
+ * server's own probes do, lets a tracer join a plugin's probes to the
+ * server's request_start and request_done.
+ *
+ * A plugin may name its own provider, so that its probes are
+ * usdt:SO:myplugin:NAME rather than usdt:SO:nbdkit:NAME: define
+ * NBDKIT_PROBE_PROVIDER to an identifier (not a string) before
+ * including this header:
+ *
+ *   #define NBDKIT_PROBE_PROVIDER myplugin
+ *   #include <nbdkit-probe.h>
+ *
+ * Use one provider per file (the semaphores below take its name).
  *
  * Arguments should be integers or C strings, at most 12 of them.
  * Arguments are passed in registers or as constants, never as memory
@@ -29,6 +44,10 @@
  */
 #ifndef NBDKIT_PROBE_H
 #define NBDKIT_PROBE_H
+
+#ifndef NBDKIT_PROBE_PROVIDER
+#define NBDKIT_PROBE_PROVIDER nbdkit
+#endif
 
 #if defined (NBDKIT_PROBES_DISABLE)
 #define NBDKIT_HAVE_PROBES 0
@@ -53,16 +72,26 @@
 #define _SDT_HAS_SEMAPHORES 1
 #endif
 #include <sys/sdt.h>
-#define NBDKIT_PROBE(...) STAP_PROBEV (nbdkit, __VA_ARGS__)
+/* The provider is passed on unexpanded here and expanded by
+ * STAP_PROBEV's own arguments, so it may be a macro.
+ */
+#define NBDKIT_PROBE(...) STAP_PROBEV (NBDKIT_PROBE_PROVIDER, __VA_ARGS__)
+/* <sys/sdt.h> names a probe's semaphore PROVIDER_NAME_semaphore. */
+#define NBDKIT_PROBE_SEM_NAME_(provider, name) \
+  provider##_##name##_semaphore
+#define NBDKIT_PROBE_SEM_(provider, name) \
+  NBDKIT_PROBE_SEM_NAME_ (provider, name)
 /* Hidden, so two plugins' semaphores of the same name never mix. */
 #define NBDKIT_PROBE_SEMAPHORE(name)                                    \
-  __extension__ unsigned short nbdkit_##name##_semaphore                \
+  __extension__ unsigned short                                          \
+  NBDKIT_PROBE_SEM_ (NBDKIT_PROBE_PROVIDER, name)                       \
   __attribute__ ((unused, section (".probes"), visibility ("hidden")))
 #if defined (NBDKIT_PROBE_SEMAPHORES)
 /* The kernel changes the semaphore behind the compiler's back. */
 #define NBDKIT_PROBE_ENABLED(name)                                      \
   __builtin_expect (*(volatile unsigned short *)                        \
-                    &nbdkit_##name##_semaphore != 0, 0)
+                    &NBDKIT_PROBE_SEM_ (NBDKIT_PROBE_PROVIDER, name)    \
+                    != 0, 0)
 #else
 #define NBDKIT_PROBE_ENABLED(name) (1)
 #endif

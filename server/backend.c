@@ -38,6 +38,12 @@ layer_set_cookie (uint64_t cookie)
   call_cookie = cookie;
 }
 
+uint64_t
+layer_get_cookie (void)
+{
+  return call_cookie;
+}
+
 static inline uint64_t
 conn_id (const struct connection *conn)
 {

@@ -259,6 +259,7 @@ extern void layer_contain_open_crashes (void);
 extern const struct nbdkit_next_ops layer_next_ops;
 extern void layer_answers_init (struct layer_answers *a);
 extern void layer_set_cookie (uint64_t cookie);
+extern uint64_t layer_get_cookie (void);
 extern void layer_requests_lock (void);
 extern void layer_requests_unlock (void);
 extern int layer_config (struct layer *l, const char *key, const char *value);

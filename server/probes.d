@@ -156,6 +156,13 @@ provider nbdkit {
   probe limit_hit (uint64_t id, const char *kind);
 
   /* ---- probes from plugins and scripts (issue 18 part F) ---- */
+
+  /* A plugin, filter or script fired the generic probe (nbdkit_probe,
+   * the nbdkit-probe command of the sh and eval plugins): id (0 outside
+   * a connection), cookie (0 outside a request), the name the caller
+   * gave, two integers and a text of its choice ("" if none). */
+  probe user (uint64_t id, uint64_t cookie, const char *name,
+              int64_t arg1, int64_t arg2, const char *text);
 };
 
 #pragma D attributes Evolving/Evolving/Common provider nbdkit provider

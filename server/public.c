@@ -407,6 +407,37 @@ nbdkit_nanosleep (unsigned sec, unsigned nsec)
 
 /* ---- the current connection ---- */
 
+/* The ids that the server's own probes carry, so that a plugin's or
+ * filter's probes can be joined to them: 0 outside a connection (at
+ * configuration time, in a thread of the plugin's own) and outside a
+ * request (open, close, the handshake's questions).
+ */
+uint64_t
+nbdkit_connection_id (void)
+{
+  struct connection *conn = conn_current ();
+  return conn ? conn->id : 0;
+}
+
+uint64_t
+nbdkit_request_cookie (void)
+{
+  return layer_get_cookie ();
+}
+
+/* The generic probe, for authors who cannot place USDT probes of their
+ * own (scripts, language bindings).  Untraced, it costs a call and a
+ * test of the semaphore; the ids are read only while traced.
+ */
+void
+nbdkit_probe (const char *name, int64_t arg1, int64_t arg2, const char *text)
+{
+  if (NBDKIT_USER_ENABLED ())
+    NBDKIT_USER (probe_u64 (nbdkit_connection_id ()),
+                 probe_u64 (layer_get_cookie ()), name ? name : "",
+                 arg1, arg2, text ? text : "");
+}
+
 const char *
 nbdkit_export_name (void)
 {

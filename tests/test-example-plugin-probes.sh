@@ -78,18 +78,19 @@ t perf record -q -aR -o "$tmpdir/perf.data" \
   fail "perf record around the server failed"
 perf script -i "$tmpdir/perf.data" -F pid,event,trace > "$tmpdir/script" 2>&1
 pid="$(cat "$tmpdir/server-pid")"
-# Lines look like: "  PID sdt_nbdkit:example_read: (ADDR) arg1=OFF arg2=COUNT".
+# Lines look like:
+# "  PID sdt_nbdkit:example_read: (ADDR) arg1=ID arg2=COOKIE arg3=OFF arg4=COUNT".
 awk -v pid="$pid" '$1 == pid' "$tmpdir/script" > "$tmpdir/ours"
 cat "$tmpdir/ours"
 
-sed -n 's/.*sdt_nbdkit:example_read: .* arg1=\([0-9]*\) arg2=\([0-9]*\).*/\1 \2/p' \
+sed -n 's/.*sdt_nbdkit:example_read: .* arg1=[1-9][0-9]* arg2=[1-9][0-9]* arg3=\([0-9]*\) arg4=\([0-9]*\).*/\1 \2/p' \
   "$tmpdir/ours" > "$tmpdir/perf-reads"
 n="$(wc -l < "$tmpdir/perf-reads")"
 [ "$n" -eq "$nr_reads" ] ||
   fail "perf: $n example_read events from server $pid, expected $nr_reads"
 diff -u "$expected" "$tmpdir/perf-reads" ||
   fail "perf: example_read offsets and counts differ from the reads made"
-grep -Eq 'sdt_nbdkit:example_write: .* arg1=4096 arg2=5000( |$)' \
+grep -Eq 'sdt_nbdkit:example_write: .* arg3=4096 arg4=5000( |$)' \
   "$tmpdir/ours" || fail "perf: no example_write at 4096 for 5000 bytes"
 # Flush: 6 reads and 1 write served so far, 2 blocks holding data.
 grep -Eq 'sdt_nbdkit:example_flush: .* arg1=6 arg2=1 arg3=2( |$)' \
@@ -100,7 +101,7 @@ echo "perf: $n example_read events, as expected"
 cat > "$tmpdir/trace.bt" <<BT
 usdt:$so:nbdkit:example_read {
   @reads[pid] = count();
-  printf("%llu read %d %d %d\n", nsecs, pid, arg0, arg1);
+  printf("%llu read %d %d %d\n", nsecs, pid, arg2, arg3);
 }
 usdt:$so:nbdkit:example_config {
   printf("config %d %s %s\n", pid, str(arg0), str(arg1));

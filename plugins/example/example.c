@@ -1,19 +1,32 @@
 /* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* The example plugin: a RAM disk that carries its own USDT probes.
  *
- * This file is meant to be copied.  It owns the plugin's one parameter
+ * This file is meant to be copied: it includes only the installed
+ * headers, so it builds on its own with
+ *
+ *   gcc -fPIC -shared $(pkg-config --cflags nbdkit) example.c \
+ *       -o nbdkit-example-plugin.so
+ *
+ * It owns the plugin's one parameter
  * (the size), the disk's bytes, and a block map with one bit per 4 KiB
  * block: set when a write lands in the block, cleared when a trim or
  * zero covers the whole block.  The map answers extents queries and
  * says how many blocks hold data.  There is one disk for the whole
  * server, shared by every connection.
  *
- * The probes, all under the provider "nbdkit", in this plugin's .so:
+ * The probes, all under the provider "nbdkit" (or the one named by
+ * -DNBDKIT_PROBE_PROVIDER=NAME at build time), in this plugin's .so.
+ * The request probes carry the connection id and the request's cookie
+ * first, as the server's request_start and request_done do, so that a
+ * tracer can tell which request of which client each one belongs to:
  *
  *   example_config (key, value)   each key=value, before it is parsed
- *   example_read (offset, count)  each read, before the copy
- *   example_write (offset, count) each write, before the copy
- *   example_zero (offset, count)  each trim or zero, before the memset
+ *   example_read (id, cookie, offset, count)
+ *                                 each read, before the copy
+ *   example_write (id, cookie, offset, count)
+ *                                 each write, before the copy
+ *   example_zero (id, cookie, offset, count)
+ *                                 each trim or zero, before the memset
  *   example_flush (reads, writes, blocks_used)
  *                                 each flush: requests served so far
  *                                 and the number of blocks holding
@@ -21,13 +34,15 @@
  *                                 whole map, so it only happens while
  *                                 a tracer is attached to this probe.
  *
+ * It also fires the server's generic probe "user" once, at the first
+ * write, with nbdkit_probe: the way for code that cannot carry USDT
+ * notes of its own (it is here to be copied and tested).
+ *
  * Locking: disk.lock (a read-write lock) protects disk.bytes and
  * disk.map; reads and extents take it shared, writes and zeroes take
  * it exclusive.  The two request counters are atomics and need no
  * lock.
  */
-#include <config.h>
-
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -49,10 +64,7 @@
 #define NBDKIT_PROBE_SEMAPHORES 1
 #include <nbdkit-probe.h>
 
-/* From the source tree's common/include (header-only, nothing to link):
- * a plugin built elsewhere can write the division out.
- */
-#include "rounding.h"
+#define DIV_ROUND_UP(n, d) (((n) + (d) - 1) / (d))
 
 NBDKIT_PROBE_SEMAPHORE (example_config);
 NBDKIT_PROBE_SEMAPHORE (example_read);
@@ -69,6 +81,7 @@ struct disk {
   unsigned char *bytes;         /* size bytes */
   unsigned char *map;           /* one bit per block: holds data */
   atomic_uint_fast64_t reads, writes;
+  atomic_bool written;          /* a write has been seen (for "user") */
 };
 
 /* Filled by config and config_complete, freed by unload. */
@@ -196,7 +209,9 @@ example_pread (void *handle, void *buf, uint32_t count, uint64_t offset,
   /* Cast to 64 bits so the argument sizes in the note are the same
    * on every architecture and tools print them the same way.
    */
-  NBDKIT_PROBE (example_read, (uint64_t) offset, (uint64_t) count);
+  NBDKIT_PROBE (example_read, nbdkit_connection_id (),
+                nbdkit_request_cookie (), (uint64_t) offset,
+                (uint64_t) count);
 
   pthread_rwlock_rdlock (&disk.lock);
   memcpy (buf, disk.bytes + offset, count);
@@ -209,7 +224,13 @@ static int
 example_pwrite (void *handle, const void *buf, uint32_t count,
                 uint64_t offset, uint32_t flags)
 {
-  NBDKIT_PROBE (example_write, (uint64_t) offset, (uint64_t) count);
+  NBDKIT_PROBE (example_write, nbdkit_connection_id (),
+                nbdkit_request_cookie (), (uint64_t) offset,
+                (uint64_t) count);
+  /* The generic probe: "user" in the server, with our name on it. */
+  if (!atomic_exchange (&disk.written, true))
+    nbdkit_probe ("example_first_write", (int64_t) offset, count,
+                  "the disk is no longer all zeroes");
 
   pthread_rwlock_wrlock (&disk.lock);
   memcpy (disk.bytes + offset, buf, count);
@@ -233,7 +254,9 @@ example_zero (void *handle, uint32_t count, uint64_t offset, uint32_t flags)
   int64_t last = end == (uint64_t) disk.size
     ? disk.nr_blocks : (int64_t) (end / BLOCK_SIZE);
 
-  NBDKIT_PROBE (example_zero, (uint64_t) offset, (uint64_t) count);
+  NBDKIT_PROBE (example_zero, nbdkit_connection_id (),
+                nbdkit_request_cookie (), (uint64_t) offset,
+                (uint64_t) count);
 
   pthread_rwlock_wrlock (&disk.lock);
   memset (disk.bytes + offset, 0, count);
@@ -297,7 +320,7 @@ example_extents (void *handle, uint32_t count, uint64_t offset,
 
 static struct nbdkit_plugin plugin = {
   .name              = "example",
-  .version           = PACKAGE_VERSION,
+  .version           = NBDKIT_VERSION_STRING, /* or your own */
   .longname          = "nbdkit example plugin",
   .description       = "A RAM disk with its own USDT probes",
   .unload            = example_unload,

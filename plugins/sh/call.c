@@ -4,15 +4,25 @@
  *
  * Callers are any of the server's threads at once (the script may ask
  * for the parallel thread model), so nothing here keeps state between
- * calls except $tmpdir, which is set once at load.  Pipes are created
- * close-on-exec so a script started by one thread never holds another
- * thread's pipe open.
+ * calls except $tmpdir and the probe helper, which are set once at
+ * load.  Pipes are created close-on-exec so a script started by one
+ * thread never holds another thread's pipe open.
+ *
+ * Probes from scripts: every script gets a fourth pipe, named by
+ * $NBDKIT_PROBE_FD, and the command nbdkit-probe (written at load
+ * into $tmpdir/.nbdkit-bin, which is put first on the script's PATH).
+ * The command writes one record to the pipe, NAME ARG1 ARG2 TEXT, each
+ * field ending in a NUL byte; this file reads the records while the
+ * script runs and fires the server's generic probe for each with
+ * nbdkit_probe, in the thread that runs the script, so the probe
+ * carries the connection id and the request's cookie.
  */
 #include <config.h>
 
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -20,6 +30,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 
@@ -38,6 +49,74 @@ static pid_t tmpdir_owner;      /* a forked child must not remove it */
 
 /* Keep at most this much of stderr for the error message. */
 #define MAX_STDERR 65536
+
+/* "PATH=$tmpdir/.nbdkit-bin:$PATH", for every script; NULL if the
+ * helper could not be written (scripts then run without it).
+ */
+static char *probe_path_env;
+
+/* The longest probe record kept; a longer one is dropped whole. */
+#define MAX_PROBE_RECORD 65536
+
+/* The nbdkit-probe command.  It checks its arguments, so that a
+ * script's mistake is reported to the script, and writes one record;
+ * /dev/fd/N reopens the pipe, where "> &N" would limit N to one digit
+ * in dash.
+ */
+static const char probe_helper[] =
+  "#!/bin/sh\n"
+  "# nbdkit-probe NAME [ARG1 [ARG2 [TEXT]]]: fire the nbdkit server's\n"
+  "# probe \"user\" from a script of the sh or eval plugin.\n"
+  "if [ $# -lt 1 ] || [ $# -gt 4 ] || [ -z \"$1\" ]; then\n"
+  "  echo 'usage: nbdkit-probe NAME [ARG1 [ARG2 [TEXT]]]' >&2\n"
+  "  exit 1\n"
+  "fi\n"
+  "if [ -z \"${NBDKIT_PROBE_FD:-}\" ]; then\n"
+  "  echo 'nbdkit-probe: not run from a script of nbdkit' >&2\n"
+  "  exit 1\n"
+  "fi\n"
+  "for a in \"${2:-0}\" \"${3:-0}\"; do\n"
+  "  case ${a#-} in\n"
+  "  ''|*[!0-9]*) echo \"nbdkit-probe: $a: not an integer\" >&2; exit 1 ;;\n"
+  "  esac\n"
+  "done\n"
+  "printf '%s\\0%s\\0%s\\0%s\\0' \"$1\" \"${2:-0}\" \"${3:-0}\" \"${4:-}\" \\\n"
+  "  > \"/dev/fd/$NBDKIT_PROBE_FD\"\n";
+
+/* Write the helper into $tmpdir/.nbdkit-bin and make the PATH that
+ * scripts get.  Failing is not fatal: scripts run, without probes.
+ */
+static void
+probe_helper_create (void)
+{
+  CLEANUP_FREE char *dir = NULL, *path = NULL;
+  const char *old = getenv ("PATH");
+  FILE *fp;
+
+  if (asprintf (&dir, "%s/.nbdkit-bin", script_tmpdir) == -1 ||
+      asprintf (&path, "%s/nbdkit-probe", dir) == -1) {
+    nbdkit_debug ("asprintf: %m");
+    return;
+  }
+  if (mkdir (dir, 0700) == -1 || (fp = fopen (path, "w")) == NULL) {
+    nbdkit_debug ("%s: %m (scripts cannot fire probes)", path);
+    return;
+  }
+  if (fputs (probe_helper, fp) == EOF || fchmod (fileno (fp), 0700) == -1) {
+    nbdkit_debug ("%s: %m (scripts cannot fire probes)", path);
+    fclose (fp);
+    return;
+  }
+  if (fclose (fp) == EOF) {
+    nbdkit_debug ("%s: %m (scripts cannot fire probes)", path);
+    return;
+  }
+  if (asprintf (&probe_path_env, "PATH=%s:%s", dir,
+                old && *old ? old : "/usr/bin:/bin") == -1) {
+    probe_path_env = NULL;
+    nbdkit_debug ("asprintf: %m");
+  }
+}
 
 int
 script_tmpdir_create (void)
@@ -62,6 +141,7 @@ script_tmpdir_create (void)
     nbdkit_error ("setenv: tmpdir: %m");
     return -1;
   }
+  probe_helper_create ();
   return 0;
 }
 
@@ -82,6 +162,8 @@ script_tmpdir_remove (void)
     free (script_tmpdir);
     script_tmpdir = NULL;
   }
+  free (probe_path_env);
+  probe_path_env = NULL;
 }
 
 /* The server exits without unloading the plugin on some paths (a
@@ -214,14 +296,111 @@ close_fd (int *fd)
   }
 }
 
-/* In the child: only async-signal-safe calls from here to exec. */
+extern char **environ;
+
+/* The environment of one script: the server's, with the helper's
+ * directory first on PATH and NBDKIT_PROBE_FD=FD.  The caller frees
+ * the array (not the strings).  NULL: run the script with environ.
+ */
+static char **
+probe_environ (int fd, char *fdvar, size_t fdvar_size)
+{
+  size_t n = 0, i, j = 0;
+  char **env;
+
+  if (!probe_path_env || fd < 0)
+    return NULL;
+  while (environ[n])
+    n++;
+  env = calloc (n + 3, sizeof *env);
+  if (!env)
+    return NULL;
+  for (i = 0; i < n; ++i)
+    if (strncmp (environ[i], "PATH=", 5) != 0 &&
+        strncmp (environ[i], "NBDKIT_PROBE_FD=", 16) != 0)
+      env[j++] = environ[i];
+  env[j++] = probe_path_env;
+  snprintf (fdvar, fdvar_size, "NBDKIT_PROBE_FD=%d", fd);
+  env[j++] = fdvar;
+  env[j] = NULL;
+  return env;
+}
+
+/* Fire the probe for each whole record in BUF (NAME ARG1 ARG2 TEXT,
+ * each ending in NUL) and keep what is left of a partial one.
+ */
+static void
+probe_records (byte_vector *buf)
+{
+  size_t pos = 0;
+
+  for (;;) {
+    const char *field[4];
+    size_t p = pos;
+    int i;
+
+    for (i = 0; i < 4 && p < buf->len; ++i) {
+      const char *nul = memchr (buf->ptr + p, '\0', buf->len - p);
+      if (!nul)
+        break;
+      field[i] = buf->ptr + p;
+      p = nul - buf->ptr + 1;
+    }
+    if (i < 4)
+      break;
+    nbdkit_probe (field[0], strtoll (field[1], NULL, 10),
+                  strtoll (field[2], NULL, 10), field[3]);
+    pos = p;
+  }
+  memmove (buf->ptr, buf->ptr + pos, buf->len - pos);
+  buf->len -= pos;
+  if (buf->len > MAX_PROBE_RECORD)
+    buf->len = 0;               /* not a record we wrote: drop it */
+}
+
+/* Read what the probe pipe holds.  Returns 1 if it gave bytes, 0 if
+ * not (nothing yet, or it is closed now).
+ */
+static int
+probe_read (int *fd, byte_vector *buf)
+{
+  ssize_t r;
+
+  if (byte_vector_reserve (buf, 4096) == -1) {
+    nbdkit_debug ("realloc: %m (probes of this script are dropped)");
+    close (*fd);
+    *fd = -1;
+    return 0;
+  }
+  r = read (*fd, buf->ptr + buf->len, 4096);
+  if (r > 0) {
+    buf->len += r;
+    probe_records (buf);
+    return 1;
+  }
+  if (r == 0 || (errno != EINTR && errno != EAGAIN)) {
+    close (*fd);
+    *fd = -1;
+  }
+  return 0;
+}
+
+/* In the child: only async-signal-safe calls from here to exec.
+ * PROBE (or -1) is the probe pipe, kept open across exec; ENVP (or
+ * NULL for environ) names it.
+ */
 static void __attribute__ ((noreturn))
-child (int in, int out, int err, const char **argv_sh, bool use_sh)
+child (int in, int out, int err, int probe, char **envp,
+       const char **argv_sh, bool use_sh)
 {
   sigset_t all;
 
   if (dup2 (in, 0) == -1 || dup2 (out, 1) == -1 || dup2 (err, 2) == -1)
     _exit (126);
+  if (probe >= 0 && fcntl (probe, F_SETFD, 0) == -1)
+    _exit (126);
+  if (!envp)
+    envp = environ;
   /* The server ignores SIGPIPE and may block signals in its threads;
    * a script expects neither.
    */
@@ -230,12 +409,12 @@ child (int in, int out, int err, const char **argv_sh, bool use_sh)
   sigprocmask (SIG_SETMASK, &all, NULL);
 
   if (!use_sh) {
-    execv (argv_sh[1], (char **) &argv_sh[1]);
+    execve (argv_sh[1], (char **) &argv_sh[1], envp);
     /* A script without "#!" runs under /bin/sh, as execvp would. */
     if (errno != ENOEXEC)
       goto fail;
   }
-  execv (argv_sh[0], (char **) argv_sh);
+  execve (argv_sh[0], (char **) argv_sh, envp);
  fail:;
   static const char msg[] = "cannot execute the script\n";
   if (write (2, msg, sizeof msg - 1) == -1) { /* nothing to do */ }
@@ -277,6 +456,10 @@ script_call (const char *method, const char **args,
   CLEANUP_FREE char *errbuf = malloc (MAX_STDERR + 1);
   size_t errlen = 0;
   int infd[2] = { -1, -1 }, outfd[2] = { -1, -1 }, errfd[2] = { -1, -1 };
+  int probefd[2] = { -1, -1 };
+  byte_vector probebuf = empty_vector;
+  CLEANUP_FREE char **envp = NULL;
+  char fdvar[64];
   enum script_status ret = SCRIPT_ERROR;
   int status = 0, err = 0;
   bool too_much = false;
@@ -293,6 +476,20 @@ script_call (const char *method, const char **args,
     err = errno;
     goto out;
   }
+  /* Without the probe pipe or its environment the script still runs;
+   * nbdkit-probe then says it cannot fire.
+   */
+  if (probe_path_env) {
+    if (make_pipe (probefd) == -1)
+      nbdkit_debug ("pipe: %m (no probes from this script)");
+    else if ((envp = probe_environ (probefd[1], fdvar, sizeof fdvar))
+             == NULL) {
+      close_fd (&probefd[0]);
+      close_fd (&probefd[1]);
+    }
+    else
+      fcntl (probefd[0], F_SETFL, O_NONBLOCK);
+  }
 
   pid = fork ();
   if (pid == -1) {
@@ -301,11 +498,13 @@ script_call (const char *method, const char **args,
     goto out;
   }
   if (pid == 0)
-    child (infd[0], outfd[1], errfd[1], argv, script_hooks.use_sh);
+    child (infd[0], outfd[1], errfd[1], probefd[1], envp, argv,
+           script_hooks.use_sh);
 
   close_fd (&infd[0]);
   close_fd (&outfd[1]);
   close_fd (&errfd[1]);
+  close_fd (&probefd[1]);
   if (inlen == 0)
     close_fd (&infd[1]);
   else
@@ -314,12 +513,13 @@ script_call (const char *method, const char **args,
   /* Feed stdin and drain stdout and stderr until both are closed. */
   size_t inpos = 0;
   while (outfd[0] >= 0 || errfd[0] >= 0) {
-    struct pollfd pfd[3] = {
+    struct pollfd pfd[4] = {
       { .fd = infd[1], .events = POLLOUT },
       { .fd = outfd[0], .events = POLLIN },
       { .fd = errfd[0], .events = POLLIN },
+      { .fd = probefd[0], .events = POLLIN },
     };
-    if (poll (pfd, 3, -1) == -1) {
+    if (poll (pfd, 4, -1) == -1) {
       if (errno == EINTR)
         continue;
       nbdkit_error ("poll: %m");
@@ -365,7 +565,14 @@ script_call (const char *method, const char **args,
         errlen += n;
       }
     }
+    if (probefd[0] >= 0 && pfd[3].revents)
+      probe_read (&probefd[0], &probebuf);
   }
+  /* Records written just before the script closed its output (a
+   * process it left behind may still write more: those are lost).
+   */
+  while (probefd[0] >= 0 && probe_read (&probefd[0], &probebuf))
+    ;
   close_fd (&infd[1]);
   close_fd (&outfd[0]);
   close_fd (&errfd[0]);
@@ -425,7 +632,10 @@ script_call (const char *method, const char **args,
   close_fd (&outfd[1]);
   close_fd (&errfd[0]);
   close_fd (&errfd[1]);
+  close_fd (&probefd[0]);
+  close_fd (&probefd[1]);
   byte_vector_reset (&discard);
+  byte_vector_reset (&probebuf);
   if (script_hooks.probe)
     script_hooks.probe (method, status, now_ns () - start,
                         ret == SCRIPT_ERROR ? err : 0);
