@@ -48,7 +48,8 @@ cleanup_fn "$tool" --group "$g" -q del
 cat > "$tmpdir/example.d" <<'EOF'
 provider nbdkit {
   probe example_config (const char *key, const char *value);
-  probe example_read (uint64_t offset, uint64_t count);
+  probe example_read (uint64_t id, uint64_t cookie, uint64_t offset,
+                      uint64_t count);
 };
 EOF
 
@@ -67,7 +68,7 @@ for p in connection_accept export_select request_start request_done \
          example_config example_read; do
   grep -q "^$g:$p " "$tmpdir/list" || fail "list has no $g:$p"
 done
-grep -q "^$g:example_read  offset count  \[$(realpath "$example")\]$" \
+grep -q "^$g:example_read  id cookie offset count  \[$(realpath "$example")\]$" \
   "$tmpdir/list" || fail "list: example_read is not from the plugin"
 
 # The same probe from an older binary must not break the tool: only
@@ -106,7 +107,7 @@ grep " $g:example_config: " "$tmpdir/script" |
   grep -q ' key="size" value="2M"$' ||
   fail "example_config (plugin .so): strings not decoded"
 grep " $g:example_read: " "$tmpdir/script" |
-  grep -q ' offset=1048576 count=4096$' ||
+  grep -Eq ' id=1 cookie=[0-9]+ offset=1048576 count=4096$' ||
   fail "example_read (plugin .so): offset and count wrong"
 if grep -q ' arg[0-9]=' "$tmpdir/script"; then
   fail "some events still have numbered arguments"
