@@ -6,7 +6,8 @@ TESTS += \
 	test-probes-stages-workers.sh \
 	test-probes-stages-config.sh \
 	test-probes-stages-operands.sh \
-	test-probes-stages-origin.sh
+	test-probes-stages-origin.sh \
+	test-probes-stages-tls.sh
 
 # A filter that logs after passing calls on, for
 # test-probes-stages-origin.sh.
