@@ -153,16 +153,17 @@ fire_written (struct connection *conn, struct worker *w, bool held,
   }
 }
 
-/* reply_written's path of flush_locked: V (K pieces) carries COUNT
- * replies, those held (if HELD) and REQ's (if not NULL) in IOV.
+/* reply_written's path of flush_locked: V (K pieces) carries the
+ * replies held (if HELD, counted already) and REQ's in IOV (if not
+ * NULL: NREQ is 1).
  */
 static int __attribute__ ((noinline))
 write_traced (struct connection *conn, struct worker *w, bool held,
               const struct request *req, const struct iovec *iov, int n,
-              const struct iovec *v, int k, uint64_t count)
+              const struct iovec *v, int k, uint64_t nreq)
 {
   uint64_t t0 = now_ns ();
-  count_replies (conn, count);
+  count_replies (conn, nreq);
   int r = conn_sendv (conn, v, k);
   fire_written (conn, w, held, req, iov, n, r, t0);
   return r;
@@ -180,12 +181,11 @@ flush_locked (struct connection *conn, struct worker *w, uint64_t nreq,
 {
   struct iovec v[8];
   int k = 0;
-  uint64_t count = nreq;
   bool held = w->out.len;
   if (held) {
     fire_held (conn, w);
     v[k++] = (struct iovec) { w->out.ptr, w->out.len };
-    count += w->out_n;
+    count_replies (conn, w->out_n);
     w->out_n = 0;
   }
   if (req && NBDKIT_REPLY_SEND_ENABLED ())
@@ -196,8 +196,8 @@ flush_locked (struct connection *conn, struct worker *w, uint64_t nreq,
   if (k == 0)
     return 0;
   if (NBDKIT_REPLY_WRITTEN_ENABLED ())
-    return write_traced (conn, w, held, req, iov, n, v, k, count);
-  count_replies (conn, count);
+    return write_traced (conn, w, held, req, iov, n, v, k, nreq);
+  count_replies (conn, nreq);
   return conn_sendv (conn, v, k);
 }
 

@@ -7,7 +7,8 @@ TESTS += \
 	test-probes-stages-config.sh \
 	test-probes-stages-operands.sh \
 	test-probes-stages-origin.sh \
-	test-probes-stages-tls.sh
+	test-probes-stages-tls.sh \
+	test-probes-stages-bigreads.sh
 
 # A filter that logs after passing calls on, for
 # test-probes-stages-origin.sh.
