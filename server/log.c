@@ -11,7 +11,6 @@
 #include <config.h>
 
 #include <dlfcn.h>
-
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
