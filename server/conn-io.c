@@ -245,7 +245,7 @@ iov_total (const struct iovec *iov, int n)
 }
 
 /* One read from the socket: bytes, 0 at end of file, -1 on error. */
-static ssize_t
+static inline __attribute__ ((always_inline)) ssize_t
 read_once (struct connection *conn, void *buf, size_t len)
 {
   if (conn->tls_active)
@@ -275,7 +275,10 @@ read_some_traced (struct connection *conn, void *buf, size_t len)
   return r;
 }
 
-static inline ssize_t
+/* Out of line, as it was before the probes: the test is then one
+ * compare with the semaphore in memory.
+ */
+static ssize_t __attribute__ ((noinline))
 read_some (struct connection *conn, void *buf, size_t len)
 {
   if (SOCK_READ_TRACED ())
