@@ -39,7 +39,7 @@ layer_set_cookie (uint64_t cookie)
 }
 
 uint64_t
-layer_get_cookie (void)
+layer_current_cookie (void)
 {
   return call_cookie;
 }
@@ -110,15 +110,38 @@ layer_requests_unlock (void)
 
 /* ---- configuration-time calls ---- */
 
+/* Each names its layer in the log only while it runs: a filter's
+ * next_config lands here, and the filter's own messages after it are
+ * the filter's, not the plugin's.
+ */
+
+/* Does a parameter named KEY hold a secret?  The config probe shows
+ * such a value as "<hidden>", whatever its form (nbdkit_read_password
+ * takes the password itself, "-", "-FD" or "+FILE").
+ */
+static bool
+secret_key (const char *key)
+{
+  static const char *const words[] = { "password", "passwd", "passphrase",
+                                         "secret" };
+  for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+    if (strcasestr (key, words[i]))
+      return true;
+  return false;
+}
+
 int
 layer_config (struct layer *l, const char *key, const char *value)
 {
   const char *old_key, *old_value;
+  if (NBDKIT_CONFIG_ENABLED ())
+    NBDKIT_CONFIG (l->name, key, secret_key (key) ? "<hidden>" : value);
   layer_trace_start (NULL, l, "config", 0, 0);
-  log_set_layer_name (l->name);
+  const char *outer = log_swap_layer_name (l->name);
   public_set_config_param (key, value, &old_key, &old_value);
   int r = l->ops->config (l, key, value);
   public_set_config_param (old_key, old_value, &old_key, &old_value);
+  log_swap_layer_name (outer);
   layer_trace_done (NULL, l, "config", ctl_err (r));
   return r;
 }
@@ -127,8 +150,9 @@ int
 layer_config_complete (struct layer *l)
 {
   layer_trace_start (NULL, l, "config_complete", 0, 0);
-  log_set_layer_name (l->name);
+  const char *outer = log_swap_layer_name (l->name);
   int r = l->ops->config_complete (l);
+  log_swap_layer_name (outer);
   layer_trace_done (NULL, l, "config_complete", ctl_err (r));
   return r;
 }
@@ -137,8 +161,9 @@ int
 layer_get_ready (struct layer *l, int thread_model)
 {
   layer_trace_start (NULL, l, "get_ready", 0, 0);
-  log_set_layer_name (l->name);
+  const char *outer = log_swap_layer_name (l->name);
   int r = l->ops->get_ready (l, thread_model);
+  log_swap_layer_name (outer);
   layer_trace_done (NULL, l, "get_ready", ctl_err (r));
   return r;
 }
@@ -147,8 +172,9 @@ int
 layer_after_fork (struct layer *l)
 {
   layer_trace_start (NULL, l, "after_fork", 0, 0);
-  log_set_layer_name (l->name);
+  const char *outer = log_swap_layer_name (l->name);
   int r = l->ops->after_fork (l);
+  log_swap_layer_name (outer);
   layer_trace_done (NULL, l, "after_fork", ctl_err (r));
   return r;
 }

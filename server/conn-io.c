@@ -189,9 +189,64 @@ conn_poll_feedback (struct connection *conn, bool more)
   }
 }
 
+/* The sock_read_* and sock_write_* probes fire around each read and
+ * write this file makes on the client's behalf.  A request costs a
+ * read and a write, so untraced each costs one semaphore test, that of
+ * sock_read_done or sock_write_done: the start probes fire only while
+ * their done probe is traced too (nbdkit-probes(1) says so).  The
+ * traced path, out of line, reads the clock.
+ */
+#define SOCK_READ_TRACED() NBDKIT_SOCK_READ_DONE_ENABLED ()
+#define SOCK_WRITE_TRACED() NBDKIT_SOCK_WRITE_DONE_ENABLED ()
+
+static uint64_t __attribute__ ((noinline))
+sock_read_begin (struct connection *conn, size_t want)
+{
+  if (NBDKIT_SOCK_READ_START_ENABLED ())
+    NBDKIT_SOCK_READ_START (conn->id, (uint64_t) want);
+  return NBDKIT_SOCK_READ_DONE_ENABLED () ? now_ns () : 0;
+}
+
+static void __attribute__ ((noinline))
+sock_read_end (struct connection *conn, ssize_t r, uint64_t t0)
+{
+  int err = r == -1 ? errno : 0;
+  if (t0 && NBDKIT_SOCK_READ_DONE_ENABLED ())
+    NBDKIT_SOCK_READ_DONE (conn->id, (int64_t) r, (int64_t) err,
+                           now_ns () - t0);
+  errno = err;
+}
+
+static uint64_t __attribute__ ((noinline))
+sock_write_begin (struct connection *conn, size_t bytes)
+{
+  if (NBDKIT_SOCK_WRITE_START_ENABLED ())
+    NBDKIT_SOCK_WRITE_START (conn->id, (uint64_t) bytes);
+  return NBDKIT_SOCK_WRITE_DONE_ENABLED () ? now_ns () : 0;
+}
+
+static void __attribute__ ((noinline))
+sock_write_end (struct connection *conn, ssize_t r, uint64_t t0)
+{
+  int err = r == -1 ? errno : 0;
+  if (t0 && NBDKIT_SOCK_WRITE_DONE_ENABLED ())
+    NBDKIT_SOCK_WRITE_DONE (conn->id, (int64_t) r, (int64_t) err,
+                            now_ns () - t0);
+  errno = err;
+}
+
+static size_t
+iov_total (const struct iovec *iov, int n)
+{
+  size_t total = 0;
+  for (int i = 0; i < n; i++)
+    total += iov[i].iov_len;
+  return total;
+}
+
 /* One read from the socket: bytes, 0 at end of file, -1 on error. */
-static ssize_t
-read_some (struct connection *conn, void *buf, size_t len)
+static inline __attribute__ ((always_inline)) ssize_t
+read_once (struct connection *conn, void *buf, size_t len)
 {
   if (conn->tls_active)
     return tls_recv (conn, buf, len);  /* it keeps the deadline itself */
@@ -209,6 +264,26 @@ read_some (struct connection *conn, void *buf, size_t len)
     if (r >= 0 || errno != EINTR)
       return r;
   }
+}
+
+static ssize_t __attribute__ ((noinline))
+read_some_traced (struct connection *conn, void *buf, size_t len)
+{
+  uint64_t t0 = sock_read_begin (conn, len);
+  ssize_t r = read_once (conn, buf, len);
+  sock_read_end (conn, r, t0);
+  return r;
+}
+
+/* Out of line, as it was before the probes: the test is then one
+ * compare with the semaphore in memory.
+ */
+static ssize_t __attribute__ ((noinline))
+read_some (struct connection *conn, void *buf, size_t len)
+{
+  if (SOCK_READ_TRACED ())
+    return read_some_traced (conn, buf, len);
+  return read_once (conn, buf, len);
 }
 
 /* Over TCP, a thread blocked in read for a large payload is woken by
@@ -255,8 +330,8 @@ lowat_off (struct connection *conn)
  * error (EINTR: nothing read, try again).
  */
 static ssize_t
-read_payload (struct connection *conn, struct iovec *iov, int n,
-              bool mark, size_t left)
+read_payload_once (struct connection *conn, struct iovec *iov, int n,
+                   bool mark, size_t left)
 {
   if (mark && conn->lowat != 0 &&
       set_lowat (conn, left > LOWAT_MAX ? LOWAT_MAX : left) == 0 &&
@@ -273,6 +348,25 @@ read_payload (struct connection *conn, struct iovec *iov, int n,
   if (lowat_off (conn) == -1)
     return -1;
   return readv (conn->sockin, iov, n);
+}
+
+static ssize_t __attribute__ ((noinline))
+read_payload_traced (struct connection *conn, struct iovec *iov, int n,
+                     bool mark, size_t left)
+{
+  uint64_t t0 = sock_read_begin (conn, iov_total (iov, n));
+  ssize_t r = read_payload_once (conn, iov, n, mark, left);
+  sock_read_end (conn, r, t0);
+  return r;
+}
+
+static inline ssize_t
+read_payload (struct connection *conn, struct iovec *iov, int n,
+              bool mark, size_t left)
+{
+  if (SOCK_READ_TRACED ())
+    return read_payload_traced (conn, iov, n, mark, left);
+  return read_payload_once (conn, iov, n, mark, left);
 }
 
 /* Copy up to LEN bytes the input buffer holds to BUF: how many. */
@@ -415,8 +509,8 @@ conn_iov_advance (struct iovec **v, int *cnt, size_t len)
 }
 
 /* Write a whole iovec array, resuming after short writes. */
-int
-conn_sendv (struct connection *conn, const struct iovec *iov_in, int iovcnt)
+static inline __attribute__ ((always_inline)) int
+sendv_all (struct connection *conn, const struct iovec *iov_in, int iovcnt)
 {
   struct iovec iov[16];
   size_t total = 0;
@@ -456,12 +550,33 @@ conn_sendv (struct connection *conn, const struct iovec *iov_in, int iovcnt)
   return 0;
 }
 
+/* The whole of a conn_sendv is one write for the sock_write probes
+ * (one system call, or several after short writes).
+ */
+static int __attribute__ ((noinline))
+sendv_traced (struct connection *conn, const struct iovec *iov, int iovcnt)
+{
+  size_t total = iov_total (iov, iovcnt);
+  uint64_t t0 = sock_write_begin (conn, total);
+  int r = sendv_all (conn, iov, iovcnt);
+  sock_write_end (conn, r == -1 ? -1 : (ssize_t) total, t0);
+  return r;
+}
+
+int
+conn_sendv (struct connection *conn, const struct iovec *iov, int iovcnt)
+{
+  if (SOCK_WRITE_TRACED ())
+    return sendv_traced (conn, iov, iovcnt);
+  return sendv_all (conn, iov, iovcnt);    /* inlined: no second call */
+}
+
 /* One sendmsg that does not wait: bytes taken (maybe 0), or -1 with
  * errno set on a real error.  Only for a plain socket (see
  * conn_can_send_nowait).
  */
-ssize_t
-conn_sendv_nowait (struct connection *conn, const struct iovec *iov,
+static ssize_t
+sendv_nowait_once (struct connection *conn, const struct iovec *iov,
                    int iovcnt)
 {
   struct msghdr msg = { .msg_iov = (struct iovec *) iov,
@@ -477,6 +592,19 @@ conn_sendv_nowait (struct connection *conn, const struct iovec *iov,
     if (errno != EINTR)
       return -1;
   }
+}
+
+ssize_t
+conn_sendv_nowait (struct connection *conn, const struct iovec *iov,
+                   int iovcnt)
+{
+  if (SOCK_WRITE_TRACED ()) {
+    uint64_t t0 = sock_write_begin (conn, iov_total (iov, iovcnt));
+    ssize_t r = sendv_nowait_once (conn, iov, iovcnt);
+    sock_write_end (conn, r, t0);
+    return r;
+  }
+  return sendv_nowait_once (conn, iov, iovcnt);
 }
 
 bool

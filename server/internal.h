@@ -259,7 +259,7 @@ extern void layer_contain_open_crashes (void);
 extern const struct nbdkit_next_ops layer_next_ops;
 extern void layer_answers_init (struct layer_answers *a);
 extern void layer_set_cookie (uint64_t cookie);
-extern uint64_t layer_get_cookie (void);
+extern uint64_t layer_current_cookie (void);
 extern void layer_requests_lock (void);
 extern void layer_requests_unlock (void);
 extern int layer_config (struct layer *l, const char *key, const char *value);
@@ -301,6 +301,7 @@ extern void resident_all (const struct layer *top);
 
 /* plugins.c, filters.c */
 extern struct layer *plugin_load (const char *name, bool by_path);
+extern const char *layer_thread_model_name (int model);
 extern struct layer *filter_load (const char *name, struct layer *next);
 
 /* load.c */
@@ -368,6 +369,10 @@ struct connection {
   _Atomic uint64_t requests;
   _Atomic uint64_t bytes_in;
   _Atomic uint64_t bytes_out;
+  /* Replies written, for request_dispatch's in_flight (requests -
+   * replies).  Written only under write_lock; read without it.
+   */
+  uint64_t replies;
 
   /* Strings from nbdkit_strdup_intern during this connection. */
   pthread_mutex_t intern_lock;
@@ -445,6 +450,28 @@ extern int log_set_server_debug_flag (const char *arg);
 extern void log_layer_call (const struct connection *conn,
                             const struct layer *l, const char *cb,
                             uint64_t offset, uint64_t count);
+
+/* The server's own messages carry where they were written, for the log
+ * probe's where argument: in the server, nbdkit_error and nbdkit_debug
+ * are these macros (log.c, which defines the functions, opts out).
+ * Plugins and filters call the functions, and the probe gives the
+ * caller's object and offset instead.
+ */
+extern void log_error_at (const char *where, const char *fs, ...)
+  __attribute__ ((format (printf, 2, 3)));
+extern void log_debug_at (const char *where, const char *fs, ...)
+  __attribute__ ((format (printf, 2, 3)));
+#define LOG_STR_(x) #x
+#define LOG_STR(x) LOG_STR_ (x)
+#ifdef __FILE_NAME__
+#define LOG_WHERE "server/" __FILE_NAME__ ":" LOG_STR (__LINE__)
+#else
+#define LOG_WHERE __FILE__ ":" LOG_STR (__LINE__)
+#endif
+#ifndef NBDKIT_LOG_DEFINES_FUNCTIONS
+#define nbdkit_error(...) log_error_at (LOG_WHERE, __VA_ARGS__)
+#define nbdkit_debug(...) log_debug_at (LOG_WHERE, __VA_ARGS__)
+#endif
 
 /* The server's own -D nbdkit.* flags, exported as data symbols under
  * the names nbdkit gives them.  backend.c prints a debug line per layer

@@ -183,6 +183,10 @@ layer_unload_all (struct layer *top)
     layer_trace_start (NULL, top, "unload", 0, 0);
     top->ops->unload (top);
     layer_trace_done (NULL, top, "unload", 0);
+    if (top->next == NULL)
+      NBDKIT_PLUGIN_UNLOAD (top->name);
+    else
+      NBDKIT_FILTER_UNLOAD (top->name);
     if (top->dl && !keep_mapped ())
       dlclose (top->dl);
     free (top->name);

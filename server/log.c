@@ -4,9 +4,13 @@
  * daemonised server, in syslog (or nowhere, --log=null).  The last
  * error text of each thread is kept so the handshake can pass it to
  * the client.  The server's own -D nbdkit.* debug flags live here too.
+ * Every message fires the log probe, which says where it came from: a
+ * file and line of the server (internal.h's macros), or the object and
+ * offset a plugin or filter called from.
  */
 #include <config.h>
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -15,6 +19,7 @@
 #include <string.h>
 #include <syslog.h>
 
+#define NBDKIT_LOG_DEFINES_FUNCTIONS
 #include "internal.h"
 
 /* Set once by log_init before any thread starts; read-only after. */
@@ -52,7 +57,7 @@ log_set_server_debug_flag (const char *arg)
   const char *flag = arg + strlen ("nbdkit.");
   const char *eq = strchr (flag, '=');
   if (!eq || eq == flag) {
-    nbdkit_error ("-D: expected nbdkit.FLAG=N, got \"%s\"", arg);
+    log_error_at (LOG_WHERE, "-D: expected nbdkit.FLAG=N, got \"%s\"", arg);
     return -1;
   }
   int value;
@@ -126,9 +131,30 @@ debug_wanted (void)
   return (log_cfg && log_cfg->verbose) || NBDKIT_LOG_ENABLED ();
 }
 
-/* Format a message into a buffer, keeping errno for %m. */
+/* Where a plugin's or filter's call came from: "OBJECT+0xOFFSET" of
+ * the return address RA, which addr2line -e OBJECT turns into a file
+ * and line.  Only while the log probe is traced (dladdr costs).
+ */
+static const char *
+caller_where (const void *ra, char *buf, size_t len)
+{
+  Dl_info info;
+  if (ra && dladdr (ra, &info) && info.dli_fname) {
+    const char *base = strrchr (info.dli_fname, '/');
+    snprintf (buf, len, "%s+0x%" PRIxPTR, base ? base + 1 : info.dli_fname,
+              (uintptr_t) ra - (uintptr_t) info.dli_fbase);
+  }
+  else
+    snprintf (buf, len, "%p", ra);
+  return buf;
+}
+
+/* Format a message into a buffer, keeping errno for %m.  WHERE is the
+ * server's file and line, or NULL for a call from RA.
+ */
 static void
-emit (int priority, const char *kind, const char *fs, va_list args)
+emit (int priority, const char *kind, const char *where, const void *ra,
+      const char *fs, va_list args)
 {
   int saved_errno = errno;
   char msg[1024];
@@ -151,8 +177,15 @@ emit (int priority, const char *kind, const char *fs, va_list args)
     last_error[n] = '\0';
   }
 
-  NBDKIT_LOG (priority == LOG_ERR ? "error" : "debug",
-              layer_name ? layer_name : "nbdkit", msg);
+  if (NBDKIT_LOG_ENABLED ()) {
+    char wbuf[128];
+    if (!where)
+      where = caller_where (ra, wbuf, sizeof wbuf);
+    NBDKIT_LOG (priority == LOG_ERR ? "error" : "debug",
+                layer_name ? layer_name : "nbdkit", msg,
+                conn ? conn->id : probe_u64 (0),
+                probe_u64 (layer_current_cookie ()), where);
+  }
   if (log_cfg && log_cfg->log_to == LOG_TO_NULL) {
     errno = saved_errno;
     return;
@@ -178,37 +211,62 @@ emit (int priority, const char *kind, const char *fs, va_list args)
   errno = saved_errno;
 }
 
-void
+/* The exported functions, for plugins and filters (and code outside
+ * server/ linked into the server).  noinline: the return address must
+ * be the caller's.
+ */
+void __attribute__ ((noinline))
 nbdkit_verror (const char *fs, va_list args)
 {
-  emit (LOG_ERR, "error: ", fs, args);
+  emit (LOG_ERR, "error: ", NULL, __builtin_return_address (0), fs, args);
 }
 
-void
+void __attribute__ ((noinline))
 nbdkit_error (const char *fs, ...)
 {
   va_list args;
   va_start (args, fs);
-  nbdkit_verror (fs, args);
+  emit (LOG_ERR, "error: ", NULL, __builtin_return_address (0), fs, args);
   va_end (args);
 }
 
-void
+void __attribute__ ((noinline))
 nbdkit_vdebug (const char *fs, va_list args)
 {
   if (!debug_wanted ())
     return;
-  emit (LOG_DEBUG, "debug: ", fs, args);
+  emit (LOG_DEBUG, "debug: ", NULL, __builtin_return_address (0), fs, args);
 }
 
-void
+void __attribute__ ((noinline))
 nbdkit_debug (const char *fs, ...)
 {
   va_list args;
   if (!debug_wanted ())
     return;
   va_start (args, fs);
-  nbdkit_vdebug (fs, args);
+  emit (LOG_DEBUG, "debug: ", NULL, __builtin_return_address (0), fs, args);
+  va_end (args);
+}
+
+/* The server's own (internal.h's nbdkit_error and nbdkit_debug). */
+void
+log_error_at (const char *where, const char *fs, ...)
+{
+  va_list args;
+  va_start (args, fs);
+  emit (LOG_ERR, "error: ", where, NULL, fs, args);
+  va_end (args);
+}
+
+void
+log_debug_at (const char *where, const char *fs, ...)
+{
+  va_list args;
+  if (!debug_wanted ())
+    return;
+  va_start (args, fs);
+  emit (LOG_DEBUG, "debug: ", where, NULL, fs, args);
   va_end (args);
 }
 
@@ -244,8 +302,9 @@ log_layer_call (const struct connection *conn, const struct layer *l,
     return;
   const char *old = log_swap_layer_name (l->name);
   if (data)
-    nbdkit_debug ("%s count=%" PRIu64 " offset=%" PRIu64, cb, count, offset);
+    log_debug_at (LOG_WHERE, "%s count=%" PRIu64 " offset=%" PRIu64, cb,
+                  count, offset);
   else
-    nbdkit_debug ("%s", cb);
+    log_debug_at (LOG_WHERE, "%s", cb);
   log_swap_layer_name (old);
 }

@@ -84,8 +84,8 @@ plugin_usage (struct layer *l)
     printf ("%s\n", p->config_help);
 }
 
-static const char *
-thread_model_name (int m)
+const char *
+layer_thread_model_name (int m)
 {
   switch (m) {
   case NBDKIT_THREAD_MODEL_SERIALIZE_CONNECTIONS:
@@ -117,7 +117,8 @@ plugin_dump_fields (struct layer *l)
     printf ("version=%s\n", p->version);
   printf ("api_version=%d\n", p->_api_version);
   printf ("struct_size=%" PRIu64 "\n", p->_struct_size);
-  printf ("max_thread_model=%s\n", thread_model_name (p->_thread_model));
+  printf ("max_thread_model=%s\n",
+          layer_thread_model_name (p->_thread_model));
   /* The model the server will use: the weakest of every layer's, as
    * filters such as noparallel lower it (nbdkit prints the same).
    */
@@ -128,7 +129,7 @@ plugin_dump_fields (struct layer *l)
     if (m >= 0 && m < model)
       model = m;
   }
-  printf ("thread_model=%s\n", thread_model_name (model));
+  printf ("thread_model=%s\n", layer_thread_model_name (model));
   printf ("errno_is_preserved=%d\n", !!p->errno_is_preserved);
   if (p->magic_config_key)
     printf ("magic_config_key=%s\n", p->magic_config_key);

@@ -99,9 +99,10 @@ provider nbdkit {
                        const char *name, uint64_t flags, uint64_t offset,
                        uint64_t count);
   /* A valid request goes down the chain: id, cookie, ns since its
-   * header was read (payload and queueing). */
+   * header was read (payload and queueing), requests in flight on the
+   * connection (read, reply not yet written; this one included). */
   probe request_dispatch (uint64_t id, uint64_t cookie,
-                          uint64_t queue_ns);
+                          uint64_t queue_ns, uint64_t in_flight);
   /* A request finished: id, cookie, command, errno (0 for success),
    * payload bytes moved (reads and writes), ns since its header was
    * read.  Fires for NBD_CMD_DISC too, which has no reply.  Requests
@@ -129,6 +130,40 @@ provider nbdkit {
   /* ---- stages (issue 18 part C: sockets, replies, workers,
    *      configuration, unload) ---- */
 
+  /* A reply went out: after the write that carried it returned (a
+   * held reply's, after its batch's): id, cookie, bytes on the wire,
+   * ns the write took (blocked on the socket included), 0 if the write
+   * failed else 1. */
+  probe reply_written (uint64_t id, uint64_t cookie, uint64_t bytes,
+                       uint64_t write_ns, int64_t ok);
+  /* A read from the client's socket (or TLS session) begins: id, bytes
+   * wanted. */
+  probe sock_read_start (uint64_t id, uint64_t want);
+  /* It returned: id, bytes got (0 at end of file, -1 on error), errno
+   * (0 unless it failed), ns it took (waiting included). */
+  probe sock_read_done (uint64_t id, int64_t got, int64_t error,
+                        uint64_t ns);
+  /* A write to the client's socket (or TLS session) begins: id,
+   * bytes. */
+  probe sock_write_start (uint64_t id, uint64_t bytes);
+  /* It returned: id, bytes written (-1 on error), errno, ns. */
+  probe sock_write_done (uint64_t id, int64_t wrote, int64_t error,
+                         uint64_t ns);
+  /* A worker of a connection starts: id, worker index (0 is the
+   * connection's own thread), the effective thread model's name, the
+   * most workers the connection may have. */
+  probe worker_start (uint64_t id, uint64_t worker, const char *model,
+                      uint64_t max_workers);
+  /* A worker ends: id, worker index, requests it read. */
+  probe worker_stop (uint64_t id, uint64_t worker, uint64_t requests);
+  /* A layer is given a parameter: layer name, key, value (that of a
+   * key naming a password or secret is "<hidden>"). */
+  probe config (const char *layer, const char *key, const char *value);
+  /* The plugin was unloaded (after its unload callback): name. */
+  probe plugin_unload (const char *name);
+  /* A filter was unloaded (after its unload callback): name. */
+  probe filter_unload (const char *name);
+
   /* ---- layers ---- */
 
   /* A plugin or filter callback is called: id, cookie (0 outside a
@@ -146,8 +181,12 @@ provider nbdkit {
   /* ---- diagnostics ---- */
 
   /* nbdkit_error or nbdkit_debug was called, printed or not: level
-   * ("error", "debug"), origin (layer name or "nbdkit"), message. */
-  probe log (const char *level, const char *origin, const char *message);
+   * ("error", "debug"), origin (layer name or "nbdkit"), message,
+   * connection id (0 if none), cookie (0 outside a request), where
+   * ("server/FILE.c:LINE" for the server's own, "OBJECT+0xOFFSET" of
+   * the caller otherwise). */
+  probe log (const char *level, const char *origin, const char *message,
+             uint64_t id, uint64_t cookie, const char *where);
   /* A client broke the protocol: id, what. */
   probe protocol_violation (uint64_t id, const char *what);
   /* A server limit was reached: id (0 if none), kind ("connections",

@@ -422,7 +422,7 @@ nbdkit_connection_id (void)
 uint64_t
 nbdkit_request_cookie (void)
 {
-  return layer_get_cookie ();
+  return layer_current_cookie ();
 }
 
 /* The generic probe, for authors who cannot place USDT probes of their
@@ -434,7 +434,7 @@ nbdkit_probe (const char *name, int64_t arg1, int64_t arg2, const char *text)
 {
   if (NBDKIT_USER_ENABLED ())
     NBDKIT_USER (probe_u64 (nbdkit_connection_id ()),
-                 probe_u64 (layer_get_cookie ()), name ? name : "",
+                 probe_u64 (layer_current_cookie ()), name ? name : "",
                  arg1, arg2, text ? text : "");
 }
 

@@ -6,7 +6,9 @@
  * the client is still sending.  Two reads go out without a copy through
  * the worker's buffer: one the plugin mapped in place (send_mapped, the
  * write lock already taken by run()), and one it pointed at in a file
- * (send_fd, with sendfile).  The reply_send probe fires here.
+ * (send_fd, with sendfile).  The reply_send probe fires here, before
+ * each write, and reply_written after it; the count of replies written
+ * (request_dispatch's in_flight) is kept here too.
  */
 #include <config.h>
 
@@ -98,7 +100,8 @@ fire_reply (struct connection *conn, const struct request *req,
 }
 
 /* With the write lock held, before w->out goes out: reply_send for the
- * replies held in it (those held while it was traced).
+ * replies held in it (those held while it was traced).  The list lives
+ * on until the next batch begins (hold_reply), for reply_written.
  */
 static void
 fire_held (struct connection *conn, struct worker *w)
@@ -107,22 +110,83 @@ fire_held (struct connection *conn, struct worker *w)
     for (size_t i = 0; i < w->held.len; i++)
       fire_reply_send (conn, w->held.ptr[i].cookie, w->held.ptr[i].kind,
                        w->held.ptr[i].bytes);
-  w->held.len = 0;
+}
+
+/* With the write lock held, as a write that carries N replies begins
+ * (before it, so that the write stays a tail call on the path of every
+ * reply): from then on they are answered, for in_flight.
+ */
+static inline void
+count_replies (struct connection *conn, uint64_t n)
+{
+  conn->replies += n;
+}
+
+/* reply_written, like reply_send, has one call site. */
+static void __attribute__ ((noinline))
+fire_reply_written (struct connection *conn, uint64_t cookie, uint64_t bytes,
+                    uint64_t ns, int64_t ok)
+{
+  NBDKIT_REPLY_WRITTEN (conn->id, cookie, bytes, ns, ok);
+}
+
+/* After the write (RET its result, begun at T0) that carried the
+ * replies held in w->out (if HELD) and the reply to REQ (if not NULL)
+ * whose N pieces IOV held: reply_written for each.
+ */
+static void __attribute__ ((noinline))
+fire_written (struct connection *conn, struct worker *w, bool held,
+              const struct request *req, const struct iovec *iov, int n,
+              int ret, uint64_t t0)
+{
+  uint64_t ns = now_ns () - t0;
+  int64_t ok = ret == 0;
+  if (held)
+    for (size_t i = 0; i < w->held.len; i++)
+      fire_reply_written (conn, w->held.ptr[i].cookie, w->held.ptr[i].bytes,
+                          ns, ok);
+  if (req) {
+    uint64_t bytes = 0;
+    for (int i = 0; i < n; i++)
+      bytes += iov[i].iov_len;
+    fire_reply_written (conn, req->cookie, bytes, ns, ok);
+  }
+}
+
+/* reply_written's path of flush_locked: V (K pieces) carries the
+ * replies held (if HELD, counted already) and REQ's in IOV (if not
+ * NULL: NREQ is 1).
+ */
+static int __attribute__ ((noinline))
+write_traced (struct connection *conn, struct worker *w, bool held,
+              const struct request *req, const struct iovec *iov, int n,
+              const struct iovec *v, int k, uint64_t nreq)
+{
+  uint64_t t0 = now_ns ();
+  count_replies (conn, nreq);
+  int r = conn_sendv (conn, v, k);
+  fire_written (conn, w, held, req, iov, n, r, t0);
+  return r;
 }
 
 /* With the write lock held: send the replies held back in w->out, then
- * (with REQ) the reply to REQ in IOV, in one sendmsg.
+ * (with REQ; NREQ is 1 then, else 0: a constant where it is inlined)
+ * the reply to REQ in IOV, in one sendmsg.  Inlined into both callers:
+ * on the path of every reply.
  */
-static int
-flush_locked (struct connection *conn, struct worker *w,
+static inline __attribute__ ((always_inline)) int
+flush_locked (struct connection *conn, struct worker *w, uint64_t nreq,
               const struct request *req, const struct iovec *iov, int n,
               const void *simple)
 {
   struct iovec v[8];
   int k = 0;
-  if (w->out.len) {
+  bool held = w->out.len;
+  if (held) {
     fire_held (conn, w);
     v[k++] = (struct iovec) { w->out.ptr, w->out.len };
+    count_replies (conn, w->out_n);
+    w->out_n = 0;
   }
   if (req && NBDKIT_REPLY_SEND_ENABLED ())
     fire_reply (conn, req, iov, n, simple);
@@ -131,6 +195,9 @@ flush_locked (struct connection *conn, struct worker *w,
   w->out.len = 0;
   if (k == 0)
     return 0;
+  if (NBDKIT_REPLY_WRITTEN_ENABLED ())
+    return write_traced (conn, w, held, req, iov, n, v, k, nreq);
+  count_replies (conn, nreq);
   return conn_sendv (conn, v, k);
 }
 
@@ -141,7 +208,7 @@ tx_flush_replies (struct connection *conn, struct worker *w)
   if (w->out.len == 0)
     return 0;
   LOCK_FOR_SCOPE (&conn->write_lock);
-  return flush_locked (conn, w, NULL, NULL, 0, NULL);
+  return flush_locked (conn, w, 0, NULL, NULL, 0, NULL);
 }
 
 /* Copy the reply to REQ (IOV, N pieces; SIMPLE as for reply_kind) into
@@ -156,13 +223,15 @@ hold_reply (struct connection *conn, struct worker *w,
   size_t len = 0;
   for (int i = 0; i < n; i++)
     len += iov[i].iov_len;
+  if (w->out.len == 0)
+    w->held.len = 0;            /* a new batch: the last one is out */
   if (len > MAX_HELD_REPLY || w->out.len + len > MAX_HELD_REPLIES)
     return false;
   /* Start at 64 KiB: most batches of replies then fit at once. */
   if ((w->out.cap == 0 && byte_vector_reserve (&w->out, 65536) == -1) ||
       byte_vector_reserve (&w->out, len) == -1)
     return false;
-  if (NBDKIT_REPLY_SEND_ENABLED () &&
+  if ((NBDKIT_REPLY_SEND_ENABLED () || NBDKIT_REPLY_WRITTEN_ENABLED ()) &&
       held_reply_list_append (&w->held, (struct held_reply) {
           .cookie = req->cookie,
           .bytes = len,
@@ -173,6 +242,7 @@ hold_reply (struct connection *conn, struct worker *w,
     memcpy (w->out.ptr + w->out.len, iov[i].iov_base, iov[i].iov_len);
     w->out.len += iov[i].iov_len;
   }
+  w->out_n++;
   return true;
 }
 
@@ -192,19 +262,28 @@ send_mapped (struct connection *conn, struct worker *w,
   int cnt = nh + (data ? w->zc_n : 0);
   size_t left = 0;
   int ret = 0;
+  bool held = w->out.len;
+  uint64_t count = 1 + w->out_n;
+  uint64_t t0 = NBDKIT_REPLY_WRITTEN_ENABLED () ? now_ns () : 0;
+  uint64_t bytes = 0;           /* the reply's, for reply_written */
 
   memcpy (v, hdr, nh * sizeof *v);
-  if (w->out.len)
+  if (held)
     fire_held (conn, w);
   if (NBDKIT_REPLY_SEND_ENABLED ())
     fire_reply (conn, req, v, cnt, simple);
-  if (w->out.len) {
+  if (t0)
+    for (int i = 0; i < cnt; i++)
+      bytes += v[i].iov_len;
+  if (held) {
     *--v = (struct iovec) { w->out.ptr, w->out.len };
     cnt++;
   }
+  w->out_n = 0;
   for (int i = 0; i < cnt; i++)
     left += v[i].iov_len;
 
+  count_replies (conn, count);
   while (left > 0) {
     ssize_t r = conn_sendv_nowait (conn, v, cnt > IOV_MAX ? IOV_MAX : cnt);
     if (r <= 0) {
@@ -231,9 +310,17 @@ send_mapped (struct connection *conn, struct worker *w,
   w->out.len = 0;
   if (ret == 0 && left > 0)
     ret = conn_send (conn, w->buf, left);
+  if (t0) {
+    struct iovec whole = { NULL, bytes };
+    fire_written (conn, w, held, req, &whole, 1, ret, t0);
+  }
   pthread_mutex_unlock (&conn->write_lock);
   return ret;
 }
+
+static int send_fd_data (struct connection *conn, struct worker *w,
+                         const struct request *req, const struct iovec *v,
+                         int k);
 
 /* Send the reply to a read the plugin pointed at in a file: the held
  * replies and the header HDR (NH pieces), then the file's bytes with
@@ -248,10 +335,14 @@ send_fd (struct connection *conn, struct worker *w,
 {
   struct iovec v[8];
   int k = 0;
+  bool held = w->out.len;
+  uint64_t count = 1 + w->out_n;
 
   w->fd_pending = false;
   LOCK_FOR_SCOPE (&conn->write_lock);
-  if (w->out.len)
+  uint64_t t0 = NBDKIT_REPLY_WRITTEN_ENABLED () ? now_ns () : 0;
+  w->out_n = 0;
+  if (held)
     fire_held (conn, w);
   if (NBDKIT_REPLY_SEND_ENABLED ()) {
     memcpy (v, hdr, nh * sizeof *v);
@@ -263,6 +354,22 @@ send_fd (struct connection *conn, struct worker *w,
   for (int i = 0; i < nh; i++)
     v[k++] = hdr[i];
   w->out.len = 0;
+  count_replies (conn, count);
+  int r = send_fd_data (conn, w, req, v, k);
+  if (t0) {
+    struct iovec whole = { NULL, req->count };
+    for (int i = 0; i < nh; i++)
+      whole.iov_len += hdr[i].iov_len;
+    fire_written (conn, w, held, req, &whole, 1, r, t0);
+  }
+  return r;
+}
+
+/* send_fd's writes, V (K pieces) then the file's bytes. */
+static int
+send_fd_data (struct connection *conn, struct worker *w,
+              const struct request *req, const struct iovec *v, int k)
+{
   if (conn_sendv (conn, v, k) == -1)
     return -1;
   off_t off = w->fd_offset;
@@ -413,5 +520,5 @@ tx_send_reply (struct connection *conn, struct worker *w,
   if (hold && hold_reply (conn, w, req, iov, n, &simple))
     return 0;
   LOCK_FOR_SCOPE (&conn->write_lock);
-  return flush_locked (conn, w, req, iov, n, &simple);
+  return flush_locked (conn, w, 1, req, iov, n, &simple);
 }

@@ -195,6 +195,10 @@ tx_worker_loop (void *arg)
   struct pool *pool = w->pool;
   struct connection *conn = w->conn;
   conn_set_current (conn);
+  if (NBDKIT_WORKER_START_ENABLED ())
+    NBDKIT_WORKER_START (conn->id, (uint64_t) w->index,
+                         layer_thread_model_name (conn->cfg->thread_model),
+                         (uint64_t) pool->max);
   for (;;) {
     struct request req;
     enum recv_outcome r;
@@ -223,13 +227,17 @@ tx_worker_loop (void *arg)
     }
 
     conn->requests++;
+    w->requests++;
     int err = req.error, ndesc = 0;
     if (err == 0) {
       /* SERIALIZE_ALL_REQUESTS: one request at a time, server-wide. */
       layer_requests_lock ();
       if (NBDKIT_REQUEST_DISPATCH_ENABLED ())
         NBDKIT_REQUEST_DISPATCH (conn->id, req.cookie,
-                                 req.start_ns ? now_ns () - req.start_ns : 0);
+                                 req.start_ns ? now_ns () - req.start_ns : 0,
+                                 conn->requests -
+                                 __atomic_load_n (&conn->replies,
+                                                  __ATOMIC_RELAXED));
       uint64_t t0 = 0;
       struct pool_sample s0 = { .cpu_ns = UINT64_MAX };
       if (pool->max > 1) {
@@ -272,5 +280,7 @@ tx_worker_loop (void *arg)
   byte_vector_reset (&w->out);
   held_reply_list_reset (&w->held);
   free (w->zc_iov);
+  if (NBDKIT_WORKER_STOP_ENABLED ())
+    NBDKIT_WORKER_STOP (conn->id, (uint64_t) w->index, w->requests);
   return NULL;
 }

@@ -43,7 +43,9 @@ enum recv_outcome {
 
 struct pool;
 
-/* What reply_send is to report of a reply held back (reply.c). */
+/* What reply_send and reply_written are to report of a reply held
+ * back (reply.c).
+ */
 struct held_reply {
   uint64_t cookie;
   uint64_t bytes;
@@ -61,6 +63,8 @@ struct worker {
   size_t cap;
   struct nbd_block_descriptor_64 *desc;   /* block status scratch */
   byte_vector out;              /* replies held back to go out together */
+  uint64_t out_n;               /* how many replies are in out */
+  uint64_t requests;            /* requests this worker read */
   held_reply_list held;         /* of those, the ones held while traced */
   /* A read mapped in place (common/zerocopy.h): ZC_HEAD free slots for
    * the held replies and the reply header, then zc_n data pieces.

@@ -3,8 +3,9 @@
 # A whole connection's life through a filter and a plugin, as bpftrace
 # sees it, compared line by line with an expected-output file (as
 # CPython's DTrace/SystemTap tests do): probes-sequence.bt prints every
-# connection, handshake, request and layer probe with the arguments that
-# do not vary between runs, and probes-sequence.expected is what one
+# connection, handshake, worker, request, reply and layer probe with the
+# arguments that do not vary between runs (the socket probes' count
+# does), and probes-sequence.expected is what one
 # synchronous nbdsh client (a write, a read, a clean shutdown) through
 # --filter=offset into memory must produce.  A probe that stops firing,
 # fires twice, moves, or changes an argument shows up in the diff.
