@@ -5,7 +5,6 @@ TESTS += \
 	test-probes-stages-requests.sh \
 	test-probes-stages-workers.sh \
 	test-probes-stages-config.sh \
-	test-probes-stages-operands.sh \
 	test-probes-stages-origin.sh \
 	test-probes-stages-tls.sh \
 	test-probes-stages-bigreads.sh
