@@ -27,8 +27,10 @@ while read -r pod; do
 done < "$tmpdir/pods"
 [ "$bad" -eq 0 ] || fail "POD problems above"
 
-# Each page in docs/ is in man_pod (the list may span lines).
-sed -n '/^man_pod *=/,/[^\\]$/p' "$abs_top_srcdir/docs/Makefile.am" |
+# Each page in docs/ is in man_pod (the list may span lines, and
+# later "man_pod += ..." lines add to it).
+awk '/^man_pod *\+?=/ { on = 1 } on { print } on && !/\\$/ { on = 0 }' \
+    "$abs_top_srcdir/docs/Makefile.am" |
   tr ' \t\\' '\n\n\n' | grep '\.pod$' | sort > "$tmpdir/listed"
 (cd "$abs_top_srcdir/docs" && ls *.pod) | sort > "$tmpdir/present"
 diff -u "$tmpdir/present" "$tmpdir/listed" ||
