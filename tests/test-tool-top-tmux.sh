@@ -6,8 +6,9 @@
 # Two servers of the same binary, watched with -x BINARY: server 1 on
 # a Unix socket, server 2 on 127.0.0.1 with every read held 1 s by the
 # delay filter.  Clients: "early" on server 1 connects BEFORE nbdkit-top
-# starts; "slow" (5 reads/s) and "fast" (about 100 reads/s) on server 1
-# and "held" (reads that wait in the server) on server 2 connect after.
+# starts; "slow" (5 reads/s), "fast" (about 100 reads/s) and "idle"
+# (one read, then nothing) on server 1 and "held" (reads that wait in
+# the server) on server 2 connect after.
 # What must be on the screen, and what each check would catch:
 #  - the column headers (a broken layout or no screen at all);
 #  - the early connection's export and peer, and its pid in the PID
@@ -15,13 +16,15 @@
 #    ignores late attach shows "?"); on a binary without that probe,
 #    the "?" row (a top that needs the probe would fail to attach);
 #  - rows of both server pids (servers told apart), the TCP peer of
-#    "held" and a request in flight on it (the INFL column);
+#    "held" and a request in flight on it (the INFL column), and a row
+#    with 0 requests for "idle" (a top that drops idle connections);
 #  - "fast" above "slow" by requests/s, then "slow" above "fast" after
 #    the key i (sort by id): a sort key that does nothing fails;
 #  - after "/fast" Enter only the "fast" rows (a filter that keeps
 #    others fails), and all rows again after an empty filter;
 #  - p: the screen stays the same for 2 s (4 intervals) while "fast"
 #    keeps reading, and changes again after the second p;
+#  - + makes the refresh interval 1 s (from -d 0.5), - brings it back;
 #  - h shows the help, any key returns to the table;
 #  - q ends nbdkit-top with status 0.
 source "$(dirname "$0")/functions.sh"
@@ -47,7 +50,7 @@ h.pread (512, 0)
 open ('$tmpdir/$1', 'w').close ()
 while time.monotonic () < end:
     h.pread (4096, 0)
-    time.sleep ($4)
+    time.sleep (min ($4, max (0, end - time.monotonic ())))
 " 9>&- > /dev/null 2>&1 &
   client_pid=$!
   cleanup_fn _kill_pid "$client_pid"
@@ -87,6 +90,12 @@ wait_screen ()
   done
   return 1
 }
+# both A B: the screen has a line matching A and one matching B.
+both ()
+{
+  awk -v a="$1" -v b="$2" '$0 ~ a { x = 1 } $0 ~ b { y = 1 }
+                           END { exit !(x && y) }'
+}
 # above A B: the first connection row matching A is above the first
 # one matching B (both present).
 above ()
@@ -113,6 +122,7 @@ fi
 
 client slow "nbd+unix:///slow?socket=$sock1" 40 0.2
 client fast "nbd+unix:///fast?socket=$sock1" 40 0.005
+client idle "nbd+unix:///idle?socket=$sock1" 40 40
 nbdsh -u "nbd://127.0.0.1:$port/held" -c '
 import time
 end = time.monotonic () + 40
@@ -128,6 +138,8 @@ cleanup_fn _kill_pid $!
 wait_screen 15 grep -Eq "^conn +$s2 +1 +- +[1-9][0-9]* .* \"held\" +127\\.0\\.0\\.1:[0-9]+\$" ||
   show_fail "no request in flight on server 2's connection"
 screen | grep -Eq "^conn +$s1 +2 " || show_fail "no row for server 1's slow client"
+wait_screen 5 grep -Eq "^conn +$s1 +4 +[-0-9]+ +0 +0 +0\.0 .* \"idle\" +unix\$" ||
+  show_fail "no row with 0 requests for the idle connection"
 
 # Sort: by requests/s (the default), then by id.
 wait_screen 10 above '"fast"' '"slow"' ||
@@ -160,6 +172,14 @@ tmux_ send-keys -t top p
 changed () { ! cmp -s - "$tmpdir/paused1"; }
 wait_screen 5 changed || show_fail "the screen did not change after the second p"
 ! screen | grep -q PAUSED || show_fail "still PAUSED after the second p"
+
+# The refresh interval: + adds -d (0.5 s), - takes it away again.
+tmux_ send-keys -t top +
+wait_screen 5 both 'every 1s ' ' interval (0\.9[5-9]|1\.0[0-5])s ' ||
+  show_fail "+ did not make the interval 1 s"
+tmux_ send-keys -t top -
+wait_screen 5 both 'every 0\.5s ' ' interval 0\.(4[5-9]|5[0-5])s ' ||
+  show_fail "- did not bring the interval back to 0.5 s"
 
 # Help, and back.
 tmux_ send-keys -t top h
