@@ -24,6 +24,7 @@
 #    others fails), and all rows again after an empty filter;
 #  - p: the screen stays the same for 2 s (4 intervals) while "fast"
 #    keeps reading, and changes again after the second p;
+#  - c splits "fast" into a row per command (read), c again joins them;
 #  - + makes the refresh interval 1 s (from -d 0.5), - brings it back;
 #  - h shows the help, any key returns to the table;
 #  - q ends nbdkit-top with status 0.
@@ -182,6 +183,12 @@ wait_screen 5 both 'every 1s ' ' interval (0\.9[0-9]|1\.[01][0-9])s ' ||
 tmux_ send-keys -t top -
 wait_screen 5 both 'every 0\.5s ' ' interval 0\.(4[0-9]|5[0-9]|6[0-4])s ' ||
   show_fail "- did not bring the interval back to 0.5 s"
+
+# Rows per command, and back.
+tmux_ send-keys -t top c
+wait_screen 5 grep -Eq '^conn .* read +"fast" ' || show_fail "c shows no read row"
+tmux_ send-keys -t top c
+wait_screen 5 grep -Eq '^conn .* all +"fast" ' || show_fail "c does not join the rows"
 
 # Help, and back.
 tmux_ send-keys -t top h
