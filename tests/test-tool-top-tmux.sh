@@ -65,8 +65,11 @@ tmux_ ()
 {
   tmux -S "$tmpdir/tmux.sock" -f /dev/null "$@"
 }
+# timeout --foreground keeps nbdkit-top in the terminal's foreground
+# process group, where it may read keys.
 TERM="${TERM:-xterm}" tmux_ new-session -d -s top -x 200 -y 45 \
-  "python3 '$abs_top_srcdir/tools/nbdkit-top' -x '$server_binary' -d 0.5 \
+  "timeout --foreground -k 5 90 \
+     python3 '$abs_top_srcdir/tools/nbdkit-top' -x '$server_binary' -d 0.5 \
      2> '$tmpdir/top.err'; echo nbdkit-top exited \$?; sleep 60" 9>&-
 cleanup_fn tmux_ kill-server
 
