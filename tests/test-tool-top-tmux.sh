@@ -27,6 +27,8 @@
 #  - c splits "fast" into a row per command (read), c again joins them;
 #  - + makes the refresh interval 1 s (from -d 0.5), - brings it back;
 #  - h shows the help, any key returns to the table;
+#  - on 80 columns the rows still show each export (a layout that puts
+#    the export beyond column 80 fails);
 #  - q ends nbdkit-top with status 0.
 source "$(dirname "$0")/functions.sh"
 requires_cmd bpftrace nbdsh python3 tmux
@@ -111,16 +113,16 @@ above ()
 }
 
 wait_screen 30 grep -Eq \
-  '^KIND +SERVER +CONN +PID +INFL +REQS +REQ/s +MiB/s +ERR +P50us +P99us +COMMAND +EXPORT +PEER' ||
+  '^KIND +SERVER +CONN +EXPORT +PID +INFL +REQ/s +MiB/s +ERR +P50us +P99us +PEER' ||
   show_fail "no column headers"
 
 # The connection made before nbdkit-top started.
 if readelf -n "$server_binary" | grep -q 'Name: connection_info$'; then
-  wait_screen 10 grep -Eq "^conn +$s1 +1 +$early +.* \"early\" +unix\$" ||
+  wait_screen 10 grep -Eq "^conn +$s1 +1 +\"early\" +$early +.* unix\$" ||
     show_fail "the early connection's export, peer and pid are not shown"
 else
   echo "$0: no connection_info probe: the early connection shows ?"
-  wait_screen 10 grep -Eq "^conn +$s1 +1 +- +.* \\? +\\?\$" ||
+  wait_screen 10 grep -Eq "^conn +$s1 +1 +\\? +- +.* \\?\$" ||
     show_fail "no row for the early connection"
 fi
 
@@ -139,10 +141,10 @@ while time.monotonic () < end:
 ' 9>&- > /dev/null 2>&1 &
 cleanup_fn _kill_pid $!
 
-wait_screen 15 grep -Eq "^conn +$s2 +1 +- +[1-9][0-9]* .* \"held\" +127\\.0\\.0\\.1:[0-9]+\$" ||
+wait_screen 15 grep -Eq "^conn +$s2 +1 +\"held\" +- +[1-9][0-9]* .* 127\\.0\\.0\\.1:[0-9]+\$" ||
   show_fail "no request in flight on server 2's connection"
 screen | grep -Eq "^conn +$s1 +2 " || show_fail "no row for server 1's slow client"
-wait_screen 5 grep -Eq "^conn +$s1 +4 +[-0-9]+ +0 +0 +0\.0 .* \"idle\" +unix\$" ||
+wait_screen 5 grep -Eq "^conn +$s1 +4 +\"idle\" +[-0-9]+ +0 +0\.0 .* unix\$" ||
   show_fail "no row with 0 requests for the idle connection"
 
 # Sort: by requests/s (the default), then by id.
@@ -189,15 +191,29 @@ wait_screen 5 both 'every 0\.5s ' ' interval 0\.(4[0-9]|5[0-9]|6[0-4])s ' ||
 
 # Rows per command, and back.
 tmux_ send-keys -t top c
-wait_screen 5 grep -Eq '^conn .* read +"fast" ' || show_fail "c shows no read row"
+wait_screen 5 grep -Eq '^conn .*"fast" .* read +unix$' || show_fail "c shows no read row"
 tmux_ send-keys -t top c
-wait_screen 5 grep -Eq '^conn .* all +"fast" ' || show_fail "c does not join the rows"
+joined ()
+{
+  awk '/^conn .*"fast"/ { fast = 1 } / (all|read) +unix$/ { bycmd = 1 }
+       END { exit !(fast && !bycmd) }'
+}
+wait_screen 5 joined || show_fail "c does not join the rows"
 
 # Help, and back.
 tmux_ send-keys -t top h
 wait_screen 5 grep -q '^nbdkit-top keys' || show_fail "h shows no help"
 tmux_ send-keys -t top x
 wait_screen 5 grep -q '^KIND ' || show_fail "a key does not leave the help"
+
+# An 80-column terminal: the export of each row is still in view.
+tmux_ resize-window -t top -x 80 -y 30
+narrow ()
+{
+  awk 'length > 80 { wide = 1 } /^conn +[0-9]+ +3 +"fast" / { fast = 1 }
+       END { exit !(fast && !wide) }'
+}
+wait_screen 5 narrow || show_fail "on 80 columns the export is not shown"
 
 # Quit.
 tmux_ send-keys -t top q
