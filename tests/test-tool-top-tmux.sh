@@ -112,9 +112,9 @@ above ()
     END { exit !(la && lb && la < lb) }'
 }
 
-wait_screen 30 grep -Eq \
-  '^KIND +SERVER +CONN +EXPORT +PID +INFL +REQ/s +MiB/s +ERR +P50us +P99us +PEER' ||
-  show_fail "no column headers"
+header_re='^KIND +SERVER +CONN +EXPORT +PID +INFL +REQ/s +MiB/s'
+header_re+=' +ERR +P50us +P99us +PEER'
+wait_screen 30 grep -Eq "$header_re" || show_fail "no column headers"
 
 # The connection made before nbdkit-top started.
 if readelf -n "$server_binary" | grep -q 'Name: connection_info$'; then
@@ -141,9 +141,11 @@ while time.monotonic () < end:
 ' 9>&- > /dev/null 2>&1 &
 cleanup_fn _kill_pid $!
 
-wait_screen 15 grep -Eq "^conn +$s2 +1 +\"held\" +- +[1-9][0-9]* .* 127\\.0\\.0\\.1:[0-9]+\$" ||
+held_re="^conn +$s2 +1 +\"held\" +- +[1-9][0-9]* .* 127\\.0\\.0\\.1:[0-9]+\$"
+wait_screen 15 grep -Eq "$held_re" ||
   show_fail "no request in flight on server 2's connection"
-screen | grep -Eq "^conn +$s1 +2 " || show_fail "no row for server 1's slow client"
+screen | grep -Eq "^conn +$s1 +2 " ||
+  show_fail "no row for server 1's slow client"
 wait_screen 5 grep -Eq "^conn +$s1 +4 +\"idle\" +[-0-9]+ +0 +0\.0 .* unix\$" ||
   show_fail "no row with 0 requests for the idle connection"
 
@@ -173,10 +175,12 @@ screen > "$tmpdir/paused1"
 sleep 2
 screen > "$tmpdir/paused2"
 cmp -s "$tmpdir/paused1" "$tmpdir/paused2" ||
-  { diff "$tmpdir/paused1" "$tmpdir/paused2"; fail "the paused screen changed"; }
+  { diff "$tmpdir/paused1" "$tmpdir/paused2"
+    fail "the paused screen changed"; }
 tmux_ send-keys -t top p
 changed () { ! cmp -s - "$tmpdir/paused1"; }
-wait_screen 5 changed || show_fail "the screen did not change after the second p"
+wait_screen 5 changed ||
+  show_fail "the screen did not change after the second p"
 ! screen | grep -q PAUSED || show_fail "still PAUSED after the second p"
 
 # The refresh interval: + adds -d (0.5 s), - takes it away again.  The
@@ -191,7 +195,8 @@ wait_screen 5 both 'every 0\.5s ' ' interval 0\.(4[0-9]|5[0-9]|6[0-4])s ' ||
 
 # Rows per command, and back.
 tmux_ send-keys -t top c
-wait_screen 5 grep -Eq '^conn .*"fast" +read ' || show_fail "c shows no read row"
+wait_screen 5 grep -Eq '^conn .*"fast" +read ' ||
+  show_fail "c shows no read row"
 tmux_ send-keys -t top c
 joined ()
 {
@@ -217,4 +222,5 @@ wait_screen 5 narrow || show_fail "on 80 columns the export is not shown"
 
 # Quit.
 tmux_ send-keys -t top q
-wait_screen 15 grep -q '^nbdkit-top exited 0' || show_fail "q did not end nbdkit-top"
+wait_screen 15 grep -q '^nbdkit-top exited 0' ||
+  show_fail "q did not end nbdkit-top"

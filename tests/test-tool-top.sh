@@ -53,7 +53,8 @@ awk '($1 == "conn" || $1 == "export") && $12 != "all" && ($10 !~ /^[0-9]+$/ ||
       $11 !~ /^[0-9]+$/ || $11 < $10) { exit 1 }' "$out" ||
   fail "latency columns are not numbers with p50 <= p99"
 # Totals: SERVER CONN COMMAND REQS BYTES ERR
-awk '$3 == "read" && $4 == '"$expect_reads"' && $5 == 40960 && $6 == 1 { ok = 1 }
+awk -v n="$expect_reads" '
+     $3 == "read" && $4 == n && $5 == 40960 && $6 == 1 { ok = 1 }
      END { exit !ok }' "$out" || fail "totals for read"
 awk '$3 == "write" && $4 == 5 && $5 == 327680 && $6 == 0 { ok = 1 }
      END { exit !ok }' "$out" || fail "totals for write"
