@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
-# tools/nbdkit-top -p PID --batch: a client sends exactly 10 reads of
+# tools/nbdkit-top -p PID --batch --commands: a client sends exactly 10 reads of
 # 4096 bytes, 5 writes of 65536 bytes and 1 read past the end (EINVAL).
 # Summed over the intervals it printed, the per-connection rows must
 # show 11 reads with 1 error and 5 writes, the per-export rows (export
@@ -19,7 +19,7 @@ start_server memory 64M
 out="$tmpdir/out"
 start_tool "$out" '^nbdkit-top: attached' \
   python3 "$abs_top_srcdir/tools/nbdkit-top" \
-  -p "$server_pid" --batch --delay 0.5 --iterations 200
+  -p "$server_pid" --batch --commands --delay 0.5 --iterations 200
 
 t nbdsh -u "$uri" -c "$tool_test_io"
 # Wait until an interval has shown the closed connection, then stop.
@@ -31,26 +31,30 @@ kill -TERM "$tool"
 wait "$tool" || fail "nbdkit-top exited with status $?"
 cat "$out"
 
-# Rows: KIND EXPORT CONN COMMAND REQS REQ/s MiB/s ERR P50us P99us
+# Rows: KIND SERVER CONN PID INFL REQS REQ/s MiB/s ERR P50us P99us
+# COMMAND EXPORT PEER
 sum ()
 {
   awk -v kind="$1" -v cmd="$2" -v col="$3" '
-    $1 == kind && $4 == cmd { n += $col } END { print n + 0 }' "$out"
+    $1 == kind && $12 == cmd { n += $col } END { print n + 0 }' "$out"
 }
 check () { [ "$2" -eq "$3" ] || fail "$1: expected $3, saw $2"; }
-check "conn read requests" "$(sum conn read 5)" "$expect_reads"
-check "conn read errors" "$(sum conn read 8)" 1
-check "conn write requests" "$(sum conn write 5)" 5
-check "conn write errors" "$(sum conn write 8)" 0
-check "export read requests" "$(sum export read 5)" "$expect_reads"
-check "export write requests" "$(sum export write 5)" 5
-awk '$1 == "export" && $2 != "\"\"" { exit 1 }' "$out" ||
+check "conn read requests" "$(sum conn read 6)" "$expect_reads"
+check "conn read errors" "$(sum conn read 9)" 1
+check "conn write requests" "$(sum conn write 6)" 5
+check "conn write errors" "$(sum conn write 9)" 0
+check "export read requests" "$(sum export read 6)" "$expect_reads"
+check "export write requests" "$(sum export write 6)" 5
+awk '$1 == "export" && $13 != "\"\"" { exit 1 }' "$out" ||
   fail "an export row is not for export \"\""
-awk '($1 == "conn" || $1 == "export") && ($9 !~ /^[0-9]+$/ ||
-      $10 !~ /^[0-9]+$/ || $10 < $9) { exit 1 }' "$out" ||
+awk '$1 == "conn" && ($2 != '"$server_pid"' || $14 != "unix") { exit 1 }' \
+  "$out" || fail "a connection row is not of server $server_pid from unix"
+awk '($1 == "conn" || $1 == "export") && $12 != "all" && ($10 !~ /^[0-9]+$/ ||
+      $11 !~ /^[0-9]+$/ || $11 < $10) { exit 1 }' "$out" ||
   fail "latency columns are not numbers with p50 <= p99"
-# Totals: CONN COMMAND REQS BYTES ERR
-awk '$2 == "read" && $3 == '"$expect_reads"' && $4 == 40960 && $5 == 1 { ok = 1 }
+# Totals: SERVER CONN COMMAND REQS BYTES ERR
+awk -v n="$expect_reads" '
+     $3 == "read" && $4 == n && $5 == 40960 && $6 == 1 { ok = 1 }
      END { exit !ok }' "$out" || fail "totals for read"
-awk '$2 == "write" && $3 == 5 && $4 == 327680 && $5 == 0 { ok = 1 }
+awk '$3 == "write" && $4 == 5 && $5 == 327680 && $6 == 0 { ok = 1 }
      END { exit !ok }' "$out" || fail "totals for write"
