@@ -262,7 +262,7 @@ conn_handle (const struct config *cfg, int sockin, int sockout,
   conn_watch_start ();
 
   NBDKIT_CONNECTION_ACCEPT (conn->id, (int64_t) sockin, conn->peer,
-                            transport);
+                            transport, conn->peer_pid, conn->peer_uid);
   nbdkit_debug ("accepted connection %" PRIu64 " from %s", conn->id,
                 conn->peer);
 

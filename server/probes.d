@@ -40,9 +40,11 @@ provider nbdkit {
   /* ---- connections ---- */
 
   /* A connection was accepted: id, fd, peer address, transport
-   * ("unix", "tcp", "stdio", "activated"). */
+   * ("unix", "tcp", "stdio", "activated"), the Unix peer's pid and uid
+   * (-1 for other sockets). */
   probe connection_accept (uint64_t id, int64_t fd, const char *peer,
-                           const char *transport);
+                           const char *transport, int64_t pid,
+                           int64_t uid);
   /* A connection was refused before it got an id: fd, peer address,
    * reason ("limit", "shutdown"). */
   probe connection_reject (int64_t fd, const char *peer,

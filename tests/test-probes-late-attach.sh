@@ -9,27 +9,43 @@
 #      whose later read request_start joins to "foo" by id;
 #   B  an nbdsh still negotiating (option mode): export "";
 # and a second bpftrace, attached while the first still is, must get
-# the same list.  Then a TCP client on 127.0.0.1 (export "bar", pid and
-# uid -1).
+# the same list.  A client D that connects while a tracer is attached
+# gets connection_accept with its pid and uid, and connection_info
+# right at the end of its negotiation (export "baz").  Then a TCP
+# client on 127.0.0.1 (export "bar", pid and uid -1), and a TLS one
+# (transport "unix+tls").
 # It would catch: no connection_info (on main the probe does not exist
 # and bpftrace cannot attach), a watcher that misses idle or negotiating
 # connections, one that answers only the first tracer, wrong fields
-# (pid not the client's, export not published, transport, peer).
+# (pid not the client's, export not published, transport, peer, TLS),
+# a connection_info missing at the end of negotiation.
 source "$(dirname "$0")/functions.sh"
-requires_cmd bpftrace nbdsh
+requires_cmd bpftrace nbdsh psktool
 requires_root
 requires grep -q '^#define ENABLE_PROBES 1' "$abs_top_builddir/config.h"
+[ "$("$NBDKIT" --dump-config | grep '^tls=')" = tls=yes ] ||
+  fail "this build has no TLS (configure found no gnutls)"
 tracing_lock
 
 b="$server_binary"
 # "first N" is how many ms after the tracer was in (BEGIN runs once
-# every probe is attached) the first connection_info came.
+# every probe is attached) the first connection_info came;
+# "negotiated" is a connection_info within 10 ms of the connection's
+# handshake_done (the watcher repeats only every 400 ms).
 program="
 BEGIN { @t0 = nsecs; }
+usdt:$b:nbdkit:connection_accept {
+  printf(\"accept %d peer=%s transport=%s pid=%d uid=%d\n\",
+         arg0, str(arg2), str(arg3), arg4, arg5);
+}
+usdt:$b:nbdkit:handshake_done { @hs[arg0] = nsecs; }
 usdt:$b:nbdkit:connection_info {
   if (@first == 0) {
     @first = 1;
     printf(\"first %d\n\", (nsecs - @t0) / 1000000);
+  }
+  if (@hs[arg0] != 0 && nsecs - @hs[arg0] < 10000000) {
+    printf(\"negotiated %d export=%s\n\", arg0, str(arg1));
   }
   printf(\"info %d export=%s peer=%s transport=%s pid=%d uid=%d\n\",
          arg0, str(arg1), str(arg2), str(arg3), arg4, arg5);
@@ -39,7 +55,7 @@ usdt:$b:nbdkit:request_start {
   printf(\"request %d %s offset=%d export=%s\n\", arg0, str(arg3), arg5,
          @export[arg0]);
 }
-END { clear(@export); clear(@t0); clear(@first); }
+END { clear(@export); clear(@t0); clear(@first); clear(@hs); }
 "
 
 # wait_file FILE: wait (at most 20 s) for FILE to exist.
@@ -105,6 +121,22 @@ wait_for_output "$tmpdir/one" "pid=$a_pid " "$one" 10 ||
 wait_for_output "$tmpdir/one" "pid=$b_pid " "$one" 10 ||
   { cat "$tmpdir/one"; fail "tracer 1: no connection_info for client B"; }
 
+# D connects while tracer 1 is attached.
+t nbdsh -u "nbd+unix:///baz?socket=$sock" \
+  -c "$(client d '' '')" > "$tmpdir/d.log" 2>&1 &
+d_job=$!
+cleanup_fn _kill_pid "$d_job"
+wait_file "$tmpdir/d.pid"
+d_pid=$(cat "$tmpdir/d.pid")
+wait_for_output "$tmpdir/one" "^accept [0-9]+ .* pid=$d_pid " "$one" 10 ||
+  { cat "$tmpdir/one"; fail "tracer 1: no connection_accept for client D"; }
+d_id=$(awk -v p="pid=$d_pid" '$1 == "accept" && $5 == p { print $2; exit }' \
+         "$tmpdir/one")
+wait_for_output "$tmpdir/one" "^negotiated $d_id export=baz\$" "$one" 10 ||
+  { cat "$tmpdir/one"; fail "tracer 1: no connection_info as D's negotiation ended"; }
+grep -q "^accept $d_id peer=unix transport=unix pid=$d_pid uid=0\$" \
+  "$tmpdir/one" || fail "tracer 1: wrong connection_accept for D"
+
 # A second tracer while the first is attached.
 trace_start "$tmpdir/two" "$program"
 two=$tracer
@@ -123,6 +155,7 @@ done
 touch "$tmpdir/end"
 wait "$a_job" || { cat "$tmpdir/a.log"; fail "client A failed"; }
 wait "$b_job" || { cat "$tmpdir/b.log"; fail "client B failed"; }
+wait "$d_job" || { cat "$tmpdir/d.log"; fail "client D failed"; }
 tracer=$one; trace_stop
 tracer=$two; trace_stop
 
@@ -171,3 +204,26 @@ echo "--- tcp"
 cat "$tmpdir/tcp"
 grep -Eq '^info [0-9]+ export=bar peer=127\.0\.0\.1:[0-9]+ transport=tcp pid=-1 uid=-1$' \
   "$tmpdir/tcp" || fail "TCP: wrong connection_info"
+stop_server
+
+# --- TLS: the transport says so ---------------------------------------
+rm -f "$tmpdir"/*.pid "$tmpdir/end"
+psktool -u alice -p "$tmpdir/keys.psk" >/dev/null
+start_server --tls=require --tls-psk="$tmpdir/keys.psk" memory 1M
+t nbdsh -c "$(client e "h.set_uri_allow_local_file(True)
+h.connect_uri('nbds+unix://alice@/sec?socket=$sock&tls-psk-file=$tmpdir/keys.psk')" '')" \
+  > "$tmpdir/e.log" 2>&1 &
+e_job=$!
+cleanup_fn _kill_pid "$e_job"
+wait_file "$tmpdir/e.pid"
+e_pid=$(cat "$tmpdir/e.pid")
+trace_start "$tmpdir/tls" "$program"
+wait_for_output "$tmpdir/tls" "^info [0-9]+ export=sec " "$tracer" 10 ||
+  { cat "$tmpdir/tls" "$tmpdir/tls.err"; fail "TLS: no connection_info"; }
+touch "$tmpdir/end"
+wait "$e_job" || { cat "$tmpdir/e.log"; fail "client E failed"; }
+trace_stop
+echo "--- tls"
+cat "$tmpdir/tls"
+grep -Eq "^info [0-9]+ export=sec peer=unix transport=unix\+tls pid=$e_pid uid=0\$" \
+  "$tmpdir/tls" || fail "TLS: wrong connection_info"
