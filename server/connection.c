@@ -27,7 +27,9 @@
 /* Connection ids count up from 1 and are never reused. */
 static _Atomic uint64_t next_id = 1;
 
-/* The live connections, so that shutdown can wake them.  Lock order:
+/* The live connections, so that shutdown can wake them and the watcher
+ * (conn-watch.c) can announce them.  A connection is in it from before
+ * connection_accept until just before connection_close.  Lock order:
  * registry_lock is taken alone.
  */
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -84,6 +86,30 @@ registry_remove (struct connection *conn)
     pthread_cond_broadcast (&registry_empty);
 }
 
+/* Call FN for each live connection, under the registry's lock: a
+ * connection cannot leave (nor its published fields change) meanwhile.
+ */
+void
+conn_foreach_live (void (*fn) (struct connection *conn))
+{
+  LOCK_FOR_SCOPE (&registry_lock);
+  for (size_t i = 0; i < registry.len; i++)
+    fn (registry.ptr[i]);
+}
+
+/* Negotiation is over: publish what connection_info reports and fire
+ * it, under the registry's lock so that the watcher reports the
+ * connection either as negotiating or as it is now.
+ */
+static void
+publish_info (struct connection *conn)
+{
+  LOCK_FOR_SCOPE (&registry_lock);
+  conn->info_export = conn->exportname;
+  conn->info_tls = conn->tls_active;
+  conn_info_fire (conn);
+}
+
 bool
 conn_admit (unsigned max)
 {
@@ -121,6 +147,7 @@ conn_shutdown_all (int timeout_s)
   deadline.tv_sec += timeout_s;
 
   stopping = true;
+  conn_watch_stop ();
   LOCK_FOR_SCOPE (&registry_lock);
   for (size_t i = 0; i < registry.len; i++)
     shutdown (registry.ptr[i]->sockin, SHUT_RD);
@@ -186,9 +213,20 @@ describe_peer (struct connection *conn)
               ntohs (sin6->sin6_port));
     break;
   }
-  case AF_UNIX:
+  case AF_UNIX: {
+    /* The process at the other end: the client that connected, or
+     * that made the socket pair (-s).
+     */
+    struct ucred cred;
+    socklen_t credlen = sizeof cred;
+    if (getsockopt (conn->sockin, SOL_SOCKET, SO_PEERCRED, &cred,
+                    &credlen) == 0) {
+      conn->peer_pid = cred.pid;
+      conn->peer_uid = cred.uid;
+    }
     snprintf (conn->peer, sizeof conn->peer, "unix");
     break;
+  }
   default:
     snprintf (conn->peer, sizeof conn->peer, "family-%d", ss->ss_family);
   }
@@ -217,15 +255,17 @@ conn_handle (const struct config *cfg, int sockin, int sockout,
   pthread_mutex_init (&conn->write_lock, NULL);
   pthread_mutex_init (&conn->status_lock, NULL);
   pthread_mutex_init (&conn->intern_lock, NULL);
+  conn->peer_pid = conn->peer_uid = -1;
   describe_peer (conn);
   conn_set_current (conn);
+  bool registered = registry_add (conn);
+  conn_watch_start ();
 
   NBDKIT_CONNECTION_ACCEPT (conn->id, (int64_t) sockin, conn->peer,
-                            transport);
+                            transport, conn->peer_pid, conn->peer_uid);
   nbdkit_debug ("accepted connection %" PRIu64 " from %s", conn->id,
                 conn->peer);
 
-  bool registered = registry_add (conn);
   bool serialize = cfg->thread_model ==
     NBDKIT_THREAD_MODEL_SERIALIZE_CONNECTIONS;
   if (serialize)
@@ -246,8 +286,10 @@ conn_handle (const struct config *cfg, int sockin, int sockout,
         (uint64_t) cfg->handshake_timeout * 1000000000;
     int r = hs_negotiate (conn);
     conn->deadline_ns = 0;
-    if (r == 0)
+    if (r == 0) {
+      publish_info (conn);
       tx_serve (conn);
+    }
     else
       conn_set_closing (conn, "handshake ended");
   }
@@ -266,6 +308,9 @@ conn_handle (const struct config *cfg, int sockin, int sockout,
     pthread_mutex_unlock (&one_connection_lock);
   tls_end (conn);
 
+  /* No connection_info after connection_close. */
+  if (registered)
+    registry_remove (conn);
   NBDKIT_CONNECTION_CLOSE (conn->id,
                            conn->close_reason ? conn->close_reason : "eof",
                            (uint64_t) conn->requests,
@@ -278,8 +323,6 @@ conn_handle (const struct config *cfg, int sockin, int sockout,
   close (sockin);
   if (sockout != sockin)
     close (sockout);
-  if (registered)
-    registry_remove (conn);
   conn_set_current (NULL);
   public_free_interned (conn);
   free (conn->exportname);
@@ -290,4 +333,7 @@ conn_handle (const struct config *cfg, int sockin, int sockout,
   pthread_mutex_destroy (&conn->status_lock);
   pthread_mutex_destroy (&conn->intern_lock);
   free (conn);
+  /* -s: the server's only connection is over. */
+  if (cfg->single)
+    conn_watch_stop ();
 }

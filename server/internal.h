@@ -338,7 +338,15 @@ struct connection {
   char peer[128];               /* printable peer address */
   struct sockaddr_storage peer_addr;
   socklen_t peer_addrlen;
+  int64_t peer_pid, peer_uid;   /* a Unix peer's (SO_PEERCRED), else -1 */
   uint64_t start_ns;
+
+  /* What connection_info reports once negotiation is over, written
+   * under the registry's lock (connection.c) so that the watcher
+   * (conn-watch.c) can read it from its own thread.
+   */
+  const char *info_export;      /* the negotiated export, or NULL */
+  bool info_tls;                /* negotiated over TLS */
 
   /* Negotiated in the handshake, fixed during transmission. */
   bool structured;
@@ -391,6 +399,12 @@ extern uint64_t conn_count_active (void);
 extern bool conn_admit (unsigned max);
 extern void conn_release (void);
 extern void conn_shutdown_all (int timeout_s);
+extern void conn_foreach_live (void (*fn) (struct connection *conn));
+
+/* conn-watch.c: connection_info for tracers that attach late. */
+extern void conn_info_fire (struct connection *conn);
+extern void conn_watch_start (void);
+extern void conn_watch_stop (void);
 
 /* conn-io.c: the bytes to and from the client. */
 extern void conn_io_init (struct connection *conn);

@@ -40,9 +40,11 @@ provider nbdkit {
   /* ---- connections ---- */
 
   /* A connection was accepted: id, fd, peer address, transport
-   * ("unix", "tcp", "stdio", "activated"). */
+   * ("unix", "tcp", "stdio", "activated"), the Unix peer's pid and uid
+   * (-1 for other sockets). */
   probe connection_accept (uint64_t id, int64_t fd, const char *peer,
-                           const char *transport);
+                           const char *transport, int64_t pid,
+                           int64_t uid);
   /* A connection was refused before it got an id: fd, peer address,
    * reason ("limit", "shutdown"). */
   probe connection_reject (int64_t fd, const char *peer,
@@ -54,6 +56,17 @@ provider nbdkit {
                           uint64_t bytes_out, uint64_t lifetime_ns);
 
   /* ---- late attach (issue 18 part B: connection_info) ---- */
+
+  /* Who a connection is, for tracers that attach after it started:
+   * fired for each connection when its negotiation ends, and for every
+   * live connection (negotiating, idle or busy) within 0.5 s of a
+   * tracer attaching to this probe, then every 0.4 s while any tracer
+   * is attached: id, export name ("" while negotiating), peer address
+   * (as connection_accept), transport ("unix", "tcp", "vsock",
+   * "stdio", "activated", with "+tls" once negotiated over TLS), the
+   * Unix peer's pid and uid (-1 for other sockets). */
+  probe connection_info (uint64_t id, const char *export, const char *peer,
+                         const char *transport, int64_t pid, int64_t uid);
 
   /* ---- handshake ---- */
 

@@ -70,7 +70,7 @@ nbdkit*:::reply_send
 
 nbdkit*:::connection_accept
 {
-	/* id, fd, peer, transport */
+	/* id, fd, peer, transport, pid, uid */
 	@accepted[copyinstr(arg3)] = count();
 }
 
