@@ -98,7 +98,7 @@ grep " $g:request_done: " "$tmpdir/script" |
   grep -q " $id_cookie command=0 error=0 bytes=4096 " ||
   fail "no request_done for the read ($id_cookie, 4096 bytes)"
 grep " $g:connection_accept: " "$tmpdir/script" |
-  grep -Eq ' id=[0-9]+ fd=[0-9]+ peer="[^"]*" transport="unix"$' ||
+  grep -Eq ' id=[0-9]+ fd=[0-9]+ peer="[^"]*" transport="unix" pid=[0-9]+ uid=0$' ||
   fail "connection_accept: transport is not the string \"unix\""
 grep " $g:export_select: " "$tmpdir/script" |
   grep -Eq ' export="perfexp" size=2097152 ' ||

@@ -35,14 +35,14 @@ python3 "$abs_top_srcdir/tools/probes-check.py" "$probes_d" names \
 # The checker must catch a tapset broken on purpose: a probe's only
 # hierarchical alias gone, and an optional probe's alias made required.
 sed -e '/^probe nbdkit\.handshake\.fail = /d' \
-    -e 's/^probe nbdkit\.connection\.info = nbdkit\.connection_info ? /probe nbdkit.connection.info = nbdkit.connection_info /' \
+    -e 's/^probe nbdkit\.user\.probe = nbdkit\.user ? /probe nbdkit.user.probe = nbdkit.user /' \
   "$tapset_in" > "$tmpdir/bad.stp"
 python3 "$abs_top_srcdir/tools/probes-check.py" "$probes_d" stp \
   "$tmpdir/bad.stp" > "$tmpdir/bad.out" || :
 cat "$tmpdir/bad.out"
 grep -q 'probe handshake_fail has no hierarchical alias' "$tmpdir/bad.out" ||
   fail "checker missed a missing hierarchical alias"
-grep -q 'connection.info is on optional nbdkit.connection_info without' \
+grep -q 'user.probe is on optional nbdkit.user without' \
   "$tmpdir/bad.out" || fail "checker missed a required alias on an optional probe"
 
 requires_cmd stap

@@ -36,7 +36,8 @@
  * strings with copyinstr()): use nbdkit_NAME only in a clause for
  * nbdkit*:::NAME.  Members a probe does not carry have no translation
  * and are an error at compile time.  The connection probes carry the
- * conninfo fields they know (connection_accept: peer and transport;
+ * conninfo fields they know (connection_accept: peer, transport and
+ * the Unix peer's pid and uid;
  * export_select and handshake_done: the export; connection_info, on
  * servers that have it: all of them, also for connections opened
  * before tracing began); a script keeps them by connection id, as
@@ -462,6 +463,8 @@ translator nbdkit_conninfo_t < nbdkit_connection_accept_t *a > {
 	ci_fd = (int64_t)arg1;
 	ci_peer = copyinstr(arg2);
 	ci_transport = copyinstr(arg3);
+	ci_pid = (int64_t)arg4;
+	ci_uid = (int64_t)arg5;
 };
 inline nbdkit_conninfo_t *nbdkit_connection_accept =
     xlate <nbdkit_conninfo_t *> ((nbdkit_connection_accept_t *)NULL);
