@@ -27,8 +27,8 @@
 #  - c splits "fast" into a row per command (read), c again joins them;
 #  - + makes the refresh interval 1 s (from -d 0.5), - brings it back;
 #  - h shows the help, any key returns to the table;
-#  - on 80 columns the rows still show each export (a layout that puts
-#    the export beyond column 80 fails);
+#  - on 80 columns the rows still show each export and the totals (a
+#    layout that puts them beyond column 80 fails);
 #  - q ends nbdkit-top with status 0.
 source "$(dirname "$0")/functions.sh"
 requires_cmd bpftrace nbdsh python3 tmux
@@ -211,14 +211,18 @@ wait_screen 5 grep -q '^nbdkit-top keys' || show_fail "h shows no help"
 tmux_ send-keys -t top x
 wait_screen 5 grep -q '^KIND ' || show_fail "a key does not leave the help"
 
-# An 80-column terminal: the export of each row is still in view.
+# An 80-column terminal: the export of each row is still in view, and
+# so are the totals (a summary wider than 80 columns is cut short).
 tmux_ resize-window -t top -x 80 -y 30
 narrow ()
 {
   awk 'length > 80 { wide = 1 } /^conn +[0-9]+ +3 +"fast" / { fast = 1 }
-       END { exit !(fast && !wide) }'
+       /^req\/s [0-9.]+  MiB\/s [0-9.]+  errors [0-9]+  in flight [0-9]+$/ {
+         totals = 1 }
+       END { exit !(fast && totals && !wide) }'
 }
-wait_screen 5 narrow || show_fail "on 80 columns the export is not shown"
+wait_screen 5 narrow ||
+  show_fail "on 80 columns the export or the totals are not shown"
 
 # Quit.
 tmux_ send-keys -t top q
