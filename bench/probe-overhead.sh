@@ -7,8 +7,9 @@
 #     builds in every round: 4 KiB random read QD32, 1 MiB sequential read
 #     QD8, 4 KiB random write QD32.  Goal: no difference beyond 1%.
 #  2. Traced: the probes build's 4 KiB random read with EVERY probe of
-#     server/probes.d enabled, by perf record and by bpftrace (count()),
-#     each compared with untraced runs of the same round.
+#     server/probes.d enabled (or those --trace-probes names), by perf
+#     record (events made by tools/nbdkit-perf-events) and by bpftrace
+#     (count()), each compared with untraced runs of the same round.
 #
 # Each server is the build's own ./nbdkit wrapper running the memory
 # plugin on a private Unix socket in a private directory, pre-written so
@@ -18,7 +19,8 @@
 # "## Probe overhead" (other sections are kept).
 #
 #   bench/probe-overhead.sh [--rounds N] [--runtime SECONDS] [--quick]
-#        [--probes DIR] [--noprobes DIR] [--no-trace] [--write-results]
+#        [--probes DIR] [--noprobes DIR] [--no-trace]
+#        [--trace-probes 'NAME ...'] [--write-results]
 #
 # --quick: 1 round of 1 s runs on a 128M export (a smoke test, < 60 s).
 # Needs fio (3.33+: ioengine=nbd) and python3; tracing needs root, perf
@@ -32,7 +34,7 @@ export PATH="/usr/bin:$PATH"    # libnbd tools, Debian's python3
 export LC_ALL=C PERF_PAGER=cat
 
 srcdir="$(cd "$(dirname "$0")/.." && pwd)"
-rounds=5 runtime=5 size=1G quick=0 trace=1 write_results=0
+rounds=5 runtime=5 size=1G quick=0 trace=1 write_results=0 trace_probes=""
 probes_build="${PROBES_BUILD:-/tmp/build-probes}"
 noprobes_build="${NOPROBES_BUILD:-/tmp/build-noprobes}"
 cmdline="bench/probe-overhead.sh $*"
@@ -45,6 +47,7 @@ while [ $# -gt 0 ]; do
     --probes) probes_build="$2"; shift 2 ;;
     --noprobes) noprobes_build="$2"; shift 2 ;;
     --no-trace) trace=0; shift ;;
+    --trace-probes) trace_probes="$2"; shift 2 ;;
     --write-results) write_results=1; shift ;;
     -h|--help) usage 0 ;;
     *) unknown_argument "$1" ;;
@@ -169,86 +172,29 @@ prewrite ()
 
 probe_names ()
 {
-  sed -n 's/^[[:space:]]*probe[[:space:]]*\([a-z_0-9]*\)[[:space:]]*(.*/\1/p' \
-    "$srcdir/server/probes.d"
+  local p
+  for p in $(sed -n 's/^[[:space:]]*probe[[:space:]]*\([a-z_0-9]*\)[[:space:]]*(.*/\1/p' \
+               "$srcdir/server/probes.d"); do
+    [ -z "$trace_probes" ] || [[ " $trace_probes " == *" $p "* ]] || continue
+    echo "$p"
+  done
 }
 
-# vaddr_to_offset BINARY VADDR: the file offset of a link-time address.
-vaddr_to_offset ()
-{
-  local type off vaddr x y memsz rest
-  if [ "${loads_of:-}" != "$1" ]; then        # read the table once
-    loads="$(readelf -l -W "$1" | awk '$1 == "LOAD"')" loads_of="$1"
-  fi
-  while read -r type off vaddr x y memsz rest; do
-    if (( vaddr <= $2 && $2 < vaddr + memsz )); then
-      printf '0x%x\n' $(( $2 - vaddr + off ))
-      return 0
-    fi
-  done <<<"$loads"
-  die "$2 is in no PT_LOAD segment of $1"
-}
-
-# add_uprobes BINARY: every stapsdt note of provider nbdkit as a uprobe in
-# a private group, with the semaphore as reference counter and the note's
-# arguments as fetch arguments, as `perf probe -x BINARY sdt_nbdkit:*'
-# would make them.  A private group, because sdt_nbdkit:* is system-wide:
-# another user's definitions (another build's binary) make perf probe fail
-# with "File exists", and deleting the group would delete theirs.
+# add_uprobes BINARY: perf events for the probes traced (all, or those
+# --trace-probes names), in a private group, made by the tool operators
+# use (tools/nbdkit-perf-events: semaphores, named and typed arguments).
 add_uprobes ()
 {
-  local bin="$1" name loc sem args n=0 seen=" "
   uprobe_group="pbench$$"
-  while read -r name loc sem args; do
-    loc="$(vaddr_to_offset "$bin" "$loc")"
-    if (( sem )); then sem="($(vaddr_to_offset "$bin" "$sem"))"; else sem=; fi
-    if ! echo "p:$uprobe_group/$name $bin:$loc$sem $args" \
-           >>"$tracefs/uprobe_events" 2>/dev/null; then
-      note "the kernel refused the arguments of $name ($args): none fetched"
-      echo "p:$uprobe_group/$name $bin:$loc$sem" >>"$tracefs/uprobe_events" ||
-        die "cannot add a uprobe for $name"
-    fi
-    case "$seen" in *" $name "*) ;; *) seen+="$name " ;; esac
-    n=$(( n + 1 ))
-  done < <(readelf -n "$bin" | awk '
-    # An SDT argument "SIZE@LOCATION" as a uprobe fetch argument: only
-    # registers, REG-relative memory and immediates (what perf probe
-    # converts too); anything else (a %fs: TLS operand) is skipped.
-    function fetch(a, i,   size, l, type, off, reg) {
-      size = substr(a, 1, index(a, "@") - 1); l = substr(a, index(a, "@") + 1)
-      type = (size < 0 ? "s" : "u") (size < 0 ? -size : size) * 8
-      if (l ~ /^%[a-z0-9]+$/) return "arg" i "=%" reg64(substr(l, 2)) ":" type
-      if (l ~ /^-?[0-9]*\(%[a-z0-9]+\)$/) {
-        off = substr(l, 1, index(l, "(") - 1); if (off == "") off = 0
-        reg = substr(l, index(l, "%") + 1); sub(/\)$/, "", reg)
-        return "arg" i "=" (off < 0 ? "" : "+") off "(%" reg64(reg) "):" type
-      }
-      if (l ~ /^\$-?[0-9]+$/) return "arg" i "=\\" substr(l, 2) ":" type
-      return ""
-    }
-    function reg64(r) {         # the kernel names pt_regs: ax, sp, r8 ...
-      if (r ~ /^[re](ax|bx|cx|dx|si|di|bp|sp)$/) return substr(r, 2)
-      sub(/[dwb]$/, "", r); return r
-    }
-    $1 == "Provider:" { prov = $2 }
-    $1 == "Name:" { name = $2 }
-    $1 == "Location:" && prov == "nbdkit" { gsub(",", ""); loc = $2; sem = $6
-      want = 1; next }
-    want && $1 == "Arguments:" {
-      out = ""; for (i = 2; i <= NF; i++) { f = fetch($i, i - 1)
-        if (f != "") out = out " " f }
-      print name, loc, sem out; want = 0; next }
-    want && $1 != "Arguments:" { print name, loc, sem; want = 0 }
-    END { if (want) print name, loc, sem }')
-  note "added $n uprobes for $(( $(wc -w <<<"$seen") )) probes in group $uprobe_group"
+  "$srcdir/tools/nbdkit-perf-events" --group "$uprobe_group" -q \
+    add -b "$1" $(probe_names) >"$work/perf-events.out" 2>&1 ||
+    die "nbdkit-perf-events add failed: $(tail -3 "$work/perf-events.out")"
+  note "added perf events for $(probe_names | wc -l) probes in group $uprobe_group"
 }
 remove_uprobes ()
 {
-  local name
-  for name in $(sed -n "s|^p:$uprobe_group/\([^ ]*\) .*|\1|p" \
-                  "$tracefs/uprobe_events" | sort -u); do
-    echo "-:$uprobe_group/$name" >>"$tracefs/uprobe_events" 2>/dev/null
-  done
+  "$srcdir/tools/nbdkit-perf-events" --group "$uprobe_group" -q del ||
+    note "nbdkit-perf-events del failed"
   uprobe_group=""
 }
 
@@ -463,7 +409,8 @@ for wl in ("randread-4k", "seqread-1m", "randwrite-4k"):
 tr = [t for t in ("perf", "bpftrace") if ("untraced-" + t, "probes", "randread-4k") in g]
 if tr:
     print()
-    print("### Traced: every probe enabled, 4 KiB random read QD32, probes build")
+    print("### Traced: %s enabled, 4 KiB random read QD32, probes build"
+          % ("$trace_probes" and "probes $trace_probes" or "every probe"))
     print()
     print("| tracer | untraced IOPS (median, min–max) | traced IOPS (median, min–max) | traced / untraced | extra wall µs/req | server CPU µs/req untraced → traced | extra CPU µs/req | probe hits/req |")
     print("|---|---|---|---|---|---|---|---|")
@@ -498,7 +445,7 @@ PY
   echo "# one measured run (RW/BS/QD per workload):"
   echo "fio --name=bench --ioengine=nbd --uri='nbd+unix:///?socket=SOCK' --rw=RW --bs=BS --iodepth=QD --runtime=$runtime --time_based --norandommap --randrepeat=0 --output-format=json"
   echo "# server: a copy of BUILD/server/nbdkit (NBDKIT_PLUGINDIR=BUILD/plugins) -f -U SOCK -P PIDFILE memory $size, pre-written by fio --rw=write --bs=1M --iodepth=8"
-  echo "# perf: every stapsdt note as a uprobe (semaphore, arguments) in a private group, as perf probe -x BIN 'sdt_nbdkit:*' would, then"
+  echo "# perf: tools/nbdkit-perf-events --group pbenchPID add -b COPY-OF-BIN [PROBES] (every call site, semaphores, named arguments), then"
   echo "perf record -q -e 'pbenchPID:*' -p SERVER_PID -o perf.data"
   echo "# bpftrace: one line per probe of server/probes.d, e.g."
   echo "bpftrace -e 'usdt:COPY-OF-$probes_build/server/nbdkit:nbdkit:request_done { @[\"request_done\"] = count(); }'"
