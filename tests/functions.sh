@@ -5,6 +5,7 @@
 #   requires CMD [ARGS...]   run CMD; skip the test (exit 77) if it fails
 #   requires_cmd NAME...     skip unless every NAME is on $PATH
 #   requires_root            skip unless running as root
+#   requires_probes          skip unless the server was built with probes
 #   cleanup_fn CMD [ARGS...] push a command run at exit (last pushed, first run)
 #   $tmpdir                  a private directory, removed at exit
 #   t CMD [ARGS...]          run CMD under a timeout ($TEST_CMD_TIMEOUT seconds)
@@ -130,6 +131,13 @@ requires_cmd ()
       exit 77
     fi
   done
+}
+
+# The skip message names ENABLE_PROBES: .ci/run counts those skips of
+# the --disable-probes build apart.
+requires_probes ()
+{
+  requires grep -q '^#define ENABLE_PROBES 1' "$abs_top_builddir/config.h"
 }
 
 requires_root ()

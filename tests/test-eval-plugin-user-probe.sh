@@ -11,7 +11,7 @@
 source "$(dirname "$0")/functions.sh"
 requires_cmd bpftrace nbdsh timeout
 requires_root
-requires grep -q '^#define ENABLE_PROBES 1' "$abs_top_builddir/config.h"
+requires_probes
 tracing_lock
 
 b="$server_binary"

@@ -12,7 +12,7 @@
 source "$(dirname "$0")/functions.sh"
 requires_cmd bpftrace nbdsh
 requires_root
-requires grep -q '^#define ENABLE_PROBES 1' "$abs_top_builddir/config.h"
+requires_probes
 tracing_lock
 
 start_server --busy-poll=10000 memory 1M

@@ -22,7 +22,7 @@
 source "$(dirname "$0")/functions.sh"
 requires_cmd bpftrace nbdsh psktool
 requires_root
-requires grep -q '^#define ENABLE_PROBES 1' "$abs_top_builddir/config.h"
+requires_probes
 [ "$("$NBDKIT" --dump-config | grep '^tls=')" = tls=yes ] ||
   fail "this build has no TLS (configure found no gnutls)"
 tracing_lock

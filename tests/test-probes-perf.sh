@@ -7,7 +7,7 @@
 source "$(dirname "$0")/functions.sh"
 requires_cmd perf nbdsh
 requires_root
-requires grep -q '^#define ENABLE_PROBES 1' "$abs_top_builddir/config.h"
+requires_probes
 requires perf --version
 tracing_lock
 

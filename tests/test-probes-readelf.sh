@@ -4,7 +4,7 @@
 # every probe declared in server/probes.d, and none that is not declared.
 source "$(dirname "$0")/functions.sh"
 requires_cmd readelf
-requires grep -q '^#define ENABLE_PROBES 1' "$abs_top_builddir/config.h"
+requires_probes
 
 probes_d="$abs_top_srcdir/server/probes.d"
 readelf -n "$server_binary" > "$tmpdir/notes"

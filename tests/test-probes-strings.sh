@@ -18,7 +18,7 @@ source "$(dirname "$0")/functions.sh"
 requires_cmd bpftrace nbdsh sync
 requires test -x /usr/bin/python3
 requires_root
-requires grep -q '^#define ENABLE_PROBES 1' "$abs_top_builddir/config.h"
+requires_probes
 tracing_lock
 
 bin="$tmpdir/nbdkit"

@@ -15,7 +15,7 @@
 source "$(dirname "$0")/functions.sh"
 requires_cmd bpftrace nbdsh python3
 requires_root
-requires grep -q '^#define ENABLE_PROBES 1' "$abs_top_builddir/config.h"
+requires_probes
 tracing_lock
 expect_done="${EXPECT_DONE:-3}"
 

@@ -53,7 +53,7 @@ cmp "$abs_top_srcdir/server/probes.d" "$dest$prefix/share/nbdkit/probes.d" ||
 # installed one is under DESTDIR, not at the path the tapset names).
 [ -n "$tapsetdir" ] || exit 0
 requires_cmd stap
-requires grep -q '^#define ENABLE_PROBES 1' "$abs_top_builddir/config.h"
+requires_probes
 mkdir "$tmpdir/ts"
 for f in nbdkit.stp nbdkit_conninfo.stp; do
   sed "s|process(\"$prefix/sbin/nbdkit\")|process(\"$server_binary\")|" \

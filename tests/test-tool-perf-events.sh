@@ -16,7 +16,7 @@
 source "$(dirname "$0")/functions.sh"
 requires_cmd perf nbdsh readelf
 requires_root
-requires grep -q '^#define ENABLE_PROBES 1' "$abs_top_builddir/config.h"
+requires_probes
 requires perf --version
 requires test -e /sys/kernel/tracing/uprobe_events
 

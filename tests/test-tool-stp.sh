@@ -46,7 +46,7 @@ grep -q 'user.probe is on optional nbdkit.user without' \
   "$tmpdir/bad.out" || fail "checker missed a required alias on an optional probe"
 
 requires_cmd stap
-requires grep -q '^#define ENABLE_PROBES 1' "$abs_top_builddir/config.h"
+requires_probes
 
 mkdir "$tmpdir/tapset"
 for f in nbdkit nbdkit_conninfo; do

@@ -33,7 +33,7 @@
 source "$(dirname "$0")/functions.sh"
 requires_cmd bpftrace nbdsh python3 tmux
 requires_root
-requires grep -q '^#define ENABLE_PROBES 1' "$abs_top_builddir/config.h"
+requires_probes
 tracing_lock
 
 start_server memory 64M

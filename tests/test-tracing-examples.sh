@@ -20,7 +20,7 @@
 source "$(dirname "$0")/functions.sh"
 requires_cmd perf bpftrace nbdsh nbdinfo timeout
 requires_root
-requires grep -q '^#define ENABLE_PROBES 1' "$abs_top_builddir/config.h"
+requires_probes
 requires perf --version
 tracing_lock
 
