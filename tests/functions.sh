@@ -17,6 +17,8 @@
 #   fail MESSAGE             print MESSAGE and exit 1
 #   tracing_lock             serialise tests that use perf or bpftrace
 #   wait_for_output F RE PID wait (bounded) for a line matching RE in F
+#   trace_in_order F         the lines of F that start with a timestamp
+#                            (bpftrace's nsecs), in time order, without it
 #   skip_under_sanitizers WHY  skip (exit 77) in a sanitizer build
 #   install_to_destdir       make install into $tmpdir/inst; sets $dest,
 #                            $prefix and $libdir (as configured)
@@ -196,6 +198,13 @@ wait_for_output ()
     sleep 0.1
   done
   grep -Eq "$regex" "$file" 2>/dev/null
+}
+
+# trace_in_order FILE: a tracer prints the events of different CPUs out
+# of order; lines "NSECS rest" sorted by NSECS, printed as "rest".
+trace_in_order ()
+{
+  grep -E '^[0-9]+ ' "$1" | sort -n -k1,1 | cut -d' ' -f2-
 }
 
 # The server under test must exist: a missing build is a failure, not a skip.

@@ -42,7 +42,7 @@ t "$NBDKIT" -U - eval \
   fail "the eval plugin under bpftrace failed"
 sleep 1
 interrupt_tracer "$bt"
-grep -E '^[0-9]+ ' "$tmpdir/out" | sort -n -k1,1 | cut -d' ' -f2- \
+trace_in_order "$tmpdir/out" \
   > "$tmpdir/sorted"
 cat "$tmpdir/sorted"
 

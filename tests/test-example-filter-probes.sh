@@ -45,7 +45,7 @@ except nbd.Error as e:
 ' || fail "nbdsh failed"
 sleep 1
 trace_stop
-grep -E '^[0-9]+ ' "$tmpdir/out" | sort -n -k1,1 | cut -d' ' -f2- \
+trace_in_order "$tmpdir/out" \
   > "$tmpdir/sorted"
 cat "$tmpdir/sorted"
 

@@ -50,7 +50,7 @@ trace_start "$tmpdir/out" "$(cat "$tmpdir/trace.bt")"
 t nbdsh -u "$uri" -c "$py" || fail "nbdsh failed"
 sleep 1
 trace_stop
-grep -E '^[0-9]+ ' "$tmpdir/out" | sort -n -k1,1 | cut -d' ' -f2- \
+trace_in_order "$tmpdir/out" \
   > "$tmpdir/sorted"
 cat "$tmpdir/sorted"
 

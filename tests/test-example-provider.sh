@@ -48,7 +48,7 @@ h.flush()
 ' || fail "nbdsh failed"
 sleep 1
 trace_stop
-grep -E '^[0-9]+ ' "$tmpdir/out" | sort -n -k1,1 | cut -d' ' -f2- \
+trace_in_order "$tmpdir/out" \
   > "$tmpdir/sorted"
 cat "$tmpdir/sorted"
 printf 'read 0 512\nread 12288 1024\nflush 2 1 2\n' > "$tmpdir/expected"

@@ -34,7 +34,7 @@ sleep 1
 interrupt_tracer "$bt"
 # bpftrace prints each CPU's events in turn, so lines from threads on
 # different CPUs can come out of order: sort by the timestamp, drop it.
-grep -E '^[0-9]+ ' "$tmpdir/out" | sort -n -k1,1 | cut -d' ' -f2- \
+trace_in_order "$tmpdir/out" \
   > "$tmpdir/sorted"
 mv "$tmpdir/sorted" "$tmpdir/out"
 cat "$tmpdir/out"

@@ -30,7 +30,7 @@ h.shutdown()'
 sleep 1
 interrupt_tracer "$bt"
 
-grep -E '^[0-9]+ ' "$tmpdir/out" | sort -n -k1,1 | cut -d' ' -f2- \
+trace_in_order "$tmpdir/out" \
   > "$tmpdir/got"
 diff -u "$srcdir/probes-sequence.expected" "$tmpdir/got" ||
   fail "the probe sequence differs from probes-sequence.expected"

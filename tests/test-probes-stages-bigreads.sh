@@ -24,7 +24,7 @@ usdt:$b:nbdkit:reply_written { printf(\"%llu written %d %d %d %d\n\", nsecs, arg
 check ()
 {
   local what="$1" out="$2"
-  grep -E '^[0-9]+ ' "$out" | sort -n -k1,1 | cut -d' ' -f2- > "$out.got"
+  trace_in_order "$out" > "$out.got"
   cat "$out.got"
   awk '
     $1 == "dispatch" { d++; if ($4 != 1) { print "in_flight " $4; bad = 1 } }

@@ -46,7 +46,7 @@ expect_fail t "$NBDKIT" -U - memory 1M password=hunter2 --run true \
   2> "$tmpdir/stderr3"
 sleep 1
 interrupt_tracer "$bt"
-grep -E '^[0-9]+ ' "$tmpdir/out" | sort -n -k1,1 | cut -d' ' -f2- \
+trace_in_order "$tmpdir/out" \
   > "$tmpdir/got"
 cat "$tmpdir/got"
 

@@ -33,7 +33,7 @@ t nbdsh -c 'h.set_uri_allow_local_file(True)' \
 wait_for_output "$tmpdir/out" '^[0-9]+ close ' "$tracer" ||
   fail "no connection_close"
 trace_stop
-grep -E '^[0-9]+ ' "$tmpdir/out" | sort -n -k1,1 | cut -d' ' -f2- \
+trace_in_order "$tmpdir/out" \
   > "$tmpdir/got"
 cat "$tmpdir/got"
 

@@ -72,7 +72,7 @@ h.pread(1000, 8192)
 ' || fail "nbdsh failed under bpftrace"
 sleep 1
 trace_stop
-grep -E '^[0-9]+ ' "$tmpdir/out" | sort -n -k1,1 | cut -d' ' -f2- \
+trace_in_order "$tmpdir/out" \
   > "$tmpdir/sorted"
 cat "$tmpdir/sorted"
 
