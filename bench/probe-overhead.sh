@@ -198,12 +198,13 @@ remove_uprobes ()
   uprobe_group=""
 }
 
-# sem_value PID BINARY: the request_done semaphore in the running server
-# (link-time address + PIE load bias).
+# sem_addr PID BINARY: the semaphore of $sem_probe (request_done, or the
+# last probe --trace-probes names) in the running server (link-time
+# address + PIE load bias).
 sem_addr ()
 {
   local bin="$2" sem first base
-  sem="$(readelf -n "$bin" | awk '$2 == "request_done" { f = 1; next }
+  sem="$(readelf -n "$bin" | awk -v p="$sem_probe" '$2 == p { f = 1; next }
            f && /Semaphore:/ { print $NF; exit }')"
   first="$(readelf -l -W "$bin" | awk '$1 == "LOAD" { print $3; exit }')"
   base="$(awk -v b="$bin" '$6 == b && $3 == "00000000" {
@@ -273,9 +274,10 @@ fi
 if [ $trace_perf -eq 1 ] || [ $trace_bpf -eq 1 ]; then
   # No need for the test suite's tracing lock: our uprobes are in a
   # private group, on a private copy of the binary.
+  sem_probe="$(probe_names | grep -x request_done || probe_names | tail -1)"
   sem="$(sem_addr "$probes_pid" "$bin")"
   [ "$(sem_value "$probes_pid" "$sem")" -eq 0 ] ||
-    die "request_done semaphore is $(sem_value "$probes_pid" "$sem") before any tracer: someone traces $bin"
+    die "$sem_probe semaphore is $(sem_value "$probes_pid" "$sem") before any tracer: someone traces $bin"
   if [ $trace_perf -eq 1 ]; then
     add_uprobes "$bin"
   fi
@@ -328,7 +330,7 @@ if [ $trace_perf -eq 1 ] || [ $trace_bpf -eq 1 ]; then
       wait "$tpid" 2>/dev/null || :
       note "$tracer stopped in $(( $(date +%s) - t0 )) s"
       wait_sem "$probes_pid" "$sem" zero 30 ||
-        die "the request_done semaphore stayed set after $tracer exited"
+        die "the $sem_probe semaphore stayed set after $tracer exited"
       if [ $tracer = perf ]; then
         bounded 300 "$work/perf-$r.script" \
           perf script -i "$work/perf-$r.data" -F event || :
