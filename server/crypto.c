@@ -486,6 +486,46 @@ peer_identity (gnutls_session_t s, bool issuer)
   return ret;
 }
 
+/* Why a client certificate failed to verify, short enough for a
+ * tracer's default string size (bpftrace keeps 64 bytes): "client
+ * certificate expired", or GnuTLS's own wording for rarer reasons.
+ * malloc'd, or NULL.
+ */
+static char *
+verify_failure (unsigned status)
+{
+  static const struct { unsigned bit; const char *what; } reasons[] = {
+    { GNUTLS_CERT_PURPOSE_MISMATCH, "not for TLS clients" },
+    { GNUTLS_CERT_EXPIRED, "expired" },
+    { GNUTLS_CERT_NOT_ACTIVATED, "not yet valid" },
+    { GNUTLS_CERT_SIGNER_NOT_FOUND, "from an unknown CA" },
+    { GNUTLS_CERT_REVOKED, "revoked" },
+    { GNUTLS_CERT_SIGNATURE_FAILURE, "badly signed" },
+    { GNUTLS_CERT_INSECURE_ALGORITHM, "with an insecure algorithm" },
+  };
+  char buf[256] = "client certificate";
+  size_t n = strlen (buf);
+  bool named = false;
+
+  for (size_t i = 0; i < sizeof reasons / sizeof reasons[0]; i++)
+    if (status & reasons[i].bit) {
+      n += snprintf (buf + n, n < sizeof buf ? sizeof buf - n : 0, "%s%s",
+                     named ? ", " : " ", reasons[i].what);
+      named = true;
+    }
+  if (named)
+    return n < sizeof buf ? strdup (buf) : NULL;
+
+  gnutls_datum_t st = { NULL, 0 };
+  char *ret = NULL;
+  if (gnutls_certificate_verification_status_print (status, GNUTLS_CRT_X509,
+                                                    &st, 0) >= 0 &&
+      asprintf (&ret, "client certificate: %s", (const char *) st.data) < 0)
+    ret = NULL;
+  gnutls_free (st.data);
+  return ret;
+}
+
 int
 tls_start (struct connection *conn)
 {
@@ -562,24 +602,10 @@ tls_start (struct connection *conn)
     conn_set_closing (conn, "handshake timeout");
   }
   {
-    /* A certificate that did not verify: say why (untrusted, expired,
-     * not yet valid, wrong purpose) and whose it was.
-     */
+    /* A certificate that did not verify: say why and whose it was. */
     char *why = NULL, *who = NULL;
     if (r == GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR) {
-      gnutls_datum_t st = { NULL, 0 };
-      if (gnutls_certificate_verification_status_print
-          (gnutls_session_get_verify_cert_status (s), GNUTLS_CRT_X509,
-           &st, 0) >= 0 &&
-          asprintf (&why, "%s %s", gnutls_strerror (r),
-                    (const char *) st.data) >= 0) {
-        size_t n = strlen (why);  /* GnuTLS ends each reason with " " */
-        while (n > 0 && why[n - 1] == ' ')
-          why[--n] = '\0';
-      }
-      else
-        why = NULL;
-      gnutls_free (st.data);
+      why = verify_failure (gnutls_session_get_verify_cert_status (s));
       who = peer_identity (s, false);
     }
     NBDKIT_TLS_HANDSHAKE_DONE (conn->id, (int64_t) probe_u64 (0),
@@ -794,6 +820,46 @@ tls_load (struct config *cfg)
     return 0;
   nbdkit_error ("this nbdkit was built without TLS (GnuTLS)");
   return -1;
+}
+
+/* Why a client certificate failed to verify, short enough for a
+ * tracer's default string size (bpftrace keeps 64 bytes): "client
+ * certificate expired", or GnuTLS's own wording for rarer reasons.
+ * malloc'd, or NULL.
+ */
+static char *
+verify_failure (unsigned status)
+{
+  static const struct { unsigned bit; const char *what; } reasons[] = {
+    { GNUTLS_CERT_PURPOSE_MISMATCH, "not for TLS clients" },
+    { GNUTLS_CERT_EXPIRED, "expired" },
+    { GNUTLS_CERT_NOT_ACTIVATED, "not yet valid" },
+    { GNUTLS_CERT_SIGNER_NOT_FOUND, "from an unknown CA" },
+    { GNUTLS_CERT_REVOKED, "revoked" },
+    { GNUTLS_CERT_SIGNATURE_FAILURE, "badly signed" },
+    { GNUTLS_CERT_INSECURE_ALGORITHM, "with an insecure algorithm" },
+  };
+  char buf[256] = "client certificate";
+  size_t n = strlen (buf);
+  bool named = false;
+
+  for (size_t i = 0; i < sizeof reasons / sizeof reasons[0]; i++)
+    if (status & reasons[i].bit) {
+      n += snprintf (buf + n, n < sizeof buf ? sizeof buf - n : 0, "%s%s",
+                     named ? ", " : " ", reasons[i].what);
+      named = true;
+    }
+  if (named)
+    return n < sizeof buf ? strdup (buf) : NULL;
+
+  gnutls_datum_t st = { NULL, 0 };
+  char *ret = NULL;
+  if (gnutls_certificate_verification_status_print (status, GNUTLS_CRT_X509,
+                                                    &st, 0) >= 0 &&
+      asprintf (&ret, "client certificate: %s", (const char *) st.data) < 0)
+    ret = NULL;
+  gnutls_free (st.data);
+  return ret;
 }
 
 int
