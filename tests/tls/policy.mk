@@ -4,11 +4,12 @@
 TESTS += \
 	test-tls-versions.sh \
 	test-tls-purpose.sh \
-	test-tls-suites.sh
+	test-tls-suites.sh \
+	test-tls-policy-probes.sh
 EXTRA_DIST += tls/policy-lib.sh tls-priority-client.c
 
 # An NBD client that upgrades with a priority string of its choosing
-# (test-tls-suites.sh).
+# (test-tls-suites.sh, test-tls-policy-probes.sh).
 if HAVE_GNUTLS
 check_PROGRAMS += tls-priority-client
 tls_priority_client_SOURCES = tls-priority-client.c
