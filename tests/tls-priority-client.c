@@ -32,7 +32,7 @@
 
 #include "protocol.h"
 
-static int
+static void __attribute__ ((noreturn))
 die (const char *what)
 {
   fprintf (stderr, "tls-priority-client: %s\n", what);
