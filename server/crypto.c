@@ -43,9 +43,35 @@ static gnutls_psk_server_credentials_t psk_creds;
 static gnutls_priority_t priority;
 static bool verify_peer;
 
-/* PSK needs its key exchanges added to the defaults. */
-#define PRIORITY_X509 "NORMAL"
-#define PRIORITY_PSK  "NORMAL:+ECDHE-PSK:+DHE-PSK:+PSK"
+/* The default policy (replaced whole by --tls-priority): GnuTLS's
+ * NORMAL without TLS 1.0 and 1.1, which RFC 8996 deprecates.  NULL,
+ * RC4, 3DES and anonymous suites are not in NORMAL.  TLS 1.2's CBC
+ * suites stay (encrypt-then-MAC, GnuTLS's Lucky13 countermeasures):
+ * they are a fallback, since every current client also offers GCM.
+ * PSK needs its key exchanges added.
+ */
+#define PRIORITY_BASE "NORMAL:-VERS-TLS1.1:-VERS-TLS1.0"
+#define PRIORITY_PSK_KX ":+ECDHE-PSK:+DHE-PSK:+PSK"
+/* Where the CPU has AES-NI and carry-less multiply, AES-GCM is the
+ * fastest AEAD, so the server's order wins over a client that lists
+ * ChaCha20 first: NORMAL's ciphers, the same set, with both AES-GCM
+ * sizes first (a TLS 1.3 PSK binds SHA-256, which rules out
+ * AES-256-GCM; NORMAL has ChaCha20 before AES-128-GCM).  Elsewhere
+ * the client's order stands: it knows better what is cheap for it.
+ */
+#define PRIORITY_SERVER_ORDER                                        \
+  ":-CIPHER-ALL:+AES-256-GCM:+AES-128-GCM:+CHACHA20-POLY1305"        \
+  ":+AES-256-CCM:+AES-128-CCM:+AES-256-CBC:+AES-128-CBC"              \
+  ":%SERVER_PRECEDENCE"
+
+/* Under --tls-verify-peer a client certificate that names its
+ * purposes (extended key usage) must name TLS client authentication;
+ * one without the extension passes.  GnuTLS keeps a pointer to this.
+ */
+static gnutls_typed_vdata_st client_purpose[] = {
+  { .type = GNUTLS_DT_KEY_PURPOSE_OID,
+    .data = (unsigned char *) GNUTLS_KP_TLS_WWW_CLIENT },
+};
 
 bool
 tls_available (void)
@@ -289,6 +315,67 @@ certificates_missing (const struct config *cfg)
   return missing;
 }
 
+static bool
+cpu_has_fast_aes_gcm (void)
+{
+#if (defined (__x86_64__) || defined (__i386__)) && defined (__GNUC__)
+  __builtin_cpu_init ();
+  return __builtin_cpu_supports ("aes") && __builtin_cpu_supports ("pclmul");
+#else
+  return false;
+#endif
+}
+
+/* Whether the policy has a PSK key exchange: without one a PSK server
+ * can complete no handshake, which is better said at start-up.
+ */
+static bool
+priority_has_psk_kx (gnutls_priority_t p)
+{
+  const unsigned int *kx;
+  int n = gnutls_priority_kx_list (p, &kx);
+  for (int i = 0; i < n; i++)
+    if (kx[i] == GNUTLS_KX_PSK || kx[i] == GNUTLS_KX_DHE_PSK ||
+        kx[i] == GNUTLS_KX_ECDHE_PSK)
+      return true;
+  return false;
+}
+
+static int
+load_priority (const struct config *cfg)
+{
+  char def[256];
+  const char *str = cfg->tls_priority;
+  const char *err_pos = NULL;
+
+  if (!str) {
+    snprintf (def, sizeof def, "%s%s%s", PRIORITY_BASE,
+              creds_type == CREDS_PSK ? PRIORITY_PSK_KX : "",
+              cpu_has_fast_aes_gcm () ? PRIORITY_SERVER_ORDER : "");
+    str = def;
+  }
+  int r = gnutls_priority_init (&priority, str, &err_pos);
+  if (r < 0) {
+    if (cfg->tls_priority && err_pos)
+      nbdkit_error ("--tls-priority: invalid GnuTLS priority string at "
+                    "position %td (\"%s\"): %s", err_pos - str, err_pos,
+                    gnutls_strerror (r));
+    else
+      nbdkit_error ("TLS: gnutls_priority_init: \"%s\": %s",
+                    str, gnutls_strerror (r));
+    return -1;
+  }
+  if (creds_type == CREDS_PSK && !priority_has_psk_kx (priority)) {
+    nbdkit_error ("--tls-priority: \"%s\" enables no PSK key exchange; "
+                  "with --tls-psk add :+ECDHE-PSK:+DHE-PSK:+PSK", str);
+    gnutls_priority_deinit (priority);
+    priority = NULL;
+    return -1;
+  }
+  nbdkit_debug ("TLS: priority \"%s\"", str);
+  return 0;
+}
+
 int
 tls_load (struct config *cfg)
 {
@@ -314,13 +401,7 @@ tls_load (struct config *cfg)
   if ((cfg->tls_psk ? load_psk (cfg) : load_x509 (cfg)) == -1)
     return -1;
   verify_peer = cfg->tls_verify_peer;
-  r = gnutls_priority_init (&priority, creds_type == CREDS_PSK
-                            ? PRIORITY_PSK : PRIORITY_X509, NULL);
-  if (r < 0) {
-    nbdkit_error ("TLS: gnutls_priority_init: %s", gnutls_strerror (r));
-    return -1;
-  }
-  return 0;
+  return load_priority (cfg);
 }
 
 /* ---- the transport under the session ---- */
@@ -405,6 +486,46 @@ peer_identity (gnutls_session_t s, bool issuer)
   return ret;
 }
 
+/* Why a client certificate failed to verify, short enough for a
+ * tracer's default string size (bpftrace keeps 64 bytes): "client
+ * certificate expired", or GnuTLS's own wording for rarer reasons.
+ * malloc'd, or NULL.
+ */
+static char *
+verify_failure (unsigned status)
+{
+  static const struct { unsigned bit; const char *what; } reasons[] = {
+    { GNUTLS_CERT_PURPOSE_MISMATCH, "not for TLS clients" },
+    { GNUTLS_CERT_EXPIRED, "expired" },
+    { GNUTLS_CERT_NOT_ACTIVATED, "not yet valid" },
+    { GNUTLS_CERT_SIGNER_NOT_FOUND, "from an unknown CA" },
+    { GNUTLS_CERT_REVOKED, "revoked" },
+    { GNUTLS_CERT_SIGNATURE_FAILURE, "badly signed" },
+    { GNUTLS_CERT_INSECURE_ALGORITHM, "with an insecure algorithm" },
+  };
+  char buf[256] = "client certificate";
+  size_t n = strlen (buf);
+  bool named = false;
+
+  for (size_t i = 0; i < sizeof reasons / sizeof reasons[0]; i++)
+    if (status & reasons[i].bit) {
+      n += snprintf (buf + n, n < sizeof buf ? sizeof buf - n : 0, "%s%s",
+                     named ? ", " : " ", reasons[i].what);
+      named = true;
+    }
+  if (named)
+    return n < sizeof buf ? strdup (buf) : NULL;
+
+  gnutls_datum_t st = { NULL, 0 };
+  char *ret = NULL;
+  if (gnutls_certificate_verification_status_print (status, GNUTLS_CRT_X509,
+                                                    &st, 0) >= 0 &&
+      asprintf (&ret, "client certificate: %s", (const char *) st.data) < 0)
+    ret = NULL;
+  gnutls_free (st.data);
+  return ret;
+}
+
 int
 tls_start (struct connection *conn)
 {
@@ -431,7 +552,9 @@ tls_start (struct connection *conn)
          * (untrusted, expired, revoked), fails the handshake.
          */
         gnutls_certificate_server_set_request (s, GNUTLS_CERT_REQUIRE);
-        gnutls_session_set_verify_cert (s, NULL, 0);
+        gnutls_session_set_verify_cert2 (s, client_purpose,
+                                         sizeof client_purpose /
+                                         sizeof client_purpose[0], 0);
       }
     }
   }
@@ -478,10 +601,22 @@ tls_start (struct connection *conn)
     NBDKIT_LIMIT_HIT (conn->id, "handshake_timeout");
     conn_set_closing (conn, "handshake timeout");
   }
-  NBDKIT_TLS_HANDSHAKE_DONE (conn->id, (int64_t) probe_u64 (0),
-                             gnutls_strerror (r), "");
-  nbdkit_debug ("TLS: handshake with connection %" PRIu64 " failed: %s",
-                conn->id, gnutls_strerror (r));
+  {
+    /* A certificate that did not verify: say why and whose it was. */
+    char *why = NULL, *who = NULL;
+    if (r == GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR) {
+      why = verify_failure (gnutls_session_get_verify_cert_status (s));
+      who = peer_identity (s, false);
+    }
+    NBDKIT_TLS_HANDSHAKE_DONE (conn->id, (int64_t) probe_u64 (0),
+                               why ? why : gnutls_strerror (r),
+                               who ? who : "");
+    nbdkit_debug ("TLS: handshake with connection %" PRIu64 " failed: %s%s%s",
+                  conn->id, why ? why : gnutls_strerror (r),
+                  who && *who ? ", peer " : "", who ? who : "");
+    free (why);
+    free (who);
+  }
   gnutls_deinit (s);
   conn->tls = NULL;
   return -1;
@@ -617,6 +752,67 @@ tls_available (void)
   return false;
 }
 
+static bool
+cpu_has_fast_aes_gcm (void)
+{
+#if (defined (__x86_64__) || defined (__i386__)) && defined (__GNUC__)
+  __builtin_cpu_init ();
+  return __builtin_cpu_supports ("aes") && __builtin_cpu_supports ("pclmul");
+#else
+  return false;
+#endif
+}
+
+/* Whether the policy has a PSK key exchange: without one a PSK server
+ * can complete no handshake, which is better said at start-up.
+ */
+static bool
+priority_has_psk_kx (gnutls_priority_t p)
+{
+  const unsigned int *kx;
+  int n = gnutls_priority_kx_list (p, &kx);
+  for (int i = 0; i < n; i++)
+    if (kx[i] == GNUTLS_KX_PSK || kx[i] == GNUTLS_KX_DHE_PSK ||
+        kx[i] == GNUTLS_KX_ECDHE_PSK)
+      return true;
+  return false;
+}
+
+static int
+load_priority (const struct config *cfg)
+{
+  char def[256];
+  const char *str = cfg->tls_priority;
+  const char *err_pos = NULL;
+
+  if (!str) {
+    snprintf (def, sizeof def, "%s%s%s", PRIORITY_BASE,
+              creds_type == CREDS_PSK ? PRIORITY_PSK_KX : "",
+              cpu_has_fast_aes_gcm () ? PRIORITY_SERVER_ORDER : "");
+    str = def;
+  }
+  int r = gnutls_priority_init (&priority, str, &err_pos);
+  if (r < 0) {
+    if (cfg->tls_priority && err_pos)
+      nbdkit_error ("--tls-priority: invalid GnuTLS priority string at "
+                    "position %td (\"%s\"): %s", err_pos - str, err_pos,
+                    gnutls_strerror (r));
+    else
+      nbdkit_error ("TLS: gnutls_priority_init: \"%s\": %s",
+                    str, gnutls_strerror (r));
+    return -1;
+  }
+  if (creds_type == CREDS_PSK && !priority_has_psk_kx (priority)) {
+    nbdkit_error ("--tls-priority: \"%s\" enables no PSK key exchange; "
+                  "with --tls-psk add :+ECDHE-PSK:+DHE-PSK:+PSK", str);
+    gnutls_priority_deinit (priority);
+    priority = NULL;
+    return -1;
+  }
+  nbdkit_debug ("TLS: priority \"%s\"", str);
+  return 0;
+}
+
 int
 tls_load (struct config *cfg)
 {
@@ -624,6 +820,46 @@ tls_load (struct config *cfg)
     return 0;
   nbdkit_error ("this nbdkit was built without TLS (GnuTLS)");
   return -1;
+}
+
+/* Why a client certificate failed to verify, short enough for a
+ * tracer's default string size (bpftrace keeps 64 bytes): "client
+ * certificate expired", or GnuTLS's own wording for rarer reasons.
+ * malloc'd, or NULL.
+ */
+static char *
+verify_failure (unsigned status)
+{
+  static const struct { unsigned bit; const char *what; } reasons[] = {
+    { GNUTLS_CERT_PURPOSE_MISMATCH, "not for TLS clients" },
+    { GNUTLS_CERT_EXPIRED, "expired" },
+    { GNUTLS_CERT_NOT_ACTIVATED, "not yet valid" },
+    { GNUTLS_CERT_SIGNER_NOT_FOUND, "from an unknown CA" },
+    { GNUTLS_CERT_REVOKED, "revoked" },
+    { GNUTLS_CERT_SIGNATURE_FAILURE, "badly signed" },
+    { GNUTLS_CERT_INSECURE_ALGORITHM, "with an insecure algorithm" },
+  };
+  char buf[256] = "client certificate";
+  size_t n = strlen (buf);
+  bool named = false;
+
+  for (size_t i = 0; i < sizeof reasons / sizeof reasons[0]; i++)
+    if (status & reasons[i].bit) {
+      n += snprintf (buf + n, n < sizeof buf ? sizeof buf - n : 0, "%s%s",
+                     named ? ", " : " ", reasons[i].what);
+      named = true;
+    }
+  if (named)
+    return n < sizeof buf ? strdup (buf) : NULL;
+
+  gnutls_datum_t st = { NULL, 0 };
+  char *ret = NULL;
+  if (gnutls_certificate_verification_status_print (status, GNUTLS_CRT_X509,
+                                                    &st, 0) >= 0 &&
+      asprintf (&ret, "client certificate: %s", (const char *) st.data) < 0)
+    ret = NULL;
+  gnutls_free (st.data);
+  return ret;
 }
 
 int

@@ -98,6 +98,7 @@ struct config {
   const char *tls_certificates; /* --tls-certificates DIR */
   const char *tls_psk;          /* --tls-psk FILE */
   bool tls_verify_peer;         /* --tls-verify-peer */
+  const char *tls_priority;     /* --tls-priority STRING, NULL = default */
   const char *user, *group;     /* -u, -g */
   const char *exportname;       /* -e */
   const char *pidfile;          /* -P */

@@ -79,6 +79,8 @@ usage (FILE *fp, const char *program)
 "                           microseconds before sleeping (default %d; 0\n"
 "                           for never)\n"
 "      --print-uri          print the URI clients can use\n"
+"      --tls-priority STRING  GnuTLS priority string replacing the default\n"
+"                           (which refuses TLS 1.0 and 1.1)\n"
 "\n"
 "      --dump-config        print the build configuration\n"
 "      --dump-plugin        print what the plugin provides\n"
@@ -98,9 +100,9 @@ enum {
   OPT_RUN = 256, OPT_FILTER, OPT_DUMP_CONFIG, OPT_DUMP_PLUGIN, OPT_HELP,
   OPT_VERSION, OPT_PRINT_URI, OPT_EXIT_WITH_PARENT, OPT_NO_SR, OPT_LOG,
   OPT_MAX_CONNECTIONS, OPT_HANDSHAKE_TIMEOUT, OPT_TLS, OPT_TLS_CERTIFICATES,
-  OPT_TLS_PSK, OPT_TLS_VERIFY_PEER, OPT_BUSY_POLL, OPT_LONG_OPTIONS,
-  OPT_SHORT_OPTIONS, OPT_MASK_HANDSHAKE, OPT_SELINUX_LABEL, OPT_SWAP,
-  OPT_VSOCK,
+  OPT_TLS_PSK, OPT_TLS_VERIFY_PEER, OPT_TLS_PRIORITY, OPT_BUSY_POLL,
+  OPT_LONG_OPTIONS, OPT_SHORT_OPTIONS, OPT_MASK_HANDSHAKE, OPT_SELINUX_LABEL,
+  OPT_SWAP, OPT_VSOCK,
 };
 
 static const struct option long_options[] = {
@@ -147,6 +149,7 @@ static const struct option long_options[] = {
   { "threads", required_argument, NULL, 't' },
   { "tls", required_argument, NULL, OPT_TLS },
   { "tls-certificates", required_argument, NULL, OPT_TLS_CERTIFICATES },
+  { "tls-priority", required_argument, NULL, OPT_TLS_PRIORITY },
   { "tls-psk", required_argument, NULL, OPT_TLS_PSK },
   { "tls-verify-peer", no_argument, NULL, OPT_TLS_VERIFY_PEER },
   { "unix", required_argument, NULL, 'U' },
@@ -395,6 +398,7 @@ options_parse (struct config *cfg, int argc, char *argv[])
     case OPT_TLS_CERTIFICATES: cfg->tls_certificates = optarg; break;
     case OPT_TLS_PSK: cfg->tls_psk = optarg; break;
     case OPT_TLS_VERIFY_PEER: cfg->tls_verify_peer = true; break;
+    case OPT_TLS_PRIORITY: cfg->tls_priority = optarg; break;
     case OPT_RUN: cfg->run = optarg; break;
     case OPT_FILTER:
       append (&cfg->filters, optarg, program);
@@ -509,9 +513,10 @@ options_parse (struct config *cfg, int argc, char *argv[])
   if (cfg->vsock && (unix_socket || cfg->ipaddr))
     fail (program, "%s", "--vsock cannot be combined with -U or -i");
   if (cfg->tls == TLS_OFF &&
-      (cfg->tls_psk || cfg->tls_certificates || cfg->tls_verify_peer))
-    fail (program, "%s", "--tls-psk, --tls-certificates and "
-          "--tls-verify-peer need --tls=on or --tls=require");
+      (cfg->tls_psk || cfg->tls_certificates || cfg->tls_verify_peer ||
+       cfg->tls_priority))
+    fail (program, "%s", "--tls-psk, --tls-certificates, --tls-priority "
+          "and --tls-verify-peer need --tls=on or --tls=require");
   if (cfg->tls_psk && (cfg->tls_certificates || cfg->tls_verify_peer))
     fail (program, "%s", "--tls-psk cannot be combined with "
           "--tls-certificates or --tls-verify-peer");
