@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # TLS hardening (issue 22), a client that works at the record level: tests included by tests/Makefile.am.
 
-TESTS += test-tls-hostile-handshake.sh
+TESTS += test-tls-hostile-handshake.sh test-tls-hostile-records.sh
 
 if HAVE_GNUTLS
 check_PROGRAMS += tls-hostile-client
