@@ -14,6 +14,11 @@
 #                           records each have one bit flipped;
 #   renegotiate             a TLS 1.2 session writes 0xa5, then starts a
 #                           second handshake on the same session.
+#   key-update              (not an attack: the check that refusing
+#                           renegotiation did not also refuse TLS 1.3's
+#                           KeyUpdate) 0xa5 to block 0, new keys both
+#                           ways, 0x3c to block 1: both acknowledged,
+#                           the connection ends cleanly ("eof").
 # What the server does (asserted, with the probes that say why): no
 # reply to the cut or damaged request, the connection closed at once,
 # protocol_violation ("write payload cut short" when the payload was
@@ -134,6 +139,9 @@ for kind in psk x509; do
     '^renegotiate: renegotiation refused' \
     'done 10 1 \(TLS1\.2\)' 'close 10 read error' \
     'log 10 TLS: connection 10: receive: Rehandshake was requested'
+  expect $kind key-update $((6*K)) 0xa5 0x3c \
+    '^key-update: keys updated, connection intact' \
+    'done 12 1 \(TLS1\.3\)' 'close 12 eof'
   stop_server
 done
 

@@ -738,6 +738,24 @@ main (int argc, char *argv[])
         result ("renegotiation completed, connection intact");
       }
     }
+    else if (strcmp (c, "key-update") == 0) {
+      /* Not an attack: TLS 1.3's answer to renegotiation, which any
+       * client may send.  Block 0 written with 0xa5, new keys asked
+       * for both ways (KeyUpdate, update_requested), then block 1
+       * written with 0x3c on the new keys: both acknowledged.
+       */
+      if (gnutls_protocol_get_version (t.s) != GNUTLS_TLS1_3)
+        fail ("not TLS 1.3");
+      good_write (&t, 1, base, 0xa5);
+      int r;
+      do
+        r = gnutls_session_key_update (t.s, GNUTLS_KU_PEER);
+      while (r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED);
+      if (r < 0)
+        fail ("key update: %s", gnutls_strerror (r));
+      good_write (&t, 2, base + BLOCK, 0x3c);
+      result ("keys updated, connection intact");
+    }
     else
       fail ("unknown case");
   }
