@@ -68,9 +68,9 @@ assert h.pread(65536, 0) == $canary
 }
 
 # expect KIND CASE ID OUTPUT-REGEX PROBE-REGEX...: run CASE as
-# connection ID (what it printed is left in $out), check what it said, that the server lives and
-# a good client is served (connection ID+1); the probe lines (for ID)
-# are checked once the tracer has stopped.
+# connection ID (what it printed is left in $out), check what it said,
+# that the server lives and a good client is served (connection ID+1);
+# the probe lines (for ID) are checked once the tracer has stopped.
 expect () {
   local kind=$1 case=$2 said=$4 re
   shift 4

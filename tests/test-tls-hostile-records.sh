@@ -13,7 +13,7 @@
 #   tamper                  0xa5 written, then a write of 0x3c whose
 #                           records each have one bit flipped;
 #   renegotiate             a TLS 1.2 session writes 0xa5, then starts a
-#                           second handshake on the same session.
+#                           second handshake on the same session;
 #   key-update              (not an attack: the check that refusing
 #                           renegotiation did not also refuse TLS 1.3's
 #                           KeyUpdate) 0xa5 to block 0, new keys both
