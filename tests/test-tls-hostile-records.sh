@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
+# A TLS client misbehaving at the record level after a good handshake
+# and NBD_OPT_GO (tls-hostile-client.c), with PSK and with X.509
+# (--tls-verify-peer), --tls=require.  Each case owns 128 KiB of the
+# export at BASE (block 0, block 1):
+#   alert-mid-write         block 0 written (0xa5) and acknowledged; a
+#                           write of 0x5b over blocks 0-1 stops half way
+#                           with a fatal alert;
+#   close-notify-mid-write  the same, cut by close_notify;
+#   replay                  0xa5 written (its records kept), then 0x3c,
+#                           then the 0xa5 records sent again;
+#   tamper                  0xa5 written, then a write of 0x3c whose
+#                           records each have one bit flipped;
+#   renegotiate             a TLS 1.2 session writes 0xa5, then starts a
+#                           second handshake on the same session;
+#   key-update              (not an attack: the check that refusing
+#                           renegotiation did not also refuse TLS 1.3's
+#                           KeyUpdate) 0xa5 to block 0, new keys both
+#                           ways, 0x3c to block 1: both acknowledged,
+#                           the connection ends cleanly ("eof").
+# What the server does (asserted, with the probes that say why): no
+# reply to the cut or damaged request, the connection closed at once,
+# protocol_violation ("write payload cut short" when the payload was
+# cut, "short request header" when the next request's header cannot be
+# read), connection_close "read error", and the debug log line naming
+# GnuTLS's error ("A TLS fatal alert has been received", "Decryption
+# has failed" for a replayed or tampered record, "Rehandshake was
+# requested by the peer"); close_notify is a clean end of the stream
+# to GnuTLS, so only the cut payload is reported.
+# Renegotiation is refused by closing the connection (GnuTLS hands the
+# server GNUTLS_E_REHANDSHAKE; it does not renegotiate).
+# After each case: the server is alive, a good client (nbdsh over TLS)
+# reads the canary at offset 0, and the case's blocks read back as the
+# last acknowledged write left them: 0xa5 then zeroes after a cut
+# write (no byte of the cut payload written, even on the zero-copy
+# write path, which takes payloads over 64 KiB), 0x3c after the replay,
+# 0xa5 after tampering and renegotiation.
+# What it catches: a crash or hang, a cut or damaged write applied in
+# part or whole, a replayed record accepted, renegotiation that breaks
+# the connection's state, a good client no longer served, a failure
+# without its probe or with another reason.
+source "$(dirname "$0")/functions.sh"
+requires_cmd bpftrace nbdsh certtool psktool
+requires_root
+requires_probes
+[ "$("$NBDKIT" --dump-config | grep '^tls=')" = tls=yes ] ||
+  fail "this build has no TLS (configure found no gnutls)"
+client="$abs_builddir/tls-hostile-client"
+[ -x "$client" ] || fail "$client was not built"
+tracing_lock
+
+t "$srcdir/make-tls-files.sh" "$tmpdir/tls"
+d="$tmpdir/tls"
+
+b="$server_binary"
+cat > "$tmpdir/trace.bt" <<BT
+usdt:$b:nbdkit:tls_handshake_done {
+  printf("%d done %d %d %s\n", pid, arg0, arg1, str(arg2));
+}
+usdt:$b:nbdkit:connection_close {
+  printf("%d close %d %s\n", pid, arg0, str(arg1));
+}
+usdt:$b:nbdkit:protocol_violation {
+  printf("%d violation %d %s\n", pid, arg0, str(arg1));
+}
+usdt:$b:nbdkit:log /strncmp(str(arg2), "TLS:", 4) == 0/ {
+  printf("%d log %d %s\n", pid, arg3, str(arg2));
+}
+BT
+timeout -k 120 100 bpftrace "$tmpdir/trace.bt" > "$tmpdir/out" 2>"$tmpdir/err" &
+bt=$!
+cleanup_fn _kill_pid "$bt"
+wait_for_bpftrace "$bt" "$tmpdir/out" "$tmpdir/err"
+
+canary="bytes(range(256)) * 256"
+# good PYTHON: a good client over TLS runs PYTHON, then checks the
+# canary.
+good () {
+  t nbdsh -c "
+h.set_uri_allow_local_file(True)
+h.connect_uri('$good_uri')
+assert h.get_tls_negotiated()
+$1
+assert h.pread(65536, 0) == $canary
+"
+}
+
+# expect KIND CASE BASE BLOCK0 BLOCK1 OUTPUT-REGEX PROBE-REGEX...: run
+# CASE at BASE, check what the client said, that the server lives, that
+# a good client reads the canary and the case's blocks as BLOCK0 and
+# BLOCK1 (byte values); the probe lines are checked once the tracer has
+# stopped.
+expect () {
+  local kind=$1 case=$2 base=$3 b0=$4 b1=$5 said=$6 out re
+  shift 6
+  out="$(t "$client" "$sock" "$creds" "$case" "$base")" ||
+    fail "$kind $case: $out"
+  echo "$kind $out"
+  [[ $out =~ $said ]] || fail "$kind $case: wanted /$said/"
+  kill -0 "$server_pid" || fail "$kind $case: the server died"
+  good "
+got = h.pread(131072, $base)
+assert got[:65536] == bytes([$b0]) * 65536, '$case: block 0 changed'
+assert got[65536:] == bytes([$b1]) * 65536, '$case: block 1 changed'
+"
+  for re in "$@"; do checks+=("$kind $case	$server_pid	$re"); done
+}
+checks=()
+K=262144
+
+for kind in psk x509; do
+  if [ $kind = psk ]; then
+    start_server --tls=require --tls-psk="$d/keys.psk" memory 2M
+    creds="psk:$d/keys.psk:alice"
+    good_uri="nbds+unix://alice@/?socket=$sock&tls-psk-file=$d/keys.psk"
+  else
+    start_server --tls=require --tls-certificates="$d/server" \
+      --tls-verify-peer memory 2M
+    creds="x509:$d/client"
+    good_uri="nbds+unix:///?socket=$sock&tls-certificates=$d/client"
+  fi
+  good "h.pwrite($canary, 0)"                             # connection 1
+
+  expect $kind alert-mid-write $((1*K)) 0xa5 0 \
+    '^alert-mid-write: no reply to the cut write' \
+    'done 2 1 ' 'violation 2 write payload cut short' 'close 2 read error' \
+    'log 2 TLS: connection 2: receive: A TLS fatal alert has been received'
+  expect $kind close-notify-mid-write $((2*K)) 0xa5 0 \
+    '^close-notify-mid-write: no reply to the cut write' \
+    'done 4 1 ' 'violation 4 write payload cut short' 'close 4 read error'
+  expect $kind replay $((3*K)) 0x3c 0 '^replay: replayed records refused' \
+    'violation 6 short request header' 'close 6 read error' \
+    'log 6 TLS: connection 6: receive: Decryption has failed'
+  expect $kind tamper $((4*K)) 0xa5 0 '^tamper: tampered record refused' \
+    'violation 8 short request header' 'close 8 read error' \
+    'log 8 TLS: connection 8: receive: Decryption has failed'
+  expect $kind renegotiate $((5*K)) 0xa5 0 \
+    '^renegotiate: renegotiation refused' \
+    'done 10 1 \(TLS1\.2\)' 'close 10 read error' \
+    'log 10 TLS: connection 10: receive: Rehandshake was requested'
+  expect $kind key-update $((6*K)) 0xa5 0x3c \
+    '^key-update: keys updated, connection intact' \
+    'done 12 1 \(TLS1\.3\)' 'close 12 eof'
+  stop_server
+done
+
+sleep 0.5
+interrupt_tracer "$bt"
+cat "$tmpdir/out"
+for c in "${checks[@]}"; do
+  IFS=$'\t' read -r what pid re <<<"$c"
+  grep -Eq "^$pid $re" "$tmpdir/out" || fail "$what: no probe line /$re/"
+done
