@@ -752,67 +752,6 @@ tls_available (void)
   return false;
 }
 
-static bool
-cpu_has_fast_aes_gcm (void)
-{
-#if (defined (__x86_64__) || defined (__i386__)) && defined (__GNUC__)
-  __builtin_cpu_init ();
-  return __builtin_cpu_supports ("aes") && __builtin_cpu_supports ("pclmul");
-#else
-  return false;
-#endif
-}
-
-/* Whether the policy has a PSK key exchange: without one a PSK server
- * can complete no handshake, which is better said at start-up.
- */
-static bool
-priority_has_psk_kx (gnutls_priority_t p)
-{
-  const unsigned int *kx;
-  int n = gnutls_priority_kx_list (p, &kx);
-  for (int i = 0; i < n; i++)
-    if (kx[i] == GNUTLS_KX_PSK || kx[i] == GNUTLS_KX_DHE_PSK ||
-        kx[i] == GNUTLS_KX_ECDHE_PSK)
-      return true;
-  return false;
-}
-
-static int
-load_priority (const struct config *cfg)
-{
-  char def[256];
-  const char *str = cfg->tls_priority;
-  const char *err_pos = NULL;
-
-  if (!str) {
-    snprintf (def, sizeof def, "%s%s%s", PRIORITY_BASE,
-              creds_type == CREDS_PSK ? PRIORITY_PSK_KX : "",
-              cpu_has_fast_aes_gcm () ? PRIORITY_SERVER_ORDER : "");
-    str = def;
-  }
-  int r = gnutls_priority_init (&priority, str, &err_pos);
-  if (r < 0) {
-    if (cfg->tls_priority && err_pos)
-      nbdkit_error ("--tls-priority: invalid GnuTLS priority string at "
-                    "position %td (\"%s\"): %s", err_pos - str, err_pos,
-                    gnutls_strerror (r));
-    else
-      nbdkit_error ("TLS: gnutls_priority_init: \"%s\": %s",
-                    str, gnutls_strerror (r));
-    return -1;
-  }
-  if (creds_type == CREDS_PSK && !priority_has_psk_kx (priority)) {
-    nbdkit_error ("--tls-priority: \"%s\" enables no PSK key exchange; "
-                  "with --tls-psk add :+ECDHE-PSK:+DHE-PSK:+PSK", str);
-    gnutls_priority_deinit (priority);
-    priority = NULL;
-    return -1;
-  }
-  nbdkit_debug ("TLS: priority \"%s\"", str);
-  return 0;
-}
-
 int
 tls_load (struct config *cfg)
 {
@@ -820,46 +759,6 @@ tls_load (struct config *cfg)
     return 0;
   nbdkit_error ("this nbdkit was built without TLS (GnuTLS)");
   return -1;
-}
-
-/* Why a client certificate failed to verify, short enough for a
- * tracer's default string size (bpftrace keeps 64 bytes): "client
- * certificate expired", or GnuTLS's own wording for rarer reasons.
- * malloc'd, or NULL.
- */
-static char *
-verify_failure (unsigned status)
-{
-  static const struct { unsigned bit; const char *what; } reasons[] = {
-    { GNUTLS_CERT_PURPOSE_MISMATCH, "not for TLS clients" },
-    { GNUTLS_CERT_EXPIRED, "expired" },
-    { GNUTLS_CERT_NOT_ACTIVATED, "not yet valid" },
-    { GNUTLS_CERT_SIGNER_NOT_FOUND, "from an unknown CA" },
-    { GNUTLS_CERT_REVOKED, "revoked" },
-    { GNUTLS_CERT_SIGNATURE_FAILURE, "badly signed" },
-    { GNUTLS_CERT_INSECURE_ALGORITHM, "with an insecure algorithm" },
-  };
-  char buf[256] = "client certificate";
-  size_t n = strlen (buf);
-  bool named = false;
-
-  for (size_t i = 0; i < sizeof reasons / sizeof reasons[0]; i++)
-    if (status & reasons[i].bit) {
-      n += snprintf (buf + n, n < sizeof buf ? sizeof buf - n : 0, "%s%s",
-                     named ? ", " : " ", reasons[i].what);
-      named = true;
-    }
-  if (named)
-    return n < sizeof buf ? strdup (buf) : NULL;
-
-  gnutls_datum_t st = { NULL, 0 };
-  char *ret = NULL;
-  if (gnutls_certificate_verification_status_print (status, GNUTLS_CRT_X509,
-                                                    &st, 0) >= 0 &&
-      asprintf (&ret, "client certificate: %s", (const char *) st.data) < 0)
-    ret = NULL;
-  gnutls_free (st.data);
-  return ret;
 }
 
 int
