@@ -55,7 +55,7 @@ provider nbdkit {
                           uint64_t requests, uint64_t bytes_in,
                           uint64_t bytes_out, uint64_t lifetime_ns);
 
-  /* ---- late attach (issue 18 part B: connection_info) ---- */
+  /* ---- late attach ---- */
 
   /* Who a connection is, for tracers that attach after it started:
    * fired for each connection when its negotiation ends, and for every
@@ -140,8 +140,7 @@ provider nbdkit {
    * next look (after the rest, for 1). */
   probe busy_poll_look (uint64_t id, int64_t more, uint64_t gap);
 
-  /* ---- stages (issue 18 part C: sockets, replies, workers,
-   *      configuration, unload) ---- */
+  /* ---- stages: sockets, replies, workers, configuration, unload ---- */
 
   /* A reply went out: after the write that carried it returned (a
    * held reply's, after its batch's): id, cookie, bytes on the wire,
@@ -207,7 +206,7 @@ provider nbdkit {
    * "handshake_timeout"). */
   probe limit_hit (uint64_t id, const char *kind);
 
-  /* ---- probes from plugins and scripts (issue 18 part F) ---- */
+  /* ---- probes from plugins and scripts ---- */
 
   /* A plugin, filter or script fired the generic probe (nbdkit_probe,
    * the nbdkit-probe command of the sh and eval plugins): id (0 outside
