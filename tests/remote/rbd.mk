@@ -1,0 +1,2 @@
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
+# Tests of the rbd plugin (librbd): a Ceph RBD image.
