@@ -23,7 +23,30 @@
 # "## Peers" (other sections are kept).
 #
 #   bench/compare.sh [--rounds N] [--runtime SECONDS] [--quick]
-#        [--build DIR] [--write-results]
+#        [--build DIR] [--write-results] [--servers LIST]
+#        [--workloads LIST] [--transports LIST] [--check PERCENT]
+#
+# --write-results (a full run only) also rewrites the "## Current
+# standing" table that opens bench/RESULTS.md (bench/current-standing.py
+# makes it from this run's raw samples).
+#
+# Choosing rows: --servers ours,nbdkit (ours is always in),
+# --workloads randread-4k,seqread-1m (of copy-in copy-out randread-4k
+# randwrite-4k randread-4k-4conn seqread-1m seqwrite-1m lat-4k-qd1),
+# --transports unix,tcp.  With any of them only the side-by-side phase
+# runs (no scaling, limit or memory phases).  --ours-args STRING adds
+# words to our server's command line before the plugin, --ours-params
+# STRING key=value words after it (for example --ours-args
+# --filter=cache --ours-params cache-max-size=256M, to see what a
+# filter costs).
+#
+# Regression mode: --check PERCENT runs the chosen rows (servers default
+# to ours and nbdkit) and exits 3 when on any row ours falls more than
+# PERCENT behind a peer (throughput below (100 - PERCENT)% of the
+# peer's median, latency above (100 + PERCENT)%), after printing a
+# verdict per row.  For example, before landing a change to the send
+# path:
+#   bench/compare.sh --check 5 --rounds 5 --workloads seqread-1m,copy-in --transports tcp
 #
 # --quick: 1 round of 1 s runs of 4 KiB random read and 1 MiB sequential
 # read only, on a 256M export, no scaling or memory phases (a smoke test,
@@ -38,6 +61,7 @@ export LC_ALL=C
 
 srcdir="$(cd "$(dirname "$0")/.." && pwd)"
 rounds=3 runtime=5 quick=0 write_results=0
+sel_servers="" sel_workloads="" sel_transports="" check="" ours_args="" ours_params=""
 build="${BENCH_BUILD:-/tmp/build-bench}"
 cmdline="bench/compare.sh $*"
 
@@ -48,12 +72,27 @@ while [ $# -gt 0 ]; do
     --quick) quick=1; shift ;;
     --build) build="$2"; shift 2 ;;
     --write-results) write_results=1; shift ;;
+    --servers) sel_servers="$2"; shift 2 ;;
+    --workloads) sel_workloads="$2"; shift 2 ;;
+    --transports) sel_transports="$2"; shift 2 ;;
+    --check) check="$2"; shift 2 ;;
+    --ours-args) ours_args="$2"; shift 2 ;;
+    --ours-params) ours_params="$2"; shift 2 ;;
     -h|--help) usage 0 ;;
     *) unknown_argument "$1" ;;
   esac
 done
 [ "$quick" -eq 1 ] && rounds=1 runtime=1
 need_counts --rounds "$rounds" --runtime "$runtime"
+if [ -n "$check" ]; then
+  case "$check" in ''|*[!0-9]*) die "--check takes a whole percentage (0-99), not \"$check\"" ;; esac
+  [ "$check" -lt 100 ] || die "--check takes a percentage below 100, not $check"
+fi
+# A partial run (rows chosen, or a check) measures side by side only.
+partial=0
+[ -n "$sel_servers$sel_workloads$sel_transports$check$ours_args$ours_params" ] && partial=1
+[ "$partial" -eq 1 ] && [ "$write_results" -eq 1 ] &&
+  die "--write-results needs a full run (no --servers, --workloads, --transports or --check)"
 build="$(cd "$build" 2>/dev/null && pwd)" || {
   echo "$0: no build directory ${build}" >&2; exit 1; }
 
@@ -79,6 +118,41 @@ command -v nbdkit >/dev/null && servers+=(nbdkit)
 command -v qemu-nbd >/dev/null && servers+=(qemu-nbd)
 command -v nbd-server >/dev/null && servers+=(nbd-server)
 transports=(unix tcp)
+all_workloads=(copy-in copy-out randread-4k randwrite-4k randread-4k-4conn
+               seqread-1m seqwrite-1m lat-4k-qd1)
+
+# pick OPTION LIST KNOWN...: set "picked" to the names of the
+# comma-separated LIST, each checked against KNOWN (exit 2 on an
+# unknown one, or on an empty LIST).
+pick ()
+{
+  local opt="$1" list="$2" n k ok
+  shift 2
+  picked=()
+  for n in ${list//,/ }; do
+    ok=0
+    for k in "$@"; do [ "$n" = "$k" ] && ok=1; done
+    [ "$ok" -eq 1 ] || { echo "$0: $opt: unknown or unavailable \"$n\" (one of: $*)" >&2; exit 2; }
+    picked+=("$n")
+  done
+  [ "${#picked[@]}" -gt 0 ] || { echo "$0: $opt: nothing given" >&2; exit 2; }
+}
+[ -z "$sel_servers" ] && [ -n "$check" ] && sel_servers=ours,nbdkit
+if [ -n "$sel_servers" ]; then
+  pick --servers "$sel_servers" "${servers[@]}"
+  servers=(ours)
+  for n in "${picked[@]}"; do [ "$n" = ours ] || servers+=("$n"); done
+  [ -n "$check" ] && [ "${#servers[@]}" -lt 2 ] &&
+    die "--check needs a peer besides ours (installed: ${servers[*]})"
+fi
+if [ -n "$sel_workloads" ]; then
+  pick --workloads "$sel_workloads" "${all_workloads[@]}"
+  workloads=("${picked[@]}")
+fi
+if [ -n "$sel_transports" ]; then
+  pick --transports "$sel_transports" unix tcp
+  transports=("${picked[@]}")
+fi
 copy_request=262144     # nbdcopy --request-size: CPU/req counts these
 
 # --- Cleanup: everything we start is killed on every exit path ---------
@@ -116,7 +190,7 @@ trap_cleanup
 
 # The exact command lines, for the report (SOCK, PORT, FILE, PIDFILE).
 declare -A srv_cmd=(
-  [ours]="BUILD/nbdkit -f -U SOCK|-i 127.0.0.1 -p PORT -P PIDFILE [-t N] memory $size"
+  [ours]="BUILD/nbdkit -f -U SOCK|-i 127.0.0.1 -p PORT -P PIDFILE [-t N] ${ours_args:+$ours_args }memory $size${ours_params:+ $ours_params}"
   [nbdkit]="/usr/bin/nbdkit -f -U SOCK|-i 127.0.0.1 -p PORT -P PIDFILE memory $size"
   [qemu-nbd]="qemu-nbd -f raw --cache=writeback --aio=threads --persistent --shared=16 --pid-file=PIDFILE -k SOCK|-b 127.0.0.1 -p PORT FILE"
   [nbd-server]="nbd-server -C CONF -p PIDFILE, CONF: [generic] unixsock = SOCK | listenaddr = 127.0.0.1, port = PORT; max_threads = 4 (default); [bench] exportname = FILE"
@@ -139,10 +213,14 @@ start_server ()
   fi
   case "$name" in
     ours|nbdkit)
-      local bin=/usr/bin/nbdkit
-      [ "$name" = ours ] && bin="$build/nbdkit"
+      local bin=/usr/bin/nbdkit extra=() params=()
+      if [ "$name" = ours ]; then
+        bin="$build/nbdkit"
+        read -ra extra <<<"$ours_args"
+        read -ra params <<<"$ours_params"
+      fi
       "$bin" -f "${addr[@]}" -P "$pidfile" ${threads:+-t "$threads"} \
-        memory "$size" >"$log" 2>&1 &
+        "${extra[@]}" memory "$size" "${params[@]}" >"$log" 2>&1 &
       pids+=("$!") ;;
     qemu-nbd)
       rm -f "$file"; truncate -s "$size" "$file"
@@ -329,7 +407,7 @@ PY
 
 # --- 1. Servers side by side -----------------------------------------------
 
-if [ "${workloads[0]}" = copy-in ]; then
+if [[ " ${workloads[*]} " == *" copy-in "* ]]; then
   note "making the $size source file in /dev/shm"
   bounded 300 "$work/source.err" \
     dd if=/dev/urandom of="$shm/source.img" bs=1M count="$size_mib" ||
@@ -364,7 +442,7 @@ fill ()
 
 conn_counts=(1 2 4 8)
 thread_counts=(1 2 4 8 16)
-if [ "$quick" -eq 0 ]; then
+if [ "$quick" -eq 0 ] && [ "$partial" -eq 0 ]; then
   conn_servers=(ours)
   command -v nbdkit >/dev/null && conn_servers+=(nbdkit)
   for (( r = 1; r <= rounds; r++ )); do
@@ -388,7 +466,9 @@ fi
 # --- 3. The limit: one stream of 1 MiB writes --------------------------------
 
 limit_note=""
-if command -v cc >/dev/null &&
+if [ "$partial" -eq 1 ]; then
+  :   # a partial run measures the chosen rows only
+elif command -v cc >/dev/null &&
    cc -O2 -o "$work/unix-stream-limit" "$srcdir/bench/unix-stream-limit.c" \
      2>"$work/cc.err"; then
   limits=("${transports[@]}")
@@ -417,7 +497,7 @@ rss_kib ()
   done <"/proc/$1/status"
 }
 : >"$work/memory"
-if [ "$quick" -eq 0 ]; then
+if [ "$quick" -eq 0 ] && [ "$partial" -eq 0 ]; then
   head -c 256M "$shm/source.img" >"$shm/source-256M.img"
   for name in ours nbdkit; do
     [ "$name" = nbdkit ] && ! command -v nbdkit >/dev/null && continue
@@ -454,6 +534,7 @@ export REPORT_HEAD="git HEAD: $head_rev ($dirty uncommitted paths); $(nproc) CPU
 export REPORT_VERSIONS="ours: $ver_ours; nbdkit: $ver_nbdkit; qemu-nbd: $ver_qemu; nbd-server: $ver_nbdsrv; fio: $ver_fio; libnbd: $ver_libnbd"
 export REPORT_SETUP="Rounds: $rounds, $runtime s per fio run; exports of $size; servers: ${servers[*]}"
 export REPORT_LIMIT_NOTE="$limit_note" REPORT_QUICK="$quick"
+export REPORT_CHECK="$check" REPORT_CHECK_FILE="$work/check-behind"
 
 python3 - "$work/data" "$work/memory" "$clk_tck" <<'PY' >"$work/report.md"
 import collections, os, statistics as st, sys
@@ -585,6 +666,33 @@ if mem:
     print()
     print("Goal for ours: growth within 2% + a few MiB of what was written.")
     print()
+if E["REPORT_CHECK"]:
+    margin = int(E["REPORT_CHECK"])
+    behind = 0
+    print("### Check: ours against each peer, margin %d%%" % margin)
+    print()
+    print("| transport | workload | peer | ours | peer | ours ÷ peer | verdict |")
+    print("|---|---|---|---:|---:|---:|---|")
+    for tr in ("unix", "tcp"):
+        for wl in order:
+            ours = ("main", "ours", tr, wl)
+            if ours not in g: continue
+            for s in servers:
+                k = ("main", s, tr, wl)
+                if s == "ours" or k not in g or not med(k): continue
+                r = med(ours) / med(k)
+                if wl.startswith("lat-"):
+                    bad = r > 1 + margin / 100
+                else:
+                    bad = r < 1 - margin / 100
+                behind += bad
+                print("| %s | %s | %s | %s | %s | %.3f | %s |" % (
+                    tr, names[wl], s, num(med(ours)), num(med(k)), r,
+                    "**BEHIND**" if bad else "ok"))
+    print()
+    print("Latency rows: lower is better, so ours ÷ peer above 1 + margin is behind.")
+    print()
+    open(E["REPORT_CHECK_FILE"], "w").write("%d\n" % behind)
 PY
 {
   cat "$work/report.md"
@@ -610,4 +718,17 @@ PY
 } >"$work/section.md"
 cat "$work/section.md"
 
-[ "$write_results" -eq 0 ] || write_section "Peers" "$work/section.md"
+if [ "$write_results" -eq 1 ]; then
+  write_section "Peers" "$work/section.md"
+  python3 "$srcdir/bench/current-standing.py" "$srcdir/bench/RESULTS.md" \
+    >"$work/current.md" || die "bench/current-standing.py failed"
+  write_section "Current standing" "$work/current.md" top
+fi
+if [ -n "$check" ]; then
+  behind="$(cat "$work/check-behind")"
+  if [ "$behind" -gt 0 ]; then
+    echo "$0: $behind row(s) fell more than $check% behind a peer" >&2
+    exit 3
+  fi
+  note "every row within $check% of each peer or ahead"
+fi

@@ -105,21 +105,28 @@ cpu_ticks ()
   echo $(( ${12} + ${13} + ${14} + ${15} ))   # fields 14 to 17
 }
 
-# write_section TITLE FILE: put FILE (a section starting "## TITLE")
+# write_section TITLE FILE [top]: put FILE (a section starting "## TITLE")
 # into bench/RESULTS.md in place of the section of that title (up to
-# the next "## "), keeping the rest; append it if absent.
+# the next "## "), keeping the rest; if absent, append it (or with
+# "top", put it before the first "## " section).
 write_section ()
 {
   local results="$srcdir/bench/RESULTS.md"
   [ -f "$results" ] || printf '# Benchmark results\n\n' >"$results"
-  python3 - "$results" "$2" "$1" <<'PY'
+  python3 - "$results" "$2" "$1" "${3:-}" <<'PY'
 import re, sys
 path, new, title = sys.argv[1], open(sys.argv[2]).read().rstrip() + "\n", sys.argv[3]
+top = sys.argv[4] == "top"
 text = open(path).read()
 m = re.search(r"^## " + re.escape(title) + r"\n.*?(?=^## (?!#)|\Z)", text,
               re.S | re.M)
-text = text[:m.start()] + new + "\n" + text[m.end():] if m \
-       else text.rstrip() + "\n\n" + new
+first = re.search(r"^## ", text, re.M)
+if m:
+    text = text[:m.start()] + new + "\n" + text[m.end():]
+elif top and first:
+    text = text[:first.start()] + new + "\n" + text[first.start():]
+else:
+    text = text.rstrip() + "\n\n" + new
 open(path, "w").write(text.rstrip() + "\n")
 PY
   note "wrote the \"$1\" section of $results"

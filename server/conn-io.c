@@ -74,7 +74,7 @@ wait_for_input (struct connection *conn)
 /* Busy-polling.  A thread asleep in read is woken by the client's
  * send, and the wake-up costs the client too: an interrupt to the
  * sleeper's CPU, which in a VM is a trip through the host (about 40 µs
- * each way on the machine in bench/RESULTS.md).  When the client waits
+ * each way on the machine in bench/HISTORY.md).  When the client waits
  * for each reply before it sends the next request, that trip lies on
  * every request's path.  So once the handshake is over, a reader first
  * asks the socket for input without sleeping, again and again for up
@@ -390,7 +390,7 @@ from_buffer (struct connection *conn, void *buf, size_t len)
  * many request headers.  Large payloads bypass the buffer and land in
  * the caller's memory directly, without the low mark: into the
  * worker's buffer, whence the plugin copies on, the file plugin's
- * writes came out slower with it (bench/RESULTS.md).  Only the thread
+ * writes came out slower with it (bench/HISTORY.md).  Only the thread
  * that holds the connection's read lock (or the handshake) calls this.
  */
 int

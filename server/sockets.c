@@ -251,7 +251,7 @@ out_of_resources (int err)
  * gets what the kernel allows without privileges: the smaller of that
  * and net.core.wmem_max, doubled for its own overhead (416 KiB with
  * Debian's default wmem_max).  Measured, 1 MiB sequential reads QD8
- * ran 1.75x faster (bench/RESULTS.md, "Unix send buffer").  A buffer
+ * ran 1.75x faster (bench/HISTORY.md, "Unix send buffer").  A buffer
  * already at least that large is left alone.  TCP keeps the kernel's
  * own tuning: setting a size there would turn it off, and gained
  * nothing.

@@ -116,7 +116,7 @@ struct worker {
  * starts on a page: where it happened to sit decided how fast the
  * kernel copied a payload from it into the file plugin's page cache
  * (three times the CPU per 1 MiB write with the buffer 16 bytes short
- * of a page, on the machine measured: bench/RESULTS.md).
+ * of a page, on the machine measured: bench/HISTORY.md).
  */
 static inline bool
 tx_grow (struct worker *w, size_t need)

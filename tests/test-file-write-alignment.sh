@@ -4,7 +4,7 @@
 # starts on a page.  Where the buffer happened to sit once decided how
 # fast the kernel copied it into the page cache: 16 bytes short of a
 # page, 1 MiB writes over TCP took three times the server CPU
-# (bench/RESULTS.md, "The worker's buffer starts on a page").  strace
+# (bench/HISTORY.md, "The worker's buffer starts on a page").  strace
 # shows pwrite64's raw arguments; every payload of a page or more, on a
 # first connection and on later ones (whose buffers come from a heap
 # the earlier ones left behind), must start on a page, and the bytes

@@ -13,7 +13,7 @@
  * Transparent huge pages (MADV_HUGEPAGE) were tried and are not used:
  * on the machine measured (a VM) they cut the faults 70-fold but more
  * than tripled the server's CPU time for a 1 GiB copy, nearly all of it
- * in the kernel clearing each fresh 2 MiB page (bench/RESULTS.md,
+ * in the kernel clearing each fresh 2 MiB page (bench/HISTORY.md,
  * "Memory plugin: first writes").  They would also let khugepaged fill
  * back in ranges that trim had handed back.
  *
