@@ -40,6 +40,18 @@
 # --filter=cache --ours-params cache-max-size=256M, to see what a
 # filter costs).
 #
+# Over TLS: --tls psk|x509 serves every export with TLS required (our
+# server and nbdkit with --tls=require and --tls-psk=FILE or
+# --tls-certificates=DIR, qemu-nbd with a tls-creds-psk or
+# tls-creds-x509 object, each with its default priority; nbd-server is
+# left out), on keys and certificates made by tests/make-tls-files.sh,
+# the clients connecting with nbds:// URIs.  Its rows default to
+# copy-in copy-out randread-4k seqread-1m seqwrite-1m, and
+# --write-results puts them in the section "## Peers over TLS (PSK)" or
+# "(X.509)".  fio's nbd engine cannot name a key file in its URI, so it
+# runs with bench/libnbd-allow-local.c preloaded (needs cc and
+# libnbd-dev).
+#
 # Regression mode: --check PERCENT runs the chosen rows (servers default
 # to ours and nbdkit) and exits 3 when on any row ours falls more than
 # PERCENT behind a peer (throughput below (100 - PERCENT)% of the
@@ -61,7 +73,7 @@ export LC_ALL=C
 
 srcdir="$(cd "$(dirname "$0")/.." && pwd)"
 rounds=3 runtime=5 quick=0 write_results=0
-sel_servers="" sel_workloads="" sel_transports="" check="" ours_args="" ours_params=""
+sel_servers="" sel_workloads="" sel_transports="" check="" ours_args="" ours_params="" tls=""
 build="${BENCH_BUILD:-/tmp/build-bench}"
 cmdline="bench/compare.sh $*"
 
@@ -78,6 +90,7 @@ while [ $# -gt 0 ]; do
     --check) check="$2"; shift 2 ;;
     --ours-args) ours_args="$2"; shift 2 ;;
     --ours-params) ours_params="$2"; shift 2 ;;
+    --tls) tls="$2"; shift 2 ;;
     -h|--help) usage 0 ;;
     *) unknown_argument "$1" ;;
   esac
@@ -91,6 +104,10 @@ fi
 # A partial run (rows chosen, or a check) measures side by side only.
 partial=0
 [ -n "$sel_servers$sel_workloads$sel_transports$check$ours_args$ours_params" ] && partial=1
+# Over TLS, or in a partial run, only the side-by-side phase runs.
+side_only=$partial
+[ -n "$tls" ] && side_only=1
+case "$tls" in ''|psk|x509) ;; *) die "--tls takes psk or x509, not \"$tls\"" ;; esac
 [ "$partial" -eq 1 ] && [ "$write_results" -eq 1 ] &&
   die "--write-results needs a full run (no --servers, --workloads, --transports or --check)"
 build="$(cd "$build" 2>/dev/null && pwd)" || {
@@ -138,6 +155,15 @@ pick ()
   [ "${#picked[@]}" -gt 0 ] || { echo "$0: $opt: nothing given" >&2; exit 2; }
 }
 [ -z "$sel_servers" ] && [ -n "$check" ] && sel_servers=ours,nbdkit
+if [ -n "$tls" ]; then
+  # nbd-server's TLS needs a configuration of its own: left out.
+  for i in "${!servers[@]}"; do
+    [ "${servers[$i]}" = nbd-server ] && unset 'servers[i]'
+  done
+  servers=("${servers[@]}")
+  if [ "$quick" -eq 1 ]; then workloads=(randread-4k seqread-1m)
+  else workloads=(copy-in copy-out randread-4k seqread-1m seqwrite-1m); fi
+fi
 if [ -n "$sel_servers" ]; then
   pick --servers "$sel_servers" "${servers[@]}"
   servers=(ours)
@@ -154,6 +180,9 @@ if [ -n "$sel_transports" ]; then
   transports=("${picked[@]}")
 fi
 copy_request=262144     # nbdcopy --request-size: CPU/req counts these
+for c in certtool psktool cc; do
+  [ -z "$tls" ] || command -v $c >/dev/null || { echo "$0: --tls needs $c" >&2; exit 77; }
+done
 
 # --- Cleanup: everything we start is killed on every exit path ---------
 
@@ -188,6 +217,24 @@ trap_cleanup
 # runs traps only between foreground commands) and kills it too.
 # --- Servers ---------------------------------------------------------------
 
+# TLS: the keys, certificates and the shim fio needs (see the header).
+tls_server=() tls_uri="" fio_env=()
+case "$tls" in
+  psk|x509)
+    bounded 120 "$work/tls.err" bash "$srcdir/tests/make-tls-files.sh" "$work/tls" ||
+      die "making the TLS files failed: $(tail -3 "$work/tls.err")"
+    bounded 120 "$work/shim.err" cc -O2 -shared -fPIC \
+      -o "$work/libnbd-allow-local.so" "$srcdir/bench/libnbd-allow-local.c" -lnbd -ldl ||
+      die "building the libnbd shim failed: $(tail -3 "$work/shim.err")"
+    fio_env=(env "LD_PRELOAD=$work/libnbd-allow-local.so") ;;
+esac
+case "$tls" in
+  psk) tls_server=(--tls=require "--tls-psk=$work/tls/keys.psk")
+       tls_uri="tls-psk-file=$work/tls/keys.psk" ;;
+  x509) tls_server=(--tls=require "--tls-certificates=$work/tls/server")
+        tls_uri="tls-certificates=$work/tls/client" ;;
+esac
+
 # The exact command lines, for the report (SOCK, PORT, FILE, PIDFILE).
 declare -A srv_cmd=(
   [ours]="BUILD/nbdkit -f -U SOCK|-i 127.0.0.1 -p PORT -P PIDFILE [-t N] ${ours_args:+$ours_args }memory $size${ours_params:+ $ours_params}"
@@ -220,7 +267,7 @@ start_server ()
         read -ra params <<<"$ours_params"
       fi
       "$bin" -f "${addr[@]}" -P "$pidfile" ${threads:+-t "$threads"} \
-        "${extra[@]}" memory "$size" "${params[@]}" >"$log" 2>&1 &
+        "${tls_server[@]}" "${extra[@]}" memory "$size" "${params[@]}" >"$log" 2>&1 &
       pids+=("$!") ;;
     qemu-nbd)
       rm -f "$file"; truncate -s "$size" "$file"
@@ -228,8 +275,15 @@ start_server ()
       # writeback: the file is in tmpfs, whose page cache is the storage,
       # so there is no second copy to avoid (and tmpfs may refuse
       # O_DIRECT); --shared: up to 16 clients at once, as the others.
+      local qtls=()
+      case "$tls" in
+        psk) qtls=(--object "tls-creds-psk,id=tls0,endpoint=server,dir=$work/tls"
+                   --tls-creds tls0) ;;
+        x509) qtls=(--object "tls-creds-x509,id=tls0,endpoint=server,dir=$work/tls/server,verify-peer=off"
+                    --tls-creds tls0) ;;
+      esac
       qemu-nbd -f raw --cache=writeback --aio=threads --persistent \
-        --shared=16 --pid-file="$pidfile" "${addr[@]}" "$file" \
+        --shared=16 --pid-file="$pidfile" "${qtls[@]}" "${addr[@]}" "$file" \
         >"$log" 2>&1 &
       pids+=("$!") ;;
     nbd-server)
@@ -249,8 +303,14 @@ start_server ()
         >"$log" 2>&1 || die "nbd-server failed: $(cat "$log")" ;;
     *) die "unknown server $name" ;;
   esac
-  if [ "$tr" = tcp ]; then
+  local user=""
+  [ "$tls" = psk ] && user="alice@"
+  if [ "$tr" = tcp ] && [ -n "$tls" ]; then
+    srv_uri="nbds://${user}127.0.0.1:$port/$export?$tls_uri"
+  elif [ "$tr" = tcp ]; then
     srv_uri="nbd://127.0.0.1:$port/$export"
+  elif [ -n "$tls" ]; then
+    srv_uri="nbds+unix://${user}/$export?socket=$sock&$tls_uri"
   else
     srv_uri="nbd+unix:///$export?socket=$sock"
   fi
@@ -332,7 +392,7 @@ fio_run ()
 {
   local uri="$1" rw="$2" bs="$3" qd="$4" jobs="$5" out="$6"
   bounded $(( runtime + 60 )) "$out.err" \
-    fio --name=bench --ioengine=nbd --uri="$uri" --rw="$rw" --bs="$bs" \
+    "${fio_env[@]}" fio --name=bench --ioengine=nbd --uri="$uri" --rw="$rw" --bs="$bs" \
       --iodepth="$qd" --numjobs="$jobs" --group_reporting \
       --runtime="$runtime" --time_based --norandommap --randrepeat=0 \
       --output-format=json --output="$out" ||
@@ -442,7 +502,7 @@ fill ()
 
 conn_counts=(1 2 4 8)
 thread_counts=(1 2 4 8 16)
-if [ "$quick" -eq 0 ] && [ "$partial" -eq 0 ]; then
+if [ "$quick" -eq 0 ] && [ "$side_only" -eq 0 ]; then
   conn_servers=(ours)
   command -v nbdkit >/dev/null && conn_servers+=(nbdkit)
   for (( r = 1; r <= rounds; r++ )); do
@@ -466,8 +526,8 @@ fi
 # --- 3. The limit: one stream of 1 MiB writes --------------------------------
 
 limit_note=""
-if [ "$partial" -eq 1 ]; then
-  :   # a partial run measures the chosen rows only
+if [ "$side_only" -eq 1 ]; then
+  :   # a partial or TLS run measures the side-by-side rows only
 elif command -v cc >/dev/null &&
    cc -O2 -o "$work/unix-stream-limit" "$srcdir/bench/unix-stream-limit.c" \
      2>"$work/cc.err"; then
@@ -497,7 +557,7 @@ rss_kib ()
   done <"/proc/$1/status"
 }
 : >"$work/memory"
-if [ "$quick" -eq 0 ] && [ "$partial" -eq 0 ]; then
+if [ "$quick" -eq 0 ] && [ "$side_only" -eq 0 ]; then
   head -c 256M "$shm/source.img" >"$shm/source-256M.img"
   for name in ours nbdkit; do
     [ "$name" = nbdkit ] && ! command -v nbdkit >/dev/null && continue
@@ -533,6 +593,14 @@ export REPORT_DATE="$(date -u '+%Y-%m-%d %H:%M UTC')"
 export REPORT_HEAD="git HEAD: $head_rev ($dirty uncommitted paths); $(nproc) CPUs; kernel $(uname -r)"
 export REPORT_VERSIONS="ours: $ver_ours; nbdkit: $ver_nbdkit; qemu-nbd: $ver_qemu; nbd-server: $ver_nbdsrv; fio: $ver_fio; libnbd: $ver_libnbd"
 export REPORT_SETUP="Rounds: $rounds, $runtime s per fio run; exports of $size; servers: ${servers[*]}"
+case "$tls" in
+  psk) section_title="Peers over TLS (PSK)"
+       REPORT_SETUP="$REPORT_SETUP; TLS required, PSK (user alice), each server's default priority" ;;
+  x509) section_title="Peers over TLS (X.509)"
+        REPORT_SETUP="$REPORT_SETUP; TLS required, X.509 (ECDSA certificates, client certificate presented, not verified), each server's default priority" ;;
+  *) section_title="Peers" ;;
+esac
+export REPORT_SETUP REPORT_TITLE="$section_title"
 export REPORT_LIMIT_NOTE="$limit_note" REPORT_QUICK="$quick"
 export REPORT_CHECK="$check" REPORT_CHECK_FILE="$work/check-behind"
 
@@ -551,7 +619,7 @@ def rng(k):
     return (f + "–" + f) % (min(xs), max(xs))
 def num(x): return "%.1f" % x if x < 100 else "%.0f" % x
 E = os.environ
-print("## Peers")
+print("## " + E["REPORT_TITLE"])
 print()
 print("Date: %s; %s." % (E["REPORT_DATE"], E["REPORT_HEAD"]))
 print("Versions: %s." % E["REPORT_VERSIONS"])
@@ -707,7 +775,14 @@ PY
   echo "nbdcopy --request-size=$copy_request URI null:"
   echo "bench/unix-stream-limit unix|unix-grown|tcp $runtime   # built by cc -O2 from bench/unix-stream-limit.c"
   for s in "${servers[@]}"; do echo "# $s: ${srv_cmd[$s]}"; done
-  echo "# URI: nbd+unix:///[bench]?socket=SOCK or nbd://127.0.0.1:PORT/[bench]"
+  case "$tls" in
+    psk) echo "# TLS: ours, nbdkit: --tls=require --tls-psk=KEYS.psk; qemu-nbd: --object tls-creds-psk,id=tls0,endpoint=server,dir=DIR --tls-creds tls0"
+         echo "# URI: nbds+unix://alice@/[bench]?socket=SOCK&tls-psk-file=KEYS.psk or nbds://alice@127.0.0.1:PORT/[bench]?tls-psk-file=KEYS.psk" ;;
+    x509) echo "# TLS: ours, nbdkit: --tls=require --tls-certificates=DIR; qemu-nbd: --object tls-creds-x509,id=tls0,endpoint=server,dir=DIR,verify-peer=off --tls-creds tls0"
+          echo "# URI: nbds+unix:///[bench]?socket=SOCK&tls-certificates=CLIENTDIR or nbds://127.0.0.1:PORT/[bench]?tls-certificates=CLIENTDIR" ;;
+    *) echo "# URI: nbd+unix:///[bench]?socket=SOCK or nbd://127.0.0.1:PORT/[bench]" ;;
+  esac
+  [ -n "$tls" ] && echo "# fio runs with LD_PRELOAD=bench/libnbd-allow-local.so (see its header)"
   echo '```'
   echo
   echo "Raw samples (phase server transport workload round value unit cpu-µs/req peak-RSS-KiB requests):"
@@ -718,7 +793,9 @@ PY
 } >"$work/section.md"
 cat "$work/section.md"
 
-if [ "$write_results" -eq 1 ]; then
+if [ "$write_results" -eq 1 ] && [ -n "$tls" ]; then
+  write_section "$section_title" "$work/section.md"
+elif [ "$write_results" -eq 1 ]; then
   write_section "Peers" "$work/section.md"
   python3 "$srcdir/bench/current-standing.py" "$srcdir/bench/RESULTS.md" \
     >"$work/current.md" || die "bench/current-standing.py failed"
