@@ -1,0 +1,3 @@
+module nbdkit.local/golang
+
+go 1.19
