@@ -34,10 +34,9 @@
  * thread): the VM thread posts the probe to the waiting caller, which
  * fires it and lets the VM thread go on.
  *
- * fork: a thread does not survive fork, so the VM cannot follow the
- * server into the background (nbdkit without -f forks after
- * start-up).  after_fork detects it and stops the server with a clear
- * message: run the ruby plugin with -f (or --run, or -s).
+ * fork: a thread does not survive fork, and nbdkit without -f forks
+ * into the background after start-up: see "fork" below for how the VM
+ * thread is brought back in the child.
  */
 #include <config.h>
 
@@ -52,6 +51,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
 
 #include <ruby.h>
 #include <ruby/thread.h>
@@ -110,12 +110,23 @@ static pthread_cond_t jobs_cond = PTHREAD_COND_INITIALIZER;
 static struct job *current;     /* the job being run or waiting */
 static bool vm_stop;            /* unload: the VM thread ends */
 static bool vm_interrupted;     /* Ruby asked the waiting VM thread */
+static bool park_request;       /* a fork is coming: park the VM thread */
+static bool parked;             /* the VM thread is parked */
 
 /* Set in load and config, read-only afterwards. */
 static pthread_t vm_thread;
 static bool vm_started;         /* the VM thread runs, Ruby is set up */
 static char *vm_error;          /* why it could not start */
 static pid_t vm_pid;            /* the process the VM thread lives in */
+static void *vm_stack;          /* the VM thread's stack (ours, see fork) */
+#define VM_STACK_SIZE (16 * 1024 * 1024)
+static void *vm_ec;             /* the VM thread's Ruby execution context */
+
+/* Ruby's current execution context, a thread-local variable that
+ * libruby exports (not in its public headers).  Restoring it is what
+ * lets a new thread take the VM thread's place after fork.
+ */
+extern __thread void *ruby_current_ec;
 static char *script;            /* the script's path, once loaded */
 static VALUE nbdkit_module;
 
@@ -367,11 +378,11 @@ wait_for_job (void *unused)
   struct job *job = NULL;
 
   pthread_mutex_lock (&jobs_lock);
-  while (!vm_stop && !vm_interrupted &&
+  while (!vm_stop && !vm_interrupted && !park_request &&
          (current == NULL || current->done))
     pthread_cond_wait (&jobs_cond, &jobs_lock);
   vm_interrupted = false;
-  if (!vm_stop && current && !current->done)
+  if (!vm_stop && !park_request && current && !current->done)
     job = current;
   pthread_mutex_unlock (&jobs_lock);
   return job;
@@ -392,42 +403,12 @@ static const int server_signals[] = {
 };
 #define NR_SIGNALS (sizeof server_signals / sizeof server_signals[0])
 
-static void *
-vm_main (void *startup)
+/* The VM thread's loop: wait for a job without the GVL, run it with
+ * the GVL; park for a fork (see vm_prepare_fork); end at unload.
+ */
+static void
+serve (void)
 {
-  sem_t *ready = startup;
-  struct sigaction saved[NR_SIGNALS];
-
-  /* The stack Ruby's collector scans starts in this frame. */
-  RUBY_INIT_STACK;
-
-  /* ruby_setup installs handlers for the signals the server handles
-   * (SIGTERM, SIGINT, ...); put the server's back.
-   */
-  for (size_t i = 0; i < NR_SIGNALS; i++)
-    sigaction (server_signals[i], NULL, &saved[i]);
-  int state = ruby_setup ();
-  for (size_t i = 0; i < NR_SIGNALS; i++)
-    sigaction (server_signals[i], &saved[i], NULL);
-  if (state != 0) {
-    if (asprintf (&vm_error, "ruby_setup failed (state %d)", state) == -1)
-      vm_error = NULL;
-    sem_post (ready);
-    return NULL;
-  }
-  ruby_init_loadpath ();
-  ruby_script ("nbdkit");
-  for (int i = 0; i < 4; i++) {
-    vm_args[i] = Qnil;
-    rb_gc_register_address (&vm_args[i]);
-  }
-  nbdkit_module = rb_define_module ("Nbdkit");
-  rb_define_module_function (nbdkit_module, "set_error",
-                             nbdkit_set_error_rb, 1);
-  rb_define_module_function (nbdkit_module, "probe", nbdkit_probe_rb, -1);
-  vm_started = true;
-  sem_post (ready);
-
   for (;;) {
     struct job *job = rb_thread_call_without_gvl (wait_for_job, NULL,
                                                   stop_waiting, NULL);
@@ -448,12 +429,155 @@ vm_main (void *startup)
     }
     pthread_mutex_lock (&jobs_lock);
     bool stop = vm_stop;
+    if (park_request) {
+      /* Holding the GVL, outside any Ruby call: the state a thread
+       * can be brought back to in the child (vm_resume).
+       */
+      parked = true;
+      pthread_cond_broadcast (&jobs_cond);
+      while (park_request)
+        pthread_cond_wait (&jobs_cond, &jobs_lock);
+      parked = false;
+    }
     pthread_mutex_unlock (&jobs_lock);
     if (stop)
       break;
   }
+}
+
+static void *
+vm_main (void *startup)
+{
+  sem_t *ready = startup;
+  struct sigaction saved[NR_SIGNALS];
+
+  /* The stack Ruby's collector scans starts in this frame. */
+  RUBY_INIT_STACK;
+
+  /* ruby_setup installs handlers for the signals the server handles
+   * (SIGTERM, SIGINT, ...); put the server's back.
+   */
+  for (size_t i = 0; i < NR_SIGNALS; i++)
+    sigaction (server_signals[i], NULL, &saved[i]);
+  int state = ruby_setup ();
+  if (state == 0) {
+    /* The ruby command's start-up, on an empty program: it loads what
+     * ruby_setup leaves out, the core methods written in Ruby
+     * (GC.start, Kernel#then, ...) and rubygems, so that scripts can
+     * require gems.  The script itself is loaded later, by config.
+     */
+    static char arg0[] = "nbdkit", arg1[] = "-e", arg2[] = "";
+    char *argv[] = { arg0, arg1, arg2, NULL };
+    void *node = ruby_options (3, argv);
+    if (!ruby_executable_node (node, &state) && state == 0)
+      state = -1;
+  }
+  for (size_t i = 0; i < NR_SIGNALS; i++)
+    sigaction (server_signals[i], &saved[i], NULL);
+  if (state != 0) {
+    if (asprintf (&vm_error, "the Ruby VM did not start (state %d)",
+                  state) == -1)
+      vm_error = NULL;
+    sem_post (ready);
+    return NULL;
+  }
+  ruby_script ("nbdkit");
+  for (int i = 0; i < 4; i++) {
+    vm_args[i] = Qnil;
+    rb_gc_register_address (&vm_args[i]);
+  }
+  nbdkit_module = rb_define_module ("Nbdkit");
+  rb_define_module_function (nbdkit_module, "set_error",
+                             nbdkit_set_error_rb, 1);
+  rb_define_module_function (nbdkit_module, "probe", nbdkit_probe_rb, -1);
+  vm_ec = ruby_current_ec;
+  vm_started = true;
+  sem_post (ready);
+
+  serve ();
   ruby_cleanup (0);
   return NULL;
+}
+
+/* ---- fork ----
+ *
+ * A thread does not survive fork(2), and nbdkit forks into the
+ * background after start-up (without -f), when the script is loaded
+ * and the VM set up on the VM thread.  In the child the VM's memory
+ * is all there, the VM thread's stack too (it is ours, mapped in
+ * load), but no thread runs on it.  So:
+ *
+ * - before any fork (pthread_atfork), the VM thread is parked: it
+ *   stops between jobs, holding the GVL, outside any Ruby call;
+ * - in the server's child (after_fork), a new thread is started on
+ *   the same stack, so glibc puts its thread descriptor where the old
+ *   one was and pthread_self () is what Ruby recorded; it sets Ruby's
+ *   thread-local execution context to the VM thread's and calls
+ *   rb_thread_atfork, which is what Ruby itself runs in a child after
+ *   Process.fork (the surviving thread becomes the VM's main thread,
+ *   the GVL and the other threads' records are reset), then serves.
+ *
+ * The new thread's frames overwrite the old thread's, which were only
+ * the parked loop; the collector scans from the new frames up to the
+ * stack start Ruby recorded in vm_main, at the same depth.
+ */
+static void
+vm_prepare_fork (void)
+{
+  if (!vm_started || getpid () != vm_pid ||
+      pthread_equal (pthread_self (), vm_thread))
+    return;
+  pthread_mutex_lock (&jobs_lock);
+  park_request = true;
+  pthread_cond_broadcast (&jobs_cond);
+  while (!parked && !vm_stop)
+    pthread_cond_wait (&jobs_cond, &jobs_lock);
+  pthread_mutex_unlock (&jobs_lock);
+}
+
+static void
+vm_parent_after_fork (void)
+{
+  if (!vm_started || getpid () != vm_pid ||
+      pthread_equal (pthread_self (), vm_thread))
+    return;
+  pthread_mutex_lock (&jobs_lock);
+  park_request = false;
+  pthread_cond_broadcast (&jobs_cond);
+  pthread_mutex_unlock (&jobs_lock);
+}
+
+static void *
+vm_resume (void *startup)
+{
+  sem_t *ready = startup;
+
+  ruby_current_ec = vm_ec;
+  rb_thread_atfork ();
+  sem_post (ready);
+  serve ();
+  ruby_cleanup (0);
+  return NULL;
+}
+
+/* Start a thread on STACK running FN; 0 or an errno. */
+static int
+start_vm_thread (void *(*fn) (void *))
+{
+  pthread_attr_t attr;
+  sem_t ready;
+  int r;
+
+  sem_init (&ready, 0, 0);
+  pthread_attr_init (&attr);
+  pthread_attr_setstack (&attr, vm_stack, VM_STACK_SIZE);
+  r = pthread_create (&vm_thread, &attr, fn, &ready);
+  pthread_attr_destroy (&attr);
+  if (r == 0)
+    while (sem_wait (&ready) == -1 && errno == EINTR)
+      ;
+  sem_destroy (&ready);
+  return r;
 }
 
 /* ---- caller side ---- */
@@ -496,29 +620,34 @@ struct handle {
 static void
 ruby_load (void)
 {
-  pthread_attr_t attr;
-  sem_t ready;
   int r;
 
   vm_pid = getpid ();
-  sem_init (&ready, 0, 0);
-  pthread_attr_init (&attr);
-  /* Ruby's own threads get 1 MiB; scripts recurse: be generous. */
-  pthread_attr_setstacksize (&attr, 16 * 1024 * 1024);
-  r = pthread_create (&vm_thread, &attr, vm_main, &ready);
-  pthread_attr_destroy (&attr);
+  /* Ruby's own threads get 1 MiB; scripts recurse: be generous.  The
+   * stack is ours so that a thread can take it over after fork.
+   */
+  vm_stack = mmap (NULL, VM_STACK_SIZE, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (vm_stack == MAP_FAILED) {
+    vm_stack = NULL;
+    if (asprintf (&vm_error, "mmap: %m") == -1)
+      vm_error = NULL;
+    return;
+  }
+  /* A guard page at the bottom: an overflow faults, not corrupts. */
+  mprotect (vm_stack, 4096, PROT_NONE);
+  r = start_vm_thread (vm_main);
   if (r != 0) {
     errno = r;
     if (asprintf (&vm_error, "cannot start the Ruby thread: %m") == -1)
       vm_error = NULL;
+    return;
   }
-  else {
-    while (sem_wait (&ready) == -1 && errno == EINTR)
-      ;
-    if (!vm_started)
-      pthread_join (vm_thread, NULL);
+  if (!vm_started) {
+    pthread_join (vm_thread, NULL);
+    return;
   }
-  sem_destroy (&ready);
+  pthread_atfork (vm_prepare_fork, vm_parent_after_fork, NULL);
 }
 
 static void
@@ -532,6 +661,9 @@ ruby_unload (void)
     pthread_mutex_unlock (&jobs_lock);
     pthread_join (vm_thread, NULL);
   }
+  /* The stack stays mapped: a forked child's atfork handlers may
+   * still look at the VM's state, and the process is ending.
+   */
   free (vm_error);
   free (script);
 }
@@ -568,24 +700,11 @@ load_protected (VALUE path)
   return Qnil;
 }
 
-static VALUE
-require_protected (VALUE name)
-{
-  return rb_require (StringValueCStr (name));
-}
-
 static void
 job_load_script (struct job *job)
 {
   int state = 0;
 
-  /* As the ruby command does, so that scripts can require gems; a
-   * Ruby without rubygems still runs scripts that need none.
-   */
-  rb_protect (require_protected, rb_str_new_cstr ("rubygems"), &state);
-  if (state)
-    rb_set_errinfo (Qnil);
-  state = 0;
   ruby_script (script);
   rb_protect (load_protected, rb_str_new_cstr (script), &state);
   if (state) {
@@ -628,9 +747,10 @@ ruby_config (const char *key, const char *value)
                     vm_error ? vm_error : "unknown error");
       return -1;
     }
-    script = strdup (value);
+    /* Absolute: Ruby's load looks for a relative path in $LOAD_PATH. */
+    script = realpath (value, NULL);
     if (!script) {
-      nbdkit_error ("strdup: %m");
+      nbdkit_error ("script=%s: %m", value);
       return -1;
     }
     job_init (&job, NULL, job_load_script);
@@ -673,13 +793,37 @@ ruby_config_complete (void)
   return finish (&job);
 }
 
-/* See the top of the file: the VM thread did not come with us. */
+/* In the child of the daemon fork: bring the VM thread back (see
+ * "fork" above).
+ */
 static int
 ruby_after_fork (void)
 {
-  if (getpid () != vm_pid) {
-    nbdkit_error ("%s: the Ruby interpreter cannot follow the server into "
-                  "the background: run nbdkit with -f (or --run)", script);
+  if (!vm_started || getpid () == vm_pid)
+    return 0;
+  /* The old thread may have been waiting on these: start afresh. */
+  pthread_mutex_init (&call_lock, NULL);
+  pthread_mutex_init (&jobs_lock, NULL);
+  pthread_cond_init (&jobs_cond, NULL);
+  park_request = parked = vm_interrupted = false;
+  current = NULL;
+  vm_pid = getpid ();
+  pthread_t old = vm_thread;
+  int r = start_vm_thread (vm_resume);
+  if (r != 0) {
+    errno = r;
+    nbdkit_error ("%s: cannot restart the Ruby thread after fork: %m",
+                  script);
+    vm_started = false;
+    return -1;
+  }
+  /* Ruby signals its threads by pthread_t: the new one must be the
+   * old one's double (it is, with glibc: the descriptor sits at the
+   * top of the given stack).
+   */
+  if (!pthread_equal (old, vm_thread)) {
+    nbdkit_error ("%s: the Ruby thread could not be restarted in the "
+                  "background process: run nbdkit with -f", script);
     return -1;
   }
   return 0;
