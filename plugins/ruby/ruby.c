@@ -371,21 +371,31 @@ stop_waiting (void *unused)
   pthread_mutex_unlock (&jobs_lock);
 }
 
-/* Without the GVL: wait until there is a job to run (or the end). */
+/* Without the GVL: wait until there is something to do: a job, a
+ * park request, the end, or Ruby asking (stop_waiting).  The job is
+ * taken afterwards from current, with the GVL held.
+ */
 static void *
-wait_for_job (void *unused)
+wait_for_work (void *unused)
 {
-  struct job *job = NULL;
-
   pthread_mutex_lock (&jobs_lock);
   while (!vm_stop && !vm_interrupted && !park_request &&
          (current == NULL || current->done))
     pthread_cond_wait (&jobs_cond, &jobs_lock);
   vm_interrupted = false;
-  if (!vm_stop && !park_request && current && !current->done)
-    job = current;
   pthread_mutex_unlock (&jobs_lock);
-  return job;
+  return NULL;
+}
+
+/* Leaving the blocking region runs Ruby's pending interrupts, which
+ * may raise (Thread.main.raise from a script's thread): caught here,
+ * outside any job, and dropped.
+ */
+static VALUE
+wait_protected (VALUE unused)
+{
+  rb_thread_call_without_gvl (wait_for_work, NULL, stop_waiting, NULL);
+  return Qnil;
 }
 
 static VALUE
@@ -410,10 +420,18 @@ static void
 serve (void)
 {
   for (;;) {
-    struct job *job = rb_thread_call_without_gvl (wait_for_job, NULL,
-                                                  stop_waiting, NULL);
+    int st = 0;
+    rb_protect (wait_protected, Qnil, &st);
+    if (st)
+      rb_set_errinfo (Qnil);
+
+    pthread_mutex_lock (&jobs_lock);
+    struct job *job = NULL;
+    if (!vm_stop && !park_request && current && !current->done)
+      job = current;
+    pthread_mutex_unlock (&jobs_lock);
     if (job) {
-      int st = 0;
+      st = 0;
       rb_protect (run_one, (VALUE) job, &st);
       if (st) {
         /* Only a bug in this file raises outside call_method. */
