@@ -62,6 +62,18 @@ static pthread_mutex_t interp_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* ---- calling the script ---- */
 
+/* Tcl keeps data for each thread that calls it, freed by
+ * Tcl_FinalizeThread: a worker thread that called into Tcl runs it as
+ * it exits (the key's destructor).
+ */
+static pthread_key_t tcl_thread_key;
+
+static void
+finalize_thread (void *unused)
+{
+  Tcl_FinalizeThread ();
+}
+
 static bool
 proc_exists (const char *name)
 {
@@ -130,11 +142,13 @@ call (const char *name, Tcl_Obj **args, int nargs, Tcl_Obj **result)
 {
   Tcl_Obj *objv[8];
   int objc = 0, r, err = 0;
-  uint64_t id = nbdkit_connection_id (), cookie = nbdkit_request_cookie ();
+  uint64_t id = 0, cookie = 0;
   int64_t start = 0;
 
   if ((size_t) nargs >= sizeof objv / sizeof objv[0])
     abort ();
+  if (pthread_getspecific (tcl_thread_key) == NULL)
+    pthread_setspecific (tcl_thread_key, &tcl_thread_key);
   objv[objc++] = Tcl_NewStringObj (name, -1);
   for (int i = 0; i < nargs; i++)
     objv[objc++] = args[i];
@@ -143,6 +157,12 @@ call (const char *name, Tcl_Obj **args, int nargs, Tcl_Obj **result)
 
   if (tcl_debug_verbose)
     nbdkit_debug ("tcl: calling %s", name);
+  /* The ids are read only while a tracer is attached. */
+  if (NBDKIT_PROBE_ENABLED (tcl_call_start) ||
+      NBDKIT_PROBE_ENABLED (tcl_call_done)) {
+    id = nbdkit_connection_id ();
+    cookie = nbdkit_request_cookie ();
+  }
   NBDKIT_PROBE (tcl_call_start, id, cookie, name);
   if (NBDKIT_PROBE_ENABLED (tcl_call_done))
     start = now_ns ();
@@ -219,6 +239,7 @@ probe_cmd (ClientData cd, Tcl_Interp *ip, int objc, Tcl_Obj *const objv[])
 static void
 tcl_load (void)
 {
+  pthread_key_create (&tcl_thread_key, finalize_thread);
   Tcl_FindExecutable ("nbdkit");
   interp = Tcl_CreateInterp ();
   if (Tcl_Init (interp) != TCL_OK) {
@@ -238,6 +259,7 @@ tcl_unload (void)
     Tcl_DeleteInterp (interp);
   interp = NULL;
   Tcl_Finalize ();
+  pthread_key_delete (tcl_thread_key);
   free (load_error);
   free (script);
 }
