@@ -121,6 +121,7 @@ static pid_t vm_pid;            /* the process the VM thread lives in */
 static void *vm_stack;          /* the VM thread's stack (ours, see fork) */
 #define VM_STACK_SIZE (16 * 1024 * 1024)
 static void *vm_ec;             /* the VM thread's Ruby execution context */
+static stack_t vm_altstack;     /* its signal stack before Ruby's */
 
 /* Ruby's current execution context, a thread-local variable that
  * libruby exports (not in its public headers).  Restoring it is what
@@ -477,6 +478,11 @@ vm_main (void *startup)
    */
   for (size_t i = 0; i < NR_SIGNALS; i++)
     sigaction (server_signals[i], NULL, &saved[i]);
+  /* Ruby also gives the thread an alternate signal stack of its own;
+   * the one it had goes back before the thread ends (a sanitizer's
+   * runtime frees the one it set up).
+   */
+  sigaltstack (NULL, &vm_altstack);
   int state = ruby_setup ();
   if (state == 0) {
     /* The ruby command's start-up, on an empty program: it loads what
@@ -514,6 +520,7 @@ vm_main (void *startup)
 
   serve ();
   ruby_cleanup (0);
+  sigaltstack (&vm_altstack, NULL);
   return NULL;
 }
 
@@ -575,6 +582,7 @@ vm_resume (void *startup)
   sem_post (ready);
   serve ();
   ruby_cleanup (0);
+  sigaltstack (&vm_altstack, NULL);
   return NULL;
 }
 
