@@ -76,6 +76,41 @@ diff -u "$tmpdir/debian.out" "$tmpdir/ours.out" ||
 t "$NBDKIT" -r -U - ruby "$example" --run "$info" > "$tmpdir/ro"
 grep -q "is_read_only: true" "$tmpdir/ro" || fail "-r: not read-only"
 
+# The can_* methods and is_rotational answer for the script (Ruby's
+# truth: nil is false, 0 is true), and close is called at the end of
+# the connection.  Expected: what Debian's Tcl host gives for the same
+# answers (test-tcl-plugin.sh checks those against 1.32).
+flags="$tmpdir/flags.rb"
+cat > "$flags" <<RUBY
+def open(readonly) [:h, readonly] end
+def close(h) File.write("$tmpdir/closed", "closed #{h.inspect}\\n", mode: "a") end
+def get_size(h) 4096 end
+def pread(h, count, offset) "\\0".b * count end
+def pwrite(h, buf, offset) end
+def can_write(h) nil end
+def can_flush(h) false end
+def can_trim(h) false end
+def is_rotational(h) 0 end
+RUBY
+t "$NBDKIT" -U - ruby "$flags" --run "$info" > "$tmpdir/flags"
+cat "$tmpdir/flags"
+cat > "$tmpdir/flags.expected" <<'OUT'
+	export-size: 4096 (4K)
+	is_rotational: true
+	is_read_only: true
+	can_cache: false
+	can_df: true
+	can_fast_zero: false
+	can_flush: false
+	can_fua: false
+	can_multi_conn: false
+	can_trim: false
+	can_zero: false
+OUT
+diff -u "$tmpdir/flags.expected" "$tmpdir/flags" ||
+  fail "the can_* methods give the wrong flags"
+grep -qx "closed \[:h, false\]" "$tmpdir/closed" || fail "close was not called"
+
 # --dump-plugin names the Ruby version; the script's dump_plugin adds
 # its lines.
 printf 'def open(r) 1 end\ndef get_size(h) 0 end\ndef pread(h, c, o) "" end\ndef dump_plugin\n  puts "myscript_dump=yes"\nend\n' \

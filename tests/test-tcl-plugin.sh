@@ -60,6 +60,40 @@ for s in "$debian" "$NBDKIT"; do
 done
 diff -u "$tmpdir"/ro.* || fail "read-only flags differ"
 
+# The can_* procs and is_rotational answer for the script, and
+# plugin_close is called at the end of each connection: same flags as
+# Debian's, and a close for each of the two connections nbdinfo and
+# the --run command made.
+flags="$tmpdir/flags.tcl"
+cat > "$flags" <<TCL
+proc plugin_open {readonly} { return [list h \$readonly] }
+proc plugin_close {h} {
+    set f [open "$tmpdir/closed.\$::server" a]
+    puts \$f "closed \$h"
+    close \$f
+}
+proc get_size {h} { return 4096 }
+proc pread {h count offset} { return [binary format x\$count] }
+proc pwrite {h buf offset} { }
+proc can_write {h} { return no }
+proc can_flush {h} { return false }
+proc can_trim {h} { return 0 }
+proc is_rotational {h} { return true }
+proc config {key value} { set ::server \$value }
+TCL
+for s in debian ours; do
+  [ $s = debian ] && srv="$debian" || srv="$NBDKIT"
+  t "$srv" -U - tcl "$flags" server=$s --run "$info" > "$tmpdir/flags.$s"
+done
+cat "$tmpdir/flags.ours"
+grep -q "is_rotational: true" "$tmpdir/flags.ours" || fail "is_rotational"
+grep -q "is_read_only: true" "$tmpdir/flags.ours" || fail "can_write"
+diff -u "$tmpdir/flags.debian" "$tmpdir/flags.ours" ||
+  fail "the can_* procs give different flags"
+diff -u "$tmpdir/closed.debian" "$tmpdir/closed.ours" ||
+  fail "plugin_close was not called as in 1.32"
+grep -q "^closed h 0\$" "$tmpdir/closed.ours" || fail "no plugin_close"
+
 # --dump-plugin names the Tcl version.
 t "$NBDKIT" tcl "$example" --dump-plugin > "$tmpdir/dump"
 grep -q '^tcl_version=8\.' "$tmpdir/dump" || fail "no tcl_version in --dump-plugin"
