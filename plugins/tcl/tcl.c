@@ -156,7 +156,7 @@ call (const char *name, Tcl_Obj **args, int nargs, Tcl_Obj **result)
     Tcl_IncrRefCount (objv[i]);
 
   if (tcl_debug_verbose)
-    nbdkit_debug ("tcl: calling %s", name);
+    nbdkit_debug ("calling %s", name);
   /* The ids are read only while a tracer is attached. */
   if (NBDKIT_PROBE_ENABLED (tcl_call_start) ||
       NBDKIT_PROBE_ENABLED (tcl_call_done)) {
@@ -544,7 +544,7 @@ tcl_zero (void *handle, uint32_t count, uint64_t offset, uint32_t flags)
   pthread_mutex_lock (&interp_lock);
   if (!proc_exists ("zero")) {
     pthread_mutex_unlock (&interp_lock);
-    nbdkit_debug ("tcl: no zero proc: the server writes zeroes");
+    nbdkit_debug ("no zero proc: the server writes zeroes");
     nbdkit_set_error (EOPNOTSUPP);
     return -1;
   }
