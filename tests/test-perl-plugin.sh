@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
+# Same script, same bytes: the perl plugin's RAM disk example, run by
+# Debian's nbdkit 1.32 perl host and by ours, gives the client the same
+# size, flags, write outcomes, map and bytes read back.  It would catch
+# a callback called with the wrong arguments (offsets, counts, flags),
+# a wrong default for can_write/can_flush/can_trim, a broken zero or
+# trim, a script= magic key that does not work ("nbdkit perl FILE").
+source "$(dirname "$0")/functions.sh"
+source "$(dirname "$0")/perl-lua-compare.sh"
+requires test -f "$abs_top_builddir/plugins/perl/.libs/nbdkit-perl-plugin.so"
+
+ex="$abs_top_srcdir/plugins/perl/examples/ramdisk.pl"
+same_script ramdisk perl "$ex" size=3145728
+same_script ramdisk-odd perl script="$ex" size=1049088
+
+# A script with only the three required subs: read-only, no flush, no
+# trim, and reads go through as pread returned them.
+cat > "$tmpdir/minimal.pl" <<'PL'
+sub open { return 1; }
+sub get_size { return 2 * 1024 * 1024 + 512; }
+sub pread {
+    my ($h, $count, $offset) = @_;
+    my $s = "";
+    for (my $o = $offset; $o < $offset + $count; $o += 8) {
+        $s .= pack ("Q>", $o);
+    }
+    return substr ($s, 0, $count);
+}
+PL
+same_script minimal perl "$tmpdir/minimal.pl"
+
+# Flags from the can_* subs, and a zero sub that declines with
+# EOPNOTSUPP (the server writes zeroes instead): both hosts agree.
+cat > "$tmpdir/flags.pl" <<'PL'
+use POSIX ();
+my $disk = "\x55" x (1024 * 1024);
+sub open { return {}; }
+sub get_size { return length ($disk); }
+sub is_rotational { return 1; }
+sub can_write { return 1; }
+sub can_flush { return 1; }
+sub can_trim { return 0; }
+sub pread { my ($h, $c, $o) = @_; return substr ($disk, $o, $c); }
+sub pwrite { my ($h, $b, $o) = @_; substr ($disk, $o, length $b) = $b; }
+sub flush { }
+sub trim { die "trim must not be called"; }
+sub zero {
+    Nbdkit::set_error (POSIX::EOPNOTSUPP);
+    die "no native zero";
+}
+PL
+same_script flags perl "$tmpdir/flags.pl"
+
+# Where Debian's 1.32 host is wrong: a script with pwrite but no
+# can_write is served read-only by it, although its page says the
+# callbacks work as in C, where a plugin with pwrite is writable.
+# Ours serves it writable.
+cat > "$tmpdir/pwrite-only.pl" <<'PL'
+my $disk = "\0" x 65536;
+sub open { return {}; }
+sub get_size { return length ($disk); }
+sub pread { my ($h, $c, $o) = @_; return substr ($disk, $o, $c); }
+sub pwrite { my ($h, $b, $o) = @_; substr ($disk, $o, length $b) = $b; }
+PL
+t "$NBDKIT" -U - perl "$tmpdir/pwrite-only.pl" --run 'nbdsh -u "$uri" -c "
+assert not h.is_read_only()
+h.pwrite(b\"abc\", 100)
+assert h.pread(3, 100) == b\"abc\"
+"' || fail "a script with pwrite and no can_write is not writable"
