@@ -66,3 +66,36 @@ t "$NBDKIT" -U - lua "$tmpdir/flush-only.lua" --run 'nbdsh -u "$uri" -c "
 assert h.can_flush()
 h.flush()
 "' || fail "a script with flush and no can_flush cannot flush"
+
+# --dump-plugin: the thread model of Debian's host, lua_version as a
+# number, then the script's dump_plugin lines.
+printf 'function dump_plugin () print ("ramdisk_extra=1") end\n' > "$tmpdir/dump.lua"
+cat "$ex" >> "$tmpdir/dump.lua"
+diff -u <("$ref_nbdkit" lua "$tmpdir/dump.lua" --dump-plugin | grep thread_model) \
+        <(t "$NBDKIT" lua "$tmpdir/dump.lua" --dump-plugin | grep thread_model) ||
+  fail "the thread model differs from Debian's host's"
+t "$NBDKIT" lua "$tmpdir/dump.lua" --dump-plugin | tail -2 | tr '\n' ' ' |
+  grep -Eqx 'lua_version=5\.4\.[0-9]+ ramdisk_extra=1 ' ||
+  fail "--dump-plugin does not end with lua_version and the script's lines"
+
+# One Lua state, serialize_all_requests: two clients with 16 requests in
+# flight each copy the same bytes as from Debian's host (two calls at
+# once into one state would corrupt it).
+cat > "$tmpdir/serial.lua" <<'LUA'
+function open (readonly) return 1 end
+function get_size (h) return 4 * 1024 * 1024 end
+function pread (h, count, offset)
+   return string.rep (string.pack (">i8", offset), count // 8)
+end
+LUA
+copy2='for i in 1 2; do
+  nbdcopy --requests=16 "$uri" - | sha256sum > '"$tmpdir"'/copy.$i &
+done; wait; cat '"$tmpdir"'/copy.1 '"$tmpdir"'/copy.2'
+t "$NBDKIT" -U - lua "$tmpdir/serial.lua" --run "$copy2" > "$tmpdir/serial.ours" ||
+  fail "parallel clients failed"
+t "$ref_nbdkit" -U - lua "$tmpdir/serial.lua" --run "$copy2" > "$tmpdir/serial.ref" ||
+  fail "parallel clients failed with Debian's nbdkit"
+cat "$tmpdir/serial.ours"
+[ "$(sort -u "$tmpdir/serial.ours" | wc -l)" -eq 1 ] &&
+  cmp "$tmpdir/serial.ours" "$tmpdir/serial.ref" ||
+  fail "parallel clients copied other bytes than with Debian's nbdkit"

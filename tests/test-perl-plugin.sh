@@ -68,3 +68,45 @@ assert not h.is_read_only()
 h.pwrite(b\"abc\", 100)
 assert h.pread(3, 100) == b\"abc\"
 "' || fail "a script with pwrite and no can_write is not writable"
+
+# --dump-plugin: the same callbacks, thread model and perl_version as
+# Debian's host (the server's own lines aside), and the script's
+# dump_plugin sub runs after perl_version.
+printf 'sub dump_plugin { print "ramdisk_extra=1\\n"; }\n' > "$tmpdir/dump.pl"
+cat "$ex" >> "$tmpdir/dump.pl"
+filter='^(path|struct_size|magic_config_key|ramdisk_extra)='
+diff -u <("$ref_nbdkit" perl "$tmpdir/dump.pl" --dump-plugin | grep -Ev "$filter") \
+        <(t "$NBDKIT" perl "$tmpdir/dump.pl" --dump-plugin | grep -Ev "$filter") ||
+  fail "--dump-plugin differs from Debian's (- Debian's, + ours)"
+t "$NBDKIT" perl "$tmpdir/dump.pl" --dump-plugin | tail -2 | tr '\n' ' ' |
+  grep -Eqx 'perl_version=5\.[0-9.]+ ramdisk_extra=1 ' ||
+  fail "--dump-plugin does not end with perl_version and the script's lines"
+
+# One interpreter, serialize_all_requests: two clients with 16 requests
+# in flight each never have two subs running at once (the script
+# counts), and copy the same bytes as from Debian's host.
+cat > "$tmpdir/serial.pl" <<'PL'
+use Time::HiRes ();
+my $inflight = 0;
+sub open { return 1; }
+sub get_size { return 4 * 1024 * 1024; }
+sub pread {
+    my ($h, $count, $offset) = @_;
+    die "two subs at once\n" if $inflight++;
+    Time::HiRes::usleep (1000);
+    my $s = pack ("Q>", $offset) x ($count / 8);
+    $inflight--;
+    return $s;
+}
+PL
+copy2='for i in 1 2; do
+  nbdcopy --requests=16 "$uri" - | sha256sum > '"$tmpdir"'/copy.$i &
+done; wait; cat '"$tmpdir"'/copy.1 '"$tmpdir"'/copy.2'
+t "$NBDKIT" -U - perl "$tmpdir/serial.pl" --run "$copy2" > "$tmpdir/serial.ours" ||
+  fail "parallel clients failed"
+t "$ref_nbdkit" -U - perl "$tmpdir/serial.pl" --run "$copy2" > "$tmpdir/serial.ref" ||
+  fail "parallel clients failed with Debian's nbdkit"
+cat "$tmpdir/serial.ours"
+[ "$(sort -u "$tmpdir/serial.ours" | wc -l)" -eq 1 ] &&
+  cmp "$tmpdir/serial.ours" "$tmpdir/serial.ref" ||
+  fail "parallel clients copied other bytes than with Debian's nbdkit"

@@ -299,7 +299,8 @@ push_fn (const char *name, struct handle *h)
 static void
 lua_dump_plugin (void)
 {
-  printf ("lua_version=%s\n", LUA_RELEASE);
+  printf ("lua_version=%s\n",
+          LUA_VERSION_MAJOR "." LUA_VERSION_MINOR "." LUA_VERSION_RELEASE);
   if (defined ("dump_plugin")) {
     fflush (stdout);
     push_fn ("dump_plugin", NULL);
