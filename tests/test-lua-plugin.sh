@@ -99,3 +99,46 @@ cat "$tmpdir/serial.ours"
 [ "$(sort -u "$tmpdir/serial.ours" | wc -l)" -eq 1 ] &&
   cmp "$tmpdir/serial.ours" "$tmpdir/serial.ref" ||
   fail "parallel clients copied other bytes than with Debian's nbdkit"
+
+# The arguments nbdkit 1.32 gives: zero's may_trim is true unless the
+# client asked for no hole; a FUA write is a write then a flush.  Both
+# hosts agree.  nbdkit.debug (ours only) reaches the log under -v.
+cat > "$tmpdir/flagbits.lua" <<'LUA'
+local seen = {}
+function open (readonly) return 1 end
+function get_size (h) return 65536 end
+function can_write (h) return true end
+function can_flush (h) return true end
+function pread (h, count, offset)
+   local s = table.concat (seen, ",")
+   return s .. string.rep (" ", count)
+end
+function pwrite (h, buf, offset) seen[#seen + 1] = "w" .. offset end
+function zero (h, count, offset, may_trim)
+   seen[#seen + 1] = "z" .. offset .. ":" .. tostring (may_trim)
+end
+function flush (h)
+   seen[#seen + 1] = "f"
+   if nbdkit then nbdkit.debug ("flagbits flush " .. #seen) end
+end
+LUA
+flagclient='nbdsh -u "$uri" -c "
+h.pwrite(b\"a\", 0)
+h.pwrite(b\"b\", 4096, nbd.CMD_FLAG_FUA)
+h.zero(512, 8192)
+h.zero(512, 8704, nbd.CMD_FLAG_NO_HOLE)
+h.flush()
+print(h.pread(64, 0).decode().strip())
+"'
+t "$NBDKIT" -v -U - lua "$tmpdir/flagbits.lua" --run "$flagclient" \
+  > "$tmpdir/flagbits.ours" 2> "$tmpdir/flagbits.err" ||
+  fail "the flags script failed"
+t "$ref_nbdkit" -U - lua "$tmpdir/flagbits.lua" --run "$flagclient" \
+  > "$tmpdir/flagbits.ref" || fail "the flags script failed with Debian's nbdkit"
+cat "$tmpdir/flagbits.ours"
+cmp "$tmpdir/flagbits.ours" "$tmpdir/flagbits.ref" ||
+  fail "the functions saw other arguments than with Debian's host: $(cat "$tmpdir/flagbits.ref")"
+grep -qx 'w0,w4096,f,z8192:true,z8704:false,f' "$tmpdir/flagbits.ours" ||
+  fail "unexpected arguments"
+grep -q 'debug: flagbits flush 6$' "$tmpdir/flagbits.err" ||
+  fail "no nbdkit.debug line"

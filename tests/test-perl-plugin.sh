@@ -110,3 +110,45 @@ cat "$tmpdir/serial.ours"
 [ "$(sort -u "$tmpdir/serial.ours" | wc -l)" -eq 1 ] &&
   cmp "$tmpdir/serial.ours" "$tmpdir/serial.ref" ||
   fail "parallel clients copied other bytes than with Debian's nbdkit"
+
+# The flags and the Nbdkit:: helpers: pwrite sees $Nbdkit::FLAG_FUA only
+# on a FUA write, zero sees $Nbdkit::FLAG_MAY_TRIM unless the client
+# asked for no hole, flush gets 0; the constants have nbdkit's values;
+# Nbdkit::debug reaches the log under -v.  Both hosts agree.
+cat > "$tmpdir/flagbits.pl" <<'PL'
+my @seen;
+sub open { return 1; }
+sub get_size { return 65536; }
+sub can_write { return 1; }
+sub can_flush { return 1; }
+sub pread { return join (",", @seen) . (" " x $_[1]); }
+sub pwrite { my ($h, $b, $o, $f) = @_; push @seen, "w$o:$f"; }
+sub zero { my ($h, $c, $o, $f) = @_; push @seen, "z$o:$f"; }
+sub flush { my ($h, $f) = @_; push @seen, "f:$f";
+  Nbdkit::debug ("flagbits flush, constants " . join (" ",
+    $Nbdkit::FLAG_MAY_TRIM, $Nbdkit::FLAG_FUA, $Nbdkit::FLAG_REQ_ONE,
+    $Nbdkit::FLAG_FAST_ZERO, $Nbdkit::FUA_NONE, $Nbdkit::FUA_EMULATE,
+    $Nbdkit::FUA_NATIVE, $Nbdkit::CACHE_NONE, $Nbdkit::CACHE_EMULATE,
+    $Nbdkit::CACHE_NATIVE, $Nbdkit::EXTENT_HOLE, $Nbdkit::EXTENT_ZERO)); }
+PL
+flagclient='nbdsh -u "$uri" -c "
+h.pwrite(b\"a\", 0)
+h.pwrite(b\"b\", 4096, nbd.CMD_FLAG_FUA)
+h.zero(512, 8192)
+h.zero(512, 8704, nbd.CMD_FLAG_NO_HOLE)
+h.flush()
+print(h.pread(64, 0).decode().strip())
+"'
+t "$NBDKIT" -v -U - perl "$tmpdir/flagbits.pl" --run "$flagclient" \
+  > "$tmpdir/flagbits.ours" 2> "$tmpdir/flagbits.err" ||
+  fail "the flags script failed"
+t "$ref_nbdkit" -U - perl "$tmpdir/flagbits.pl" --run "$flagclient" \
+  > "$tmpdir/flagbits.ref" || fail "the flags script failed with Debian's nbdkit"
+cat "$tmpdir/flagbits.ours"
+cmp "$tmpdir/flagbits.ours" "$tmpdir/flagbits.ref" ||
+  fail "the subs saw other flags than with Debian's host: $(cat "$tmpdir/flagbits.ref")"
+# FUA here is emulated by a flush after the write, so pwrite sees 0.
+grep -qx 'w0:0,w4096:0,f:0,z8192:1,z8704:0,f:0' "$tmpdir/flagbits.ours" ||
+  fail "unexpected flags"
+grep -q 'debug: flagbits flush, constants 1 2 4 8 0 1 2 0 1 2 1 2$' \
+  "$tmpdir/flagbits.err" || fail "no Nbdkit::debug line with the constants"
