@@ -11,6 +11,7 @@
 local block_size = 4096
 local size = 1024 * 1024
 local blocks = {}
+local zero_block = string.rep ("\0", block_size)
 
 function config (key, value)
    if key ~= "size" then
@@ -36,15 +37,15 @@ function can_trim (h) return true end
 
 -- The bytes [offset, offset + count) of block number i.
 local function read_block (i, offset, count)
-   local b = blocks[i]
-   if b == nil then
-      return string.rep ("\0", count)
+   local b = blocks[i] or zero_block
+   if offset == 0 and count == block_size then
+      return b
    end
    return string.sub (b, offset + 1, offset + count)
 end
 
 local function write_block (i, offset, data)
-   local b = blocks[i] or string.rep ("\0", block_size)
+   local b = blocks[i] or zero_block
    blocks[i] = string.sub (b, 1, offset) .. data ..
       string.sub (b, offset + #data + 1)
 end
@@ -83,7 +84,7 @@ local function clear (count, offset)
       if n == block_size then
          blocks[i] = nil
       else
-         write_block (i, o, string.rep ("\0", n))
+         write_block (i, o, string.sub (zero_block, 1, n))
       end
       offset = offset + n
       count = count - n
