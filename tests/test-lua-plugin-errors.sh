@@ -87,8 +87,8 @@ done
 [ "$(grep -c 'pread: returned a value that is not a string' \
      "$tmpdir/err.ours")" -eq 2 ] || fail "nil and 42 are not both refused"
 
-# A get_size that returns no integer: the client cannot connect; the
-# next one can.
+# A get_size that returns no integer (1.5, "lots"): the client cannot
+# connect; the next ones can ("1048576" and the float 2^20 are integers).
 cat > "$tmpdir/size.lua" <<'LUA'
 local sizes = 0
 function open (readonly) return 1 end
@@ -96,15 +96,17 @@ function get_size (h)
    sizes = sizes + 1
    if sizes == 1 then return 1.5 end
    if sizes == 2 then return "lots" end
-   return 1048576
+   if sizes == 3 then return "1048576" end
+   return 2 ^ 20
 end
 function pread (h, count, offset) return string.rep ("\0", count) end
 LUA
 t "$NBDKIT" -U - lua "$tmpdir/size.lua" --run '
   ! nbdinfo --size "$uri" || exit 9
   ! nbdinfo --size "$uri" || exit 9
+  [ "$(nbdinfo --size "$uri")" = 1048576 ] || exit 9
   [ "$(nbdinfo --size "$uri")" = 1048576 ]' 2> "$tmpdir/err" ||
-  fail "a bad get_size: a client connected, or the last one did not"
+  fail "get_size: 1.5 or \"lots\" was taken, or \"1048576\" or 2^20 was not"
 cat "$tmpdir/err"
 [ "$(grep -c "error: $tmpdir/size.lua: get_size: returned a value that is not an integer" \
      "$tmpdir/err")" -eq 2 ] || fail "no two get_size lines"
