@@ -142,3 +142,12 @@ grep -qx 'w0,w4096,f,z8192:true,z8704:false,f' "$tmpdir/flagbits.ours" ||
   fail "unexpected arguments"
 grep -q 'debug: flagbits flush 6$' "$tmpdir/flagbits.err" ||
   fail "no nbdkit.debug line"
+
+# A script run as a program: "#!.../nbdkit lua" in its first line
+# makes the kernel run "nbdkit lua SCRIPT ARGS", the magic key at work
+# (Lua skips a first line starting with #).
+printf '#!%s lua\nfunction open () return 1 end\nfunction get_size () return 12345 end\nfunction pread (h, c) return string.rep ("\\0", c) end\n' \
+  "$NBDKIT" > "$tmpdir/shebang.lua"
+chmod +x "$tmpdir/shebang.lua"
+[ "$(t "$tmpdir/shebang.lua" -U - --run 'nbdinfo --size "$uri"')" = 12345 ] ||
+  fail "a shebang script does not serve"

@@ -152,3 +152,11 @@ grep -qx 'w0:0,w4096:0,f:0,z8192:1,z8704:0,f:0' "$tmpdir/flagbits.ours" ||
   fail "unexpected flags"
 grep -q 'debug: flagbits flush, constants 1 2 4 8 0 1 2 0 1 2 1 2$' \
   "$tmpdir/flagbits.err" || fail "no Nbdkit::debug line with the constants"
+
+# A script run as a program: "#!.../nbdkit perl" in its first line
+# makes the kernel run "nbdkit perl SCRIPT ARGS", the magic key at work.
+printf '#!%s perl\nsub open { 1 } sub get_size { 12345 }\nsub pread { "\\0" x $_[1] }\n' \
+  "$NBDKIT" > "$tmpdir/shebang.pl"
+chmod +x "$tmpdir/shebang.pl"
+[ "$(t "$tmpdir/shebang.pl" -U - --run 'nbdinfo --size "$uri"')" = 12345 ] ||
+  fail "a shebang script does not serve"
