@@ -209,7 +209,10 @@ error_text (void)
  */
 typedef int (*result_fn) (const char *name, SV *sv, void *opaque);
 
-/* Call the script's sub NAME with ARGS (mortal, consumed).  If CHECK is
+/* Call the script's sub NAME with ARGS (new references, which it
+ * consumes: they are made mortal inside the call's scope, so that
+ * they are freed at its end; mortals made by the caller would outlive
+ * every scope of an embedded interpreter and pile up).  If CHECK is
  * not NULL, the sub's scalar result goes to it.  Returns 0 or -1 after
  * reporting the error: one line naming the script and the sub, with the
  * errno the script set (else EIO) for the client.  Fires perl_call_start
@@ -240,7 +243,7 @@ call_sub (const char *name, SV **args, size_t nargs,
   PUSHMARK (SP);
   EXTEND (SP, (SSize_t) nargs);
   for (i = 0; i < nargs; ++i)
-    PUSHs (args[i]);
+    PUSHs (sv_2mortal (args[i]));
   PUTBACK;
   count = call_pv (name, G_SCALAR | G_EVAL);
   SPAGAIN;
@@ -346,8 +349,7 @@ result_buffer (const char *name, SV *sv, void *opaque)
   return 0;
 }
 
-#define IV_SV(v) sv_2mortal (newSViv ((IV) (v)))
-#define UV_SV(v) sv_2mortal (newSVuv ((UV) (v)))
+#define UV_SV(v) newSVuv ((UV) (v))
 
 static void
 perl_dump_plugin (void)
@@ -408,7 +410,7 @@ perl_config (const char *key, const char *value)
   }
   if (defined ("config"))
     return call_sub ("config", (SV *[]) {
-        sv_2mortal (newSVpv (key, 0)), sv_2mortal (newSVpv (value, 0))
+        newSVpv (key, 0), newSVpv (value, 0)
       }, 2, NULL, NULL);
   nbdkit_error ("%s: the script takes no parameters (no sub config), "
                 "but was given %s=%s", script, key, value);
@@ -464,16 +466,16 @@ static void
 perl_close (void *handle)
 {
   if (defined ("close"))
-    call_sub ("close", (SV *[]) { sv_2mortal (newSVsv (handle)) }, 1,
+    call_sub ("close", (SV *[]) { newSVsv (handle) }, 1,
               NULL, NULL);
   PERL_SET_CONTEXT (my_perl);
   SvREFCNT_dec ((SV *) handle);
 }
 
-/* The handle as the first argument: a mortal copy of the reference, so
+/* The handle as the first argument: a copy of the reference, so
  * a sub that shifts or modifies it does not change ours.
  */
-#define H(handle) sv_2mortal (newSVsv ((SV *) (handle)))
+#define H(handle) newSVsv ((SV *) (handle))
 
 static int64_t
 perl_get_size (void *handle)
@@ -553,7 +555,7 @@ perl_pwrite (void *handle, const void *buf, uint32_t count, uint64_t offset,
     return -1;
   }
   return call_sub ("pwrite", (SV *[]) {
-      H (handle), sv_2mortal (newSVpvn (buf, count)), UV_SV (offset),
+      H (handle), newSVpvn (buf, count), UV_SV (offset),
       UV_SV (flags)
     }, 4, NULL, NULL);
 }
