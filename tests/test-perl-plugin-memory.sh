@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
-# The perl plugin's memory stays flat over many requests: after a first
-# batch of 20000 requests (reads and writes) warms the interpreter up, a second
-# batch as big must not grow the server's resident size by more than
-# 1 MiB.  It would catch the arguments of each call (mortal Perl values)
+# The perl plugin's memory stays flat over many requests: after a
+# first batch of 20000 requests (reads and writes) warms the
+# interpreter up, a second batch as big must not grow the server's
+# resident size by more than 1 MiB.  It would catch the arguments of each call (mortal Perl values)
 # made outside the call's scope, which no scope of an embedded
 # interpreter ever frees: they grew the server by about 150 bytes per
 # request, 3 MiB per batch here.
