@@ -160,3 +160,15 @@ printf '#!%s perl\nsub open { 1 } sub get_size { 12345 }\nsub pread { "\\0" x $_
 chmod +x "$tmpdir/shebang.pl"
 [ "$(t "$tmpdir/shebang.pl" -U - --run 'nbdinfo --size "$uri"')" = 12345 ] ||
   fail "a shebang script does not serve"
+
+# BEGIN runs when the script is loaded, END when the server exits, as in
+# a perl program (and in Debian's host).
+cat > "$tmpdir/end.pl" <<PL
+BEGIN { \$started = 1; }
+END { open (my \$f, ">", "$tmpdir/end.mark") or die; print \$f "end \$started\\n"; }
+sub open { 1 } sub get_size { 1 } sub pread { "\\0" x \$_[1] }
+PL
+t "$NBDKIT" -U - perl "$tmpdir/end.pl" --run 'nbdinfo --size "$uri" >/dev/null' ||
+  fail "the END script did not serve"
+[ "$(cat "$tmpdir/end.mark" 2>/dev/null)" = "end 1" ] ||
+  fail "END did not run at exit (or BEGIN at load)"
