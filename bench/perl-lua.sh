@@ -12,7 +12,10 @@
 # these figures are the cost of the interpreter and the host around it
 # per request.
 #
-# Prints a markdown table of the medians, ours ÷ nbdkit on every row.
+# Besides the rates, the server's CPU time (user + system, from
+# /proc/PID/stat) per request and per MiB copied: on a shared machine
+# it moves less than the rates do.  Prints a markdown table of the
+# medians, ours ÷ nbdkit on every row (for CPU time, below 1 is better).
 #
 #   bench/perl-lua.sh [--rounds N] [--runtime SECONDS] [--size MiB]
 #        [--build DIR]
@@ -86,25 +89,37 @@ stop_server () { kill_pid "$srv_pid"; srv_pid=""; }
 
 record () { echo "$*" | tee -a "$work/data" >&2; }
 
+# Clock ticks per second, for cpu_ticks.
+hz="$(getconf CLK_TCK)"
+
 measure ()
 {
-  local name="$1" lang="$2" rnd="$3" t0 t1
+  local name="$1" lang="$2" rnd="$3" t0 t1 c0 c1 iops
+  c0="$(cpu_ticks "$srv_pid")"
   bounded $(( runtime + 120 )) "$work/fio.err" \
     fio --name=bench --ioengine=nbd --uri="$srv_uri" --numjobs=1 \
       --output-format=json --output="$work/run.json" --rw=randread \
       --bs=4k --iodepth=32 --size="$size" --runtime="$runtime" \
       --time_based --norandommap --randrepeat=0 ||
     die "fio failed: $(tail -3 "$work/fio.err")"
-  record "$lang randread-4k $name $rnd" "$(python3 -c '
+  c1="$(cpu_ticks "$srv_pid")"
+  iops="$(python3 -c '
 import json, sys
-print(round(json.load(open(sys.argv[1]))["jobs"][0]["read"]["iops"]))' \
-    "$work/run.json") IOPS"
+j = json.load(open(sys.argv[1]))["jobs"][0]["read"]
+print(round(j["iops"]), j["total_ios"])' "$work/run.json")"
+  record "$lang randread-4k $name $rnd ${iops% *} IOPS"
+  record "$lang randread-4k-cpu $name $rnd" \
+    "$(python3 -c "print(round(($c1 - $c0) * 1e6 / $hz / ${iops#* }, 1))") us/req"
+  c0="$(cpu_ticks "$srv_pid")"
   t0="$(date +%s.%N)"
   bounded 600 "$work/copy.err" nbdcopy "$srv_uri" null: ||
     die "nbdcopy failed: $(tail -3 "$work/copy.err")"
   t1="$(date +%s.%N)"
+  c1="$(cpu_ticks "$srv_pid")"
   record "$lang copy-out $name $rnd" \
     "$(python3 -c "print(round($size_mib / ($t1 - $t0), 1))") MiB/s"
+  record "$lang copy-out-cpu $name $rnd" \
+    "$(python3 -c "print(round(($c1 - $c0) * 1000 / $hz / $size_mib, 2))") ms/MiB"
 }
 
 note "rounds $rounds, runtime $runtime s, disks of $size_mib MiB"
@@ -131,7 +146,9 @@ for line in open(data):
     units[(lang, wl)] = unit
     if (lang, wl) not in order:
         order.append((lang, wl))
-names = {"randread-4k": "4K randread QD32", "copy-out": "nbdcopy to null:"}
+names = {"randread-4k": "4K randread QD32", "copy-out": "nbdcopy to null:",
+         "randread-4k-cpu": "server CPU per 4K read",
+         "copy-out-cpu": "server CPU per MiB copied"}
 print("## Perl and Lua plugin hosts\n")
 print(f"bench/perl-lua.sh: {rounds} rounds, {runtime} s fio runs, "
       f"{size} MiB RAM disk examples, {ncpu} CPUs; medians.\n")
