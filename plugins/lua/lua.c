@@ -502,6 +502,27 @@ lua_pread (void *handle, void *buf, uint32_t count, uint64_t offset,
 }
 
 static int
+l_pushlstring (lua_State *l)
+{
+  lua_pushlstring (l, lua_touserdata (l, 1), (size_t) lua_tointeger (l, 2));
+  return 1;
+}
+
+/* Push a write's data as a Lua string.  Outside a protected call, Lua
+ * aborts the process when it cannot allocate, so the string (up to the
+ * server's largest request) is made inside one: a failure leaves the
+ * error message on the stack and returns -1.
+ */
+static int
+push_buffer (const void *buf, uint32_t count)
+{
+  lua_pushcfunction (L, l_pushlstring);
+  lua_pushlightuserdata (L, (void *) buf);
+  lua_pushinteger (L, count);
+  return lua_pcall (L, 2, 1, 0) == LUA_OK ? 0 : -1;
+}
+
+static int
 lua_pwrite (void *handle, const void *buf, uint32_t count, uint64_t offset,
             uint32_t flags)
 {
@@ -511,7 +532,12 @@ lua_pwrite (void *handle, const void *buf, uint32_t count, uint64_t offset,
     return -1;
   }
   push_fn ("pwrite", handle);
-  lua_pushlstring (L, buf, count);
+  if (push_buffer (buf, count) == -1) {
+    nbdkit_error ("%s: pwrite: %s", script, lua_tostring (L, -1));
+    lua_pop (L, 3);
+    nbdkit_set_error (ENOMEM);
+    return -1;
+  }
   lua_pushinteger (L, (lua_Integer) offset);
   return call_fn ("pwrite", 3, NULL, NULL);
 }

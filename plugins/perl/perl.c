@@ -545,18 +545,51 @@ perl_pread (void *handle, void *buf, uint32_t count, uint64_t offset,
     }, 4, result_buffer, &rb);
 }
 
+/* A write's data as a new Perl string.  Perl stops the whole process
+ * when it cannot allocate, so the copy (up to the server's largest
+ * request) is malloc'd here, where a failure is ENOMEM for one request,
+ * and handed to the string (Perl frees it with the system's free,
+ * unless it was built with its own malloc).
+ */
+static SV *
+buffer_sv (const void *buf, uint32_t count)
+{
+#ifdef MYMALLOC
+  return newSVpvn (buf, count);
+#else
+  char *p = malloc ((size_t) count + 1);
+  SV *sv;
+
+  if (p == NULL)
+    return NULL;
+  memcpy (p, buf, count);
+  p[count] = '\0';
+  sv = newSV (0);
+  sv_usepvn_flags (sv, p, count, SV_HAS_TRAILING_NUL);
+  return sv;
+#endif
+}
+
 static int
 perl_pwrite (void *handle, const void *buf, uint32_t count, uint64_t offset,
              uint32_t flags)
 {
+  SV *data;
+
   if (!defined ("pwrite")) {
     nbdkit_error ("%s: the script has no sub pwrite", script);
     nbdkit_set_error (EROFS);
     return -1;
   }
+  PERL_SET_CONTEXT (my_perl);
+  data = buffer_sv (buf, count);
+  if (data == NULL) {
+    nbdkit_error ("%s: pwrite: %m", script);
+    nbdkit_set_error (ENOMEM);
+    return -1;
+  }
   return call_sub ("pwrite", (SV *[]) {
-      H (handle), newSVpvn (buf, count), UV_SV (offset),
-      UV_SV (flags)
+      H (handle), data, UV_SV (offset), UV_SV (flags)
     }, 4, NULL, NULL);
 }
 
