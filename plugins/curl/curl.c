@@ -202,6 +202,23 @@ check_protocols (const char *value)
   return 0;
 }
 
+/* libcurl 7.88 on GnuTLS (Debian's libcurl-gnutls) ignores
+ * CURLOPT_SSL_CIPHER_LIST and lacks CURLOPT_TLS13_CIPHERS: refuse a
+ * cipher choice that would not be enforced, rather than ignore it.
+ */
+static int
+check_cipher_choice (const char *key)
+{
+  const curl_version_info_data *info = curl_version_info (CURLVERSION_NOW);
+
+  if (info->ssl_version && strncasecmp (info->ssl_version, "GnuTLS", 6) == 0) {
+    nbdkit_error ("%s: this libcurl's TLS library (%s) cannot restrict "
+                  "the ciphers", key, info->ssl_version);
+    return -1;
+  }
+  return 0;
+}
+
 static int
 parse_renew (const char *key, const char *value, unsigned *dst)
 {
@@ -258,10 +275,16 @@ curl_config (const char *key, const char *value)
     return set_bool (key, value, &params.sslverify);
   else if (strcmp (key, "ssl-version") == 0)
     return parse_ssl_version (value, &params.ssl_version);
-  else if (strcmp (key, "ssl-cipher-list") == 0)
+  else if (strcmp (key, "ssl-cipher-list") == 0) {
+    if (check_cipher_choice (key) == -1)
+      return -1;
     return set_intern (&params.ssl_cipher_list, value);
-  else if (strcmp (key, "tls13-ciphers") == 0)
+  }
+  else if (strcmp (key, "tls13-ciphers") == 0) {
+    if (check_cipher_choice (key) == -1)
+      return -1;
     return set_intern (&params.tls13_ciphers, value);
+  }
   else if (strcmp (key, "tcp-keepalive") == 0)
     return set_bool (key, value, &params.tcp_keepalive);
   else if (strcmp (key, "tcp-nodelay") == 0)
@@ -321,6 +344,20 @@ curl_config_complete (void)
   "connections=N             Transfers in flight at once (default 4).\n" \
   "header=, cookie=, user=, password=, proxy=, sslverify=, timeout=, ...\n" \
   "                          See nbdkit-curl-plugin(1)."
+
+/* --dump-plugin: which libcurl, and what it can do. */
+static void
+curl_dump_plugin (void)
+{
+  const curl_version_info_data *info = curl_version_info (CURLVERSION_NOW);
+  const char *const *p;
+
+  printf ("curl_version=%s\n", info->version);
+  printf ("curl_version_num=0x%x\n", info->version_num);
+  printf ("curl_ssl_version=%s\n", info->ssl_version ? info->ssl_version : "");
+  for (p = info->protocols; *p; p++)
+    printf ("curl_protocol_%s=yes\n", *p);
+}
 
 /* Ask for the size with a body-less request (HEAD on HTTP). */
 static int
@@ -554,6 +591,7 @@ static struct nbdkit_plugin plugin = {
   .config_complete   = curl_config_complete,
   .config_help       = curl_config_help,
   .magic_config_key  = "url",
+  .dump_plugin       = curl_dump_plugin,
   .get_ready         = curl_get_ready,
   .open              = curl_open,
   .get_size          = curl_get_size,
