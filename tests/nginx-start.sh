@@ -13,7 +13,7 @@
 # the format "curltest":
 #
 #   METHOD URI status=S range="R" cookie="C" x_test="X" ua="A" user="U"
-#     tls="PROTOCOL CIPHER"
+#     tls="PROTOCOL CIPHER" pauth="PROXY-AUTHORIZATION"
 #
 # so a test can check what reached the server.  Waits (bounded) until
 # nginx has written its pid file, which it does once it listens; sets
@@ -42,7 +42,7 @@ http {
   uwsgi_temp_path $dir/tmp/uwsgi;
   scgi_temp_path $dir/tmp/scgi;
   default_type application/octet-stream;
-  log_format curltest '\$request_method \$uri status=\$status range="\$http_range" cookie="\$http_cookie" x_test="\$http_x_test" ua="\$http_user_agent" user="\$remote_user" tls="\$ssl_protocol \$ssl_cipher"';
+  log_format curltest '\$request_method \$uri status=\$status range="\$http_range" cookie="\$http_cookie" x_test="\$http_x_test" ua="\$http_user_agent" user="\$remote_user" tls="\$ssl_protocol \$ssl_cipher" pauth="\$http_proxy_authorization"';
   access_log $dir/access.log curltest;
   $http
   server {

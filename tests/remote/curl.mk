@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # Tests of the curl plugin (libcurl): a disk over HTTP(S).  They start
 # their own nginx (tests/nginx-start.sh).
-TESTS += test-curl-plugin.sh test-curl-errors.sh test-curl-https.sh
+TESTS += test-curl-plugin.sh test-curl-errors.sh test-curl-https.sh \
+	test-curl-headers.sh
 EXTRA_DIST += nginx-start.sh
