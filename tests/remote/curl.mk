@@ -2,5 +2,6 @@
 # Tests of the curl plugin (libcurl): a disk over HTTP(S).  They start
 # their own nginx (tests/nginx-start.sh).
 TESTS += test-curl-plugin.sh test-curl-errors.sh test-curl-https.sh \
-	test-curl-headers.sh
+	test-curl-headers.sh test-curl-auth.sh test-curl-unix-socket.sh \
+	test-curl-proxy.sh
 EXTRA_DIST += nginx-start.sh
