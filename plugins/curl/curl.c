@@ -10,8 +10,8 @@
  * with a Range header (each write one PUT with Content-Range, HTTP
  * only), on a handle taken from the pool (pool.c) for the time of the
  * transfer; the header and cookie scripts (scripts.c) are run from
- * there.  The curl_read and curl_write probes fire after each
- * transfer with its HTTP status, bytes moved and latency.
+ * there.  The curl_range_start and curl_range_done probes fire around
+ * each transfer (done: its HTTP status, bytes moved and latency).
  */
 #include <config.h>
 
@@ -30,8 +30,8 @@
 #include "curldefs.h"
 #include "now-ns.h"
 
-NBDKIT_PROBE_SEMAPHORE (curl_read);
-NBDKIT_PROBE_SEMAPHORE (curl_write);
+NBDKIT_PROBE_SEMAPHORE (curl_range_start);
+NBDKIT_PROBE_SEMAPHORE (curl_range_done);
 NBDKIT_PROBE_SEMAPHORE (curl_size);
 
 #define DEFAULT_CONNECTIONS 4
@@ -475,6 +475,10 @@ transfer (struct handle *h, bool write, uint64_t offset, uint32_t count,
 
   snprintf (range, sizeof range, "%" PRIu64 "-%" PRIu64,
             offset, offset + count - 1);
+  NBDKIT_PROBE (curl_range_start, nbdkit_connection_id (),
+                nbdkit_request_cookie (), write ? "PUT" : "GET",
+                offset, count);
+  const uint64_t t0 = now_ns ();
   h->count = count;
   h->done = 0;
   h->overrun = false;
@@ -491,6 +495,10 @@ transfer (struct handle *h, bool write, uint64_t offset, uint32_t count,
   if (write)
     curl_easy_setopt (h->c, CURLOPT_UPLOAD, 0L);
   curl_easy_getinfo (h->c, CURLINFO_RESPONSE_CODE, status);
+  if (NBDKIT_PROBE_ENABLED (curl_range_done))
+    NBDKIT_PROBE (curl_range_done, nbdkit_connection_id (),
+                  nbdkit_request_cookie (), *status, (uint64_t) h->done,
+                  now_ns () - t0, (int) r);
 
   if (h->overrun) {
     nbdkit_error ("%s: the server sent more than the %" PRIu32
@@ -526,7 +534,6 @@ curl_pread (void *handle, void *buf, uint32_t count, uint64_t offset,
             uint32_t flags)
 {
   struct handle *h;
-  uint64_t t0;
   long status;
   int r;
   (void) handle; (void) flags;
@@ -536,14 +543,9 @@ curl_pread (void *handle, void *buf, uint32_t count, uint64_t offset,
   h = pool_get ();
   if (!h)
     return -1;
-  t0 = now_ns ();
   h->rbuf = buf;
   h->wbuf = NULL;
   r = transfer (h, false, offset, count, &status);
-  if (NBDKIT_PROBE_ENABLED (curl_read))
-    NBDKIT_PROBE (curl_read, nbdkit_connection_id (),
-                  nbdkit_request_cookie (), offset, count, status,
-                  (uint64_t) h->done, now_ns () - t0);
   h->rbuf = NULL;
   pool_put (h);
   if (r == -1)
@@ -556,7 +558,6 @@ curl_pwrite (void *handle, const void *buf, uint32_t count, uint64_t offset,
              uint32_t flags)
 {
   struct handle *h;
-  uint64_t t0;
   long status;
   int r;
   (void) handle; (void) flags;
@@ -566,14 +567,9 @@ curl_pwrite (void *handle, const void *buf, uint32_t count, uint64_t offset,
   h = pool_get ();
   if (!h)
     return -1;
-  t0 = now_ns ();
   h->rbuf = NULL;
   h->wbuf = buf;
   r = transfer (h, true, offset, count, &status);
-  if (NBDKIT_PROBE_ENABLED (curl_write))
-    NBDKIT_PROBE (curl_write, nbdkit_connection_id (),
-                  nbdkit_request_cookie (), offset, count, status,
-                  (uint64_t) h->done, now_ns () - t0);
   h->wbuf = NULL;
   pool_put (h);
   if (r == -1)

@@ -3,5 +3,5 @@
 # their own nginx (tests/nginx-start.sh).
 TESTS += test-curl-plugin.sh test-curl-errors.sh test-curl-https.sh \
 	test-curl-headers.sh test-curl-auth.sh test-curl-unix-socket.sh \
-	test-curl-proxy.sh test-curl-timeout.sh
+	test-curl-proxy.sh test-curl-timeout.sh test-curl-probes.sh
 EXTRA_DIST += nginx-start.sh curl-stall-server.py
