@@ -465,6 +465,18 @@ curl_can_multi_conn (void *handle)
   return 1;
 }
 
+/* curl_slist_append, freeing the list if it fails. */
+static struct curl_slist *
+append (struct curl_slist *list, const char *line)
+{
+  struct curl_slist *l = curl_slist_append (list, line);
+  if (!l) {
+    nbdkit_error ("curl_slist_append: %m");
+    curl_slist_free_all (list);
+  }
+  return l;
+}
+
 /* Run one transfer of [offset, offset+count) on h and check it. */
 static int
 transfer (struct handle *h, bool write, uint64_t offset, uint32_t count,
@@ -472,6 +484,8 @@ transfer (struct handle *h, bool write, uint64_t offset, uint32_t count,
 {
   char range[64];
   CURLcode r;
+  struct curl_slist *base = h->own_headers ? h->own_headers : params.headers;
+  struct curl_slist *extra = NULL;
 
   snprintf (range, sizeof range, "%" PRIu64 "-%" PRIu64,
             offset, offset + count - 1);
@@ -484,16 +498,34 @@ transfer (struct handle *h, bool write, uint64_t offset, uint32_t count,
   h->overrun = false;
   *status = 0;
   if (write) {
+    /* The handle's headers plus "Content-Range: bytes A-B/SIZE" (what
+     * libcurl would add from CURLOPT_RANGE gives a wrong total).
+     */
+    struct curl_slist *l;
+    char cr[128];
+    snprintf (cr, sizeof cr, "Content-Range: bytes %s/%" PRIi64, range, size);
+    for (l = base; l; l = l->next) {
+      if (!(extra = append (extra, l->data)))
+        return -1;
+    }
+    if (!(extra = append (extra, cr)))
+      return -1;
+    curl_easy_setopt (h->c, CURLOPT_HTTPHEADER, extra);
     curl_easy_setopt (h->c, CURLOPT_UPLOAD, 1L);
     curl_easy_setopt (h->c, CURLOPT_INFILESIZE_LARGE, (curl_off_t) count);
   }
-  else
+  else {
     curl_easy_setopt (h->c, CURLOPT_HTTPGET, 1L);
-  curl_easy_setopt (h->c, CURLOPT_RANGE, range);
+    curl_easy_setopt (h->c, CURLOPT_RANGE, range);
+  }
   r = curl_easy_perform (h->c);
-  curl_easy_setopt (h->c, CURLOPT_RANGE, NULL);
-  if (write)
+  if (write) {
     curl_easy_setopt (h->c, CURLOPT_UPLOAD, 0L);
+    curl_easy_setopt (h->c, CURLOPT_HTTPHEADER, base);
+    curl_slist_free_all (extra);
+  }
+  else
+    curl_easy_setopt (h->c, CURLOPT_RANGE, NULL);
   curl_easy_getinfo (h->c, CURLINFO_RESPONSE_CODE, status);
   if (NBDKIT_PROBE_ENABLED (curl_range_done))
     NBDKIT_PROBE (curl_range_done, nbdkit_connection_id (),
