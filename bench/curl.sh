@@ -10,7 +10,8 @@
 # a private Unix socket with "-r curl URL" (ours adds connections=N,
 # which nbdkit 1.32 lacks), and measured: fio (ioengine=nbd) 1 MiB
 # sequential read at QD8 for --runtime seconds, then nbdcopy of the
-# whole export to null:.  Prints a markdown table of the medians, ours
+# whole export to null:, with the server's CPU time during the copy
+# (utime+stime from /proc/PID/stat, per GiB).  Prints a markdown table of the medians, ours
 # ÷ nbdkit on each row; --write-results also puts it in
 # bench/RESULTS.md as the section "## curl plugin" (other sections
 # kept).
@@ -131,7 +132,7 @@ record () { echo "$*" | tee -a "$work/data" >&2; }
 
 measure ()
 {
-  local name="$1" rnd="$2" t0 t1
+  local name="$1" rnd="$2" t0 t1 c0 c1
   start_server "$name"
   bounded $(( runtime + 120 )) "$work/fio.log" \
     fio --name=bench --ioengine=nbd --uri="$srv_uri" --rw=read --bs=1m \
@@ -142,11 +143,14 @@ measure ()
 import json, sys
 j = json.load(open(sys.argv[1]))["jobs"][0]
 print(round(j["read"]["bw_bytes"] / 2**20, 1))' "$work/run.json") MiB/s"
+  c0=$(cpu_ticks "$srv_pid")
   t0=$(date +%s.%N)
   bounded 600 "$work/copy.log" nbdcopy "$srv_uri" null: ||
     die "$name: nbdcopy failed: $(tail -3 "$work/copy.log")"
   t1=$(date +%s.%N)
+  c1=$(cpu_ticks "$srv_pid")
   record "copy-out $name $rnd $(python3 -c "print(round($size_mib / ($t1 - $t0), 1))") MiB/s"
+  record "copy-cpu $name $rnd $(python3 -c "print(round(($c1 - $c0) / $(getconf CLK_TCK) * 1024 / $size_mib, 2))") s/GiB"
   stop_server
 }
 
@@ -174,7 +178,8 @@ print()
 print("| workload | ours | nbdkit 1.32 | ours ÷ nbdkit |")
 print("|---|---|---|---|")
 for wl, what in [("seqread-1m", "fio 1 MiB sequential read QD8 (MiB/s)"),
-                 ("copy-out", "nbdcopy to null: (MiB/s)")]:
+                 ("copy-out", "nbdcopy to null: (MiB/s)"),
+                 ("copy-cpu", "server CPU during the copy (s per GiB, lower is better)")]:
     a = statistics.median(data[(wl, "ours")])
     b = statistics.median(data[(wl, "nbdkit")])
     print("| %s | %.1f | %.1f | %.2f |" % (what, a, b, a / b))

@@ -7,7 +7,7 @@
 # header-script= with header-script-renew= (a new $iteration reaches
 # the server once the period has passed, not before), cookie-script=
 # with $url, and cookiejar= / cookiefile= (a cookie nginx sets is sent
-# back, and written to the jar at exit).
+# back, and written to the jar at exit), and -D curl.verbose=1.
 source "$(dirname "$0")/functions.sh"
 source "$srcdir/nginx-start.sh"
 requires_cmd nbdsh nbdinfo
@@ -93,3 +93,20 @@ grep -q 'srv.*from-nginx' "$tmpdir/jar" ||
 run "$surl" cookiefile="$tmpdir/jar"
 grep -q '^HEAD .*cookie="srv=from-nginx"' "$log" ||
   { cat "$log"; fail "cookiefile=FILE: the saved cookie was not sent"; }
+
+# -D curl.verbose=1: libcurl's trace, request headers included, is in
+# the server's debug output; without it, none is.
+t "$NBDKIT" -v -D curl.verbose=1 -U - curl "$url" header='X-Test: traced' \
+  --run 'nbdsh -u "$uri" -c "h.pread(512, 1024)"' 2> "$tmpdir/verbose" ||
+  fail "-D curl.verbose=1 failed"
+grep -Eq 'curl(\[[0-9]+\])?: debug: curl > GET /disk.img' "$tmpdir/verbose" ||
+  fail "-D curl.verbose=1: no request line in the debug output"
+grep -Eq 'debug: curl > Range: bytes=1024-1535$' "$tmpdir/verbose" ||
+  fail "-D curl.verbose=1: no Range header in the debug output"
+grep -Eq 'debug: curl > X-Test: traced$' "$tmpdir/verbose" ||
+  fail "-D curl.verbose=1: no X-Test header in the debug output"
+t "$NBDKIT" -v -U - curl "$url" --run 'nbdinfo --size "$uri"' \
+  2> "$tmpdir/quiet" > /dev/null || fail "-v failed"
+if grep -q 'curl > ' "$tmpdir/quiet"; then
+  fail "libcurl's trace without -D curl.verbose=1"
+fi
