@@ -5,9 +5,10 @@
 # listens.  A web server without byte ranges (nginx with max_ranges 0
 # sends no Accept-Ranges), a missing file (404), a refused connection,
 # a redirect with followlocation=false, an http URL with
-# protocols=https, and bad parameters.  Then a server that claims
-# ranges but ignores them (Accept-Ranges added by hand, max_ranges 0):
-# reads fail with EIO, not wrong data, and the server stays up.
+# protocols=https, a script that fails or floods, and bad parameters.
+# Then a server that claims ranges but ignores them (Accept-Ranges
+# added by hand, max_ranges 0): reads fail with EIO, not wrong data,
+# and the server stays up.
 source "$(dirname "$0")/functions.sh"
 source "$srcdir/nginx-start.sh"
 requires_cmd nbdsh
@@ -57,6 +58,10 @@ start_fails 'cookie-script and cookie' "$base/disk.img" \
   cookie='a=b' cookie-script='echo a=c'
 start_fails 'header-script: failed with exit status 3' "$base/disk.img" \
   header-script='exit 3'
+start_fails 'cookie-script: more than 1048576 bytes' "$base/disk.img" \
+  cookie-script='head -c 3000000 /dev/zero 2>/dev/null | tr "\\0" a 2>/dev/null'
+start_fails 'tcp-keepalive' "$base/disk.img" tcp-keepalive=maybe
+start_fails 'timeout: must be 0 or more' "$base/disk.img" timeout=-1
 
 # The redirect is followed by default.
 t "$NBDKIT" -U - curl "$base/moved.img" --run 'nbdinfo --size "$uri"' \

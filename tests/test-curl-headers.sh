@@ -57,27 +57,32 @@ expect 'cookie="d=from-stdin"'
 run "$url" cookie-script='echo "u=${url##*/}; it=$iteration"'
 expect 'cookie="u=disk.img; it=0"'
 
-# header-script with renew=3: the HEAD at start-up and a read at once
-# carry iteration 0; a read 3.3 s later carries iteration 1.
+# header-script and cookie-script with renew=3: the HEAD at start-up
+# and a read at once carry iteration 0; a read 3.3 s later carries
+# iteration 1, and so does the next.  -D curl.scripts=1 shows the
+# scripts' output.
 : > "$log"
-t "$NBDKIT" -U - curl "$url" connections=2 \
+t "$NBDKIT" -v -D curl.scripts=1 -U - curl "$url" connections=2 \
   header-script='echo "X-Test: iter-$iteration"; echo "User-Agent: script"' \
   header-script-renew=3 \
+  cookie-script='echo "c=$iteration"' cookie-script-renew=3 \
   --run 'nbdsh -u "$uri" -c "
 import time
 h.pread(512, 0)
 time.sleep(3.3)
 h.pread(512, 4096)
 h.pread(512, 8192)
-"' || fail "header-script failed"
+"' 2> "$tmpdir/scripts.err" || fail "header-script failed"
 cat "$log"
-[ "$(sed -n 1p "$log" | grep -c '^HEAD .*x_test="iter-0" ua="script"')" = 1 ] ||
+grep -q 'debug: header-script: X-Test: iter-1$' "$tmpdir/scripts.err" ||
+  fail "-D curl.scripts=1 did not show the script's output"
+[ "$(sed -n 1p "$log" | grep -c '^HEAD .*cookie="c=0" x_test="iter-0" ua="script"')" = 1 ] ||
   fail "the first request did not carry iteration 0"
-[ "$(sed -n 2p "$log" | grep -c 'x_test="iter-0"')" = 1 ] ||
+[ "$(sed -n 2p "$log" | grep -c 'cookie="c=0" x_test="iter-0"')" = 1 ] ||
   fail "the script was rerun before its renew period"
-[ "$(sed -n 3p "$log" | grep -c 'x_test="iter-1"')" = 1 ] ||
+[ "$(sed -n 3p "$log" | grep -c 'cookie="c=1" x_test="iter-1"')" = 1 ] ||
   fail "the script was not rerun after its renew period"
-[ "$(sed -n 4p "$log" | grep -c 'x_test="iter-1"')" = 1 ] ||
+[ "$(sed -n 4p "$log" | grep -c 'cookie="c=1" x_test="iter-1"')" = 1 ] ||
   fail "the script was rerun too soon"
 
 # Cookies nginx sets: sent back with cookiefile=, saved with cookiejar=.

@@ -5,7 +5,8 @@
 # line, within the timeout (not at libcurl's defaults, minutes away);
 # one that answers the size request and then stalls every GET gives the
 # client EIO after about the timeout, and the server stays up and
-# answers the next client.
+# answers the next client.  A header script that hangs is killed after
+# the timeout.
 source "$(dirname "$0")/functions.sh"
 requires_cmd nbdsh
 
@@ -47,3 +48,14 @@ took = time.monotonic() - t0
 assert 1.5 < took < 10, took
 ' || fail "a stalled read did not fail with EIO after the timeout"
 t nbdinfo --size "$uri" > /dev/null || fail "the server no longer answers"
+
+# A header script that hangs is killed after the timeout too.
+start=$SECONDS status=0
+t "$NBDKIT" -U - curl "http://127.0.0.1:$sport/disk.img" timeout=2 \
+  header-script='sleep 60' --run 'exit 0' 2> "$tmpdir/err" || status=$?
+took=$(( SECONDS - start ))
+cat "$tmpdir/err"
+[ "$status" -eq 1 ] || fail "a hanging script: exit status $status"
+grep -q '^nbdkit: curl: error: header-script: killed after 2 seconds' \
+  "$tmpdir/err" || fail "a hanging script: not the error expected"
+[ "$took" -le 10 ] || fail "a hanging script held start-up for $took s"

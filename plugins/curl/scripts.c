@@ -12,9 +12,10 @@
  * (each handle owns its copy of the header list, since libcurl keeps a
  * pointer to the list and other handles may be mid-transfer).
  *
- * A run is bounded: a script that has not exited within
- * SCRIPT_SECONDS is killed and the run fails, as does one that exits
- * with a non-zero status or prints more than MAX_OUTPUT bytes.
+ * A run is bounded: a script that has not exited within timeout=
+ * seconds (SCRIPT_SECONDS without one) is killed and the run fails, as
+ * does one that exits with a non-zero status or prints more than
+ * MAX_OUTPUT bytes.
  *
  * script_lock protects everything below it and is held while a script
  * runs, so requests that need the new output wait for it.  Lock order:
@@ -131,7 +132,8 @@ script_run (struct script *s, const char *script)
   pid_t pid = -1;
   uint64_t t0 = now_ns ();
   const uint64_t iteration = s->iteration;
-  uint64_t deadline = t0 + SCRIPT_SECONDS * UINT64_C (1000000000);
+  const long limit = params.timeout > 0 ? params.timeout : SCRIPT_SECONDS;
+  uint64_t deadline = t0 + limit * UINT64_C (1000000000);
   bool eof = false, killed = false;
 
   env = script_env (s, &owned);
@@ -229,8 +231,7 @@ script_run (struct script *s, const char *script)
   s->iteration++;
 
   if (killed) {
-    nbdkit_error ("%s-script: killed after %d seconds", s->kind,
-                  SCRIPT_SECONDS);
+    nbdkit_error ("%s-script: killed after %ld seconds", s->kind, limit);
     goto out;
   }
   if (exit_status != 0) {
