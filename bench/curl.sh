@@ -51,6 +51,7 @@ ours="$build/nbdkit"
 [ -x "$ours" ] && [ -f "$build/plugins/curl/.libs/nbdkit-curl-plugin.so" ] ||
   die "$build has no built nbdkit and curl plugin"
 theirs=/usr/bin/nbdkit
+[ -x "$theirs" ] || theirs=/usr/sbin/nbdkit
 for c in nginx fio nbdcopy nbdinfo; do
   command -v "$c" >/dev/null || { echo "$0: SKIP: no $c"; exit 77; }
 done

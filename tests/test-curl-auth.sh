@@ -9,7 +9,9 @@
 source "$(dirname "$0")/functions.sh"
 source "$srcdir/nginx-start.sh"
 requires_cmd openssl nbdcopy cmp
+# Debian's server (/usr/bin/nbdkit here; /usr/sbin on some systems).
 debian_nbdkit=/usr/bin/nbdkit
+[ -x "$debian_nbdkit" ] || debian_nbdkit=/usr/sbin/nbdkit
 
 mkdir -p "$tmpdir/www"
 img="$tmpdir/www/disk.img"

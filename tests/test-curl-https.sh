@@ -13,7 +13,9 @@
 source "$(dirname "$0")/functions.sh"
 source "$srcdir/nginx-start.sh"
 requires_cmd certtool openssl nbdcopy nbdinfo cmp
+# Debian's server (/usr/bin/nbdkit here; /usr/sbin on some systems).
 debian_nbdkit=/usr/bin/nbdkit
+[ -x "$debian_nbdkit" ] || debian_nbdkit=/usr/sbin/nbdkit
 
 bash "$srcdir/make-tls-files.sh" "$tmpdir/pki" ||
   fail "make-tls-files.sh failed"

@@ -10,7 +10,9 @@
 source "$(dirname "$0")/functions.sh"
 source "$srcdir/nginx-start.sh"
 requires_cmd nbdcopy nbdinfo nbdsh cmp
+# Debian's server (/usr/bin/nbdkit here; /usr/sbin on some systems).
 debian_nbdkit=/usr/bin/nbdkit
+[ -x "$debian_nbdkit" ] || debian_nbdkit=/usr/sbin/nbdkit
 
 mkdir -p "$tmpdir/www"
 img="$tmpdir/www/disk.img"
