@@ -65,6 +65,17 @@ curl_unload (void)
   free (params.proxy_user);
   free (params.proxy_password);
   free (params.cookie);
+  free (params.cookiefile);
+  free (params.cookiejar);
+  free (params.header_script);
+  free (params.cookie_script);
+  free (params.cainfo);
+  free (params.capath);
+  free (params.protocols);
+  free (params.ssl_cipher_list);
+  free (params.tls13_ciphers);
+  free (params.unix_socket_path);
+  free (params.user_agent);
   curl_slist_free_all (params.headers);
   if (global_init)
     curl_global_cleanup ();
@@ -81,14 +92,6 @@ set_string (char **dst, const char *value)
     return -1;
   }
   return 0;
-}
-
-/* Parameter strings kept for the life of the server. */
-static int
-set_intern (const char **dst, const char *value)
-{
-  *dst = nbdkit_strdup_intern (value);
-  return *dst ? 0 : -1;
 }
 
 static int
@@ -243,9 +246,9 @@ curl_config (const char *key, const char *value)
   else if (strcmp (key, "cookie") == 0)
     return set_password (&params.cookie, value);
   else if (strcmp (key, "cookiefile") == 0)
-    return set_intern (&params.cookiefile, value);
+    return set_string (&params.cookiefile, value);
   else if (strcmp (key, "cookiejar") == 0)
-    return set_intern (&params.cookiejar, value);
+    return set_string (&params.cookiejar, value);
   else if (strcmp (key, "header") == 0) {
     struct curl_slist *l = curl_slist_append (params.headers, value);
     if (!l) {
@@ -255,21 +258,21 @@ curl_config (const char *key, const char *value)
     params.headers = l;
   }
   else if (strcmp (key, "header-script") == 0)
-    return set_intern (&params.header_script, value);
+    return set_string (&params.header_script, value);
   else if (strcmp (key, "header-script-renew") == 0)
     return parse_renew (key, value, &params.header_script_renew);
   else if (strcmp (key, "cookie-script") == 0)
-    return set_intern (&params.cookie_script, value);
+    return set_string (&params.cookie_script, value);
   else if (strcmp (key, "cookie-script-renew") == 0)
     return parse_renew (key, value, &params.cookie_script_renew);
   else if (strcmp (key, "cainfo") == 0)
-    return set_intern (&params.cainfo, value);
+    return set_string (&params.cainfo, value);
   else if (strcmp (key, "capath") == 0)
-    return set_intern (&params.capath, value);
+    return set_string (&params.capath, value);
   else if (strcmp (key, "protocols") == 0) {
     if (check_protocols (value) == -1)
       return -1;
-    return set_intern (&params.protocols, value);
+    return set_string (&params.protocols, value);
   }
   else if (strcmp (key, "sslverify") == 0)
     return set_bool (key, value, &params.sslverify);
@@ -278,12 +281,12 @@ curl_config (const char *key, const char *value)
   else if (strcmp (key, "ssl-cipher-list") == 0) {
     if (check_cipher_choice (key) == -1)
       return -1;
-    return set_intern (&params.ssl_cipher_list, value);
+    return set_string (&params.ssl_cipher_list, value);
   }
   else if (strcmp (key, "tls13-ciphers") == 0) {
     if (check_cipher_choice (key) == -1)
       return -1;
-    return set_intern (&params.tls13_ciphers, value);
+    return set_string (&params.tls13_ciphers, value);
   }
   else if (strcmp (key, "tcp-keepalive") == 0)
     return set_bool (key, value, &params.tcp_keepalive);
@@ -300,9 +303,9 @@ curl_config (const char *key, const char *value)
     params.timeout = t;
   }
   else if (strcmp (key, "unix-socket-path") == 0)
-    return set_intern (&params.unix_socket_path, value);
+    return set_string (&params.unix_socket_path, value);
   else if (strcmp (key, "user-agent") == 0)
-    return set_intern (&params.user_agent, value);
+    return set_string (&params.user_agent, value);
   else if (strcmp (key, "followlocation") == 0)
     return set_bool (key, value, &params.followlocation);
   else if (strcmp (key, "connections") == 0) {

@@ -11,26 +11,28 @@
 
 #include <curl/curl.h>
 
-/* Parameters, set by config and read-only once the server serves. */
+/* Parameters, set by config and read-only once the server serves;
+ * the strings are the plugin's own, freed by unload.
+ */
 struct curl_params {
   char *url;
   char *user, *password;
   char *proxy, *proxy_user, *proxy_password;
   char *cookie;                 /* cookie= */
-  const char *cookiefile, *cookiejar;
+  char *cookiefile, *cookiejar;
   struct curl_slist *headers;   /* header=, in order */
-  const char *header_script, *cookie_script;
+  char *header_script, *cookie_script;
   unsigned header_script_renew, cookie_script_renew; /* seconds, 0 never */
-  const char *cainfo, *capath;
-  const char *protocols;        /* comma-separated, checked */
+  char *cainfo, *capath;
+  char *protocols;              /* comma-separated, checked */
   long protocol_bits;           /* the same, for libcurl < 7.85 */
   bool sslverify;
   long ssl_version;
-  const char *ssl_cipher_list, *tls13_ciphers;
+  char *ssl_cipher_list, *tls13_ciphers;
   bool tcp_keepalive, tcp_nodelay;
   long timeout;                 /* seconds, 0: none (the stall guard) */
-  const char *unix_socket_path;
-  const char *user_agent;
+  char *unix_socket_path;
+  char *user_agent;
   bool followlocation;
   unsigned connections;         /* size of the handle pool */
 };
