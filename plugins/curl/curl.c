@@ -1,0 +1,636 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
+/* The curl plugin: a disk image served by a web server (or any URL
+ * libcurl can fetch), read with byte-range requests.
+ *
+ * config and config_complete fill "params" (curldefs.h).  get_ready,
+ * before the server listens, asks the server for the size (a HEAD
+ * request on HTTP) and checks that it serves byte ranges, so a wrong
+ * URL, wrong credentials or a server without Range support stop the
+ * server at start-up with one line.  Then each NBD read is one GET
+ * with a Range header (each write one PUT with Content-Range, HTTP
+ * only), on a handle taken from the pool (pool.c) for the time of the
+ * transfer; the header and cookie scripts (scripts.c) are run from
+ * there.  The curl_range_start and curl_range_done probes fire around
+ * each transfer (done: its HTTP status, bytes moved and latency).
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define NBDKIT_API_VERSION 2
+#include <nbdkit-plugin.h>
+#define NBDKIT_PROBE_SEMAPHORES 1
+#include <nbdkit-probe.h>
+
+#include "curldefs.h"
+#include "now-ns.h"
+
+NBDKIT_PROBE_SEMAPHORE (curl_range_start);
+NBDKIT_PROBE_SEMAPHORE (curl_range_done);
+NBDKIT_PROBE_SEMAPHORE (curl_size);
+
+#define DEFAULT_CONNECTIONS 4
+#define MAX_CONNECTIONS 1024
+
+struct curl_params params = {
+  .sslverify = true,
+  .ssl_version = CURL_SSLVERSION_DEFAULT,
+  .tcp_nodelay = true,
+  .followlocation = true,
+  .connections = DEFAULT_CONNECTIONS,
+};
+
+NBDKIT_DLL_PUBLIC int curl_debug_verbose = 0;
+NBDKIT_DLL_PUBLIC int curl_debug_scripts = 0;
+
+/* Found by get_ready, read-only afterwards. */
+static int64_t size = -1;
+static bool is_http;            /* http or https: ranges are checked */
+static bool global_init;
+
+static void
+curl_unload (void)
+{
+  pool_free ();
+  scripts_free ();
+  free (params.url);
+  free (params.user);
+  free (params.password);
+  free (params.proxy);
+  free (params.proxy_user);
+  free (params.proxy_password);
+  free (params.cookie);
+  free (params.cookiefile);
+  free (params.cookiejar);
+  free (params.header_script);
+  free (params.cookie_script);
+  free (params.cainfo);
+  free (params.capath);
+  free (params.protocols);
+  free (params.ssl_cipher_list);
+  free (params.tls13_ciphers);
+  free (params.unix_socket_path);
+  free (params.user_agent);
+  curl_slist_free_all (params.headers);
+  if (global_init)
+    curl_global_cleanup ();
+}
+
+/* Replace a string parameter given twice: the last one wins. */
+static int
+set_string (char **dst, const char *value)
+{
+  free (*dst);
+  *dst = strdup (value);
+  if (!*dst) {
+    nbdkit_error ("strdup: %m");
+    return -1;
+  }
+  return 0;
+}
+
+static int
+set_password (char **dst, const char *value)
+{
+  free (*dst);
+  *dst = NULL;
+  return nbdkit_read_password (value, dst);
+}
+
+static int
+set_bool (const char *key, const char *value, bool *dst)
+{
+  int r = nbdkit_parse_bool (value);
+  if (r == -1)
+    return -1;
+  (void) key;
+  *dst = r;
+  return 0;
+}
+
+static int
+parse_ssl_version (const char *value, long *v)
+{
+  static const struct { const char *name; long v; } versions[] = {
+    { "default", CURL_SSLVERSION_DEFAULT },
+    { "tlsv1", CURL_SSLVERSION_TLSv1 },
+    { "sslv2", CURL_SSLVERSION_SSLv2 },
+    { "sslv3", CURL_SSLVERSION_SSLv3 },
+    { "tlsv1.0", CURL_SSLVERSION_TLSv1_0 },
+    { "tlsv1.1", CURL_SSLVERSION_TLSv1_1 },
+    { "tlsv1.2", CURL_SSLVERSION_TLSv1_2 },
+    { "tlsv1.3", CURL_SSLVERSION_TLSv1_3 },
+  };
+  size_t i;
+
+  for (i = 0; i < sizeof versions / sizeof versions[0]; i++) {
+    if (strcasecmp (value, versions[i].name) == 0) {
+      *v = versions[i].v;
+      return 0;
+    }
+  }
+  nbdkit_error ("ssl-version: unknown version '%s' (try tlsv1.2 or tlsv1.3)",
+                value);
+  return -1;
+}
+
+#if LIBCURL_VERSION_NUM < 0x075500
+/* Before CURLOPT_PROTOCOLS_STR, protocols are a bit mask. */
+static long
+protocol_bit (const char *name)
+{
+  static const struct { const char *name; long bit; } bits[] = {
+    { "dict", CURLPROTO_DICT }, { "file", CURLPROTO_FILE },
+    { "ftp", CURLPROTO_FTP }, { "ftps", CURLPROTO_FTPS },
+    { "gopher", CURLPROTO_GOPHER }, { "http", CURLPROTO_HTTP },
+    { "https", CURLPROTO_HTTPS }, { "imap", CURLPROTO_IMAP },
+    { "imaps", CURLPROTO_IMAPS }, { "ldap", CURLPROTO_LDAP },
+    { "ldaps", CURLPROTO_LDAPS }, { "pop3", CURLPROTO_POP3 },
+    { "pop3s", CURLPROTO_POP3S }, { "rtsp", CURLPROTO_RTSP },
+    { "scp", CURLPROTO_SCP }, { "sftp", CURLPROTO_SFTP },
+    { "smb", CURLPROTO_SMB }, { "smbs", CURLPROTO_SMBS },
+    { "smtp", CURLPROTO_SMTP }, { "smtps", CURLPROTO_SMTPS },
+    { "telnet", CURLPROTO_TELNET }, { "tftp", CURLPROTO_TFTP },
+  };
+  size_t i;
+
+  for (i = 0; i < sizeof bits / sizeof bits[0]; i++)
+    if (strcasecmp (name, bits[i].name) == 0)
+      return bits[i].bit;
+  return 0;
+}
+#endif
+
+/* protocols=a,b,c: each must be one this libcurl speaks. */
+static int
+check_protocols (const char *value)
+{
+  const curl_version_info_data *info = curl_version_info (CURLVERSION_NOW);
+  const char *p = value;
+
+  if (*value == '\0') {
+    nbdkit_error ("protocols: the list is empty");
+    return -1;
+  }
+  while (*p) {
+    size_t n = strcspn (p, ",");
+    const char *const *q;
+    bool found = false;
+
+    for (q = info->protocols; *q; q++) {
+      if (strlen (*q) == n && strncasecmp (*q, p, n) == 0) {
+        found = true;
+        break;
+      }
+    }
+    if (n == 0 || !found) {
+      nbdkit_error ("protocols: '%.*s' is not a protocol this libcurl "
+                    "supports (see curl -V)", (int) n, p);
+      return -1;
+    }
+#if LIBCURL_VERSION_NUM < 0x075500
+    char name[32];
+    snprintf (name, sizeof name, "%.*s", (int) n, p);
+    params.protocol_bits |= protocol_bit (name);
+#endif
+    p += n;
+    if (*p == ',')
+      p++;
+  }
+  return 0;
+}
+
+/* libcurl 7.88 on GnuTLS (Debian's libcurl-gnutls) ignores
+ * CURLOPT_SSL_CIPHER_LIST and lacks CURLOPT_TLS13_CIPHERS: refuse a
+ * cipher choice that would not be enforced, rather than ignore it.
+ */
+static int
+check_cipher_choice (const char *key)
+{
+  const curl_version_info_data *info = curl_version_info (CURLVERSION_NOW);
+
+  if (info->ssl_version && strncasecmp (info->ssl_version, "GnuTLS", 6) == 0) {
+    nbdkit_error ("%s: this libcurl's TLS library (%s) cannot restrict "
+                  "the ciphers", key, info->ssl_version);
+    return -1;
+  }
+  return 0;
+}
+
+static int
+parse_renew (const char *key, const char *value, unsigned *dst)
+{
+  return nbdkit_parse_unsigned (key, value, dst);
+}
+
+static int
+curl_config (const char *key, const char *value)
+{
+  if (strcmp (key, "url") == 0)
+    return set_string (&params.url, value);
+  else if (strcmp (key, "user") == 0)
+    return set_string (&params.user, value);
+  else if (strcmp (key, "password") == 0)
+    return set_password (&params.password, value);
+  else if (strcmp (key, "proxy") == 0)
+    return set_string (&params.proxy, value);
+  else if (strcmp (key, "proxy-user") == 0)
+    return set_string (&params.proxy_user, value);
+  else if (strcmp (key, "proxy-password") == 0)
+    return set_password (&params.proxy_password, value);
+  else if (strcmp (key, "cookie") == 0)
+    return set_password (&params.cookie, value);
+  else if (strcmp (key, "cookiefile") == 0)
+    return set_string (&params.cookiefile, value);
+  else if (strcmp (key, "cookiejar") == 0)
+    return set_string (&params.cookiejar, value);
+  else if (strcmp (key, "header") == 0) {
+    struct curl_slist *l = curl_slist_append (params.headers, value);
+    if (!l) {
+      nbdkit_error ("curl_slist_append: %m");
+      return -1;
+    }
+    params.headers = l;
+  }
+  else if (strcmp (key, "header-script") == 0)
+    return set_string (&params.header_script, value);
+  else if (strcmp (key, "header-script-renew") == 0)
+    return parse_renew (key, value, &params.header_script_renew);
+  else if (strcmp (key, "cookie-script") == 0)
+    return set_string (&params.cookie_script, value);
+  else if (strcmp (key, "cookie-script-renew") == 0)
+    return parse_renew (key, value, &params.cookie_script_renew);
+  else if (strcmp (key, "cainfo") == 0)
+    return set_string (&params.cainfo, value);
+  else if (strcmp (key, "capath") == 0)
+    return set_string (&params.capath, value);
+  else if (strcmp (key, "protocols") == 0) {
+    if (check_protocols (value) == -1)
+      return -1;
+    return set_string (&params.protocols, value);
+  }
+  else if (strcmp (key, "sslverify") == 0)
+    return set_bool (key, value, &params.sslverify);
+  else if (strcmp (key, "ssl-version") == 0)
+    return parse_ssl_version (value, &params.ssl_version);
+  else if (strcmp (key, "ssl-cipher-list") == 0) {
+    if (check_cipher_choice (key) == -1)
+      return -1;
+    return set_string (&params.ssl_cipher_list, value);
+  }
+  else if (strcmp (key, "tls13-ciphers") == 0) {
+    if (check_cipher_choice (key) == -1)
+      return -1;
+    return set_string (&params.tls13_ciphers, value);
+  }
+  else if (strcmp (key, "tcp-keepalive") == 0)
+    return set_bool (key, value, &params.tcp_keepalive);
+  else if (strcmp (key, "tcp-nodelay") == 0)
+    return set_bool (key, value, &params.tcp_nodelay);
+  else if (strcmp (key, "timeout") == 0) {
+    int t;
+    if (nbdkit_parse_int (key, value, &t) == -1)
+      return -1;
+    if (t < 0) {
+      nbdkit_error ("timeout: must be 0 or more seconds");
+      return -1;
+    }
+    params.timeout = t;
+  }
+  else if (strcmp (key, "unix-socket-path") == 0)
+    return set_string (&params.unix_socket_path, value);
+  else if (strcmp (key, "user-agent") == 0)
+    return set_string (&params.user_agent, value);
+  else if (strcmp (key, "followlocation") == 0)
+    return set_bool (key, value, &params.followlocation);
+  else if (strcmp (key, "connections") == 0) {
+    if (nbdkit_parse_unsigned (key, value, &params.connections) == -1)
+      return -1;
+    if (params.connections < 1 || params.connections > MAX_CONNECTIONS) {
+      nbdkit_error ("connections: must be between 1 and %d",
+                    MAX_CONNECTIONS);
+      return -1;
+    }
+  }
+  else {
+    nbdkit_error ("unknown parameter '%s'", key);
+    return -1;
+  }
+  return 0;
+}
+
+static int
+curl_config_complete (void)
+{
+  if (!params.url) {
+    nbdkit_error ("the url parameter is required (url=URL)");
+    return -1;
+  }
+  if (params.header_script && params.headers) {
+    nbdkit_error ("header-script and header cannot be used together");
+    return -1;
+  }
+  if (params.cookie_script && params.cookie) {
+    nbdkit_error ("cookie-script and cookie cannot be used together");
+    return -1;
+  }
+  return 0;
+}
+
+#define curl_config_help \
+  "[url=]URL                 The disk image's URL (required).\n" \
+  "connections=N             Transfers in flight at once (default 4).\n" \
+  "header=, cookie=, user=, password=, proxy=, sslverify=, timeout=, ...\n" \
+  "                          See nbdkit-curl-plugin(1)."
+
+/* --dump-plugin: which libcurl, and what it can do. */
+static void
+curl_dump_plugin (void)
+{
+  const curl_version_info_data *info = curl_version_info (CURLVERSION_NOW);
+  const char *const *p;
+
+  printf ("curl_version=%s\n", info->version);
+  printf ("curl_version_num=0x%x\n", info->version_num);
+  printf ("curl_ssl_version=%s\n", info->ssl_version ? info->ssl_version : "");
+  for (p = info->protocols; *p; p++)
+    printf ("curl_protocol_%s=yes\n", *p);
+}
+
+/* Ask for the size with a body-less request (HEAD on HTTP). */
+static int
+fetch_size (void)
+{
+  struct handle *h;
+  CURLcode r;
+  long status = 0;
+  curl_off_t len = -1;
+  const char *scheme = NULL;
+  uint64_t t0 = now_ns ();
+  int ret = -1;
+
+  h = pool_get ();
+  if (!h)
+    return -1;
+  h->rbuf = NULL;
+  h->accept_ranges = false;
+  curl_easy_setopt (h->c, CURLOPT_NOBODY, 1L);
+  r = curl_easy_perform (h->c);
+  curl_easy_setopt (h->c, CURLOPT_NOBODY, 0L);
+  curl_easy_setopt (h->c, CURLOPT_HTTPGET, 1L);
+  if (r != CURLE_OK) {
+    nbdkit_error ("%s: %s", params.url, handle_error (h, r));
+    goto out;
+  }
+  curl_easy_getinfo (h->c, CURLINFO_RESPONSE_CODE, &status);
+  curl_easy_getinfo (h->c, CURLINFO_SCHEME, &scheme);
+  is_http = scheme && (strcasecmp (scheme, "http") == 0 ||
+                       strcasecmp (scheme, "https") == 0);
+  if (is_http && (status < 200 || status > 299)) {
+    if (status == 401 || status == 407)
+      nbdkit_error ("%s: HTTP status %ld: wrong or missing credentials",
+                    params.url, status);
+    else if (status >= 300 && status <= 399)
+      nbdkit_error ("%s: HTTP status %ld: a redirect (followlocation=false?)",
+                    params.url, status);
+    else
+      nbdkit_error ("%s: HTTP status %ld", params.url, status);
+    goto out;
+  }
+  curl_easy_getinfo (h->c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &len);
+  if (len < 0) {
+    nbdkit_error ("%s: the server did not say how large the file is "
+                  "(no Content-Length)", params.url);
+    goto out;
+  }
+  if (is_http && !h->accept_ranges) {
+    nbdkit_error ("%s: the server does not support byte range requests "
+                  "(no \"Accept-Ranges: bytes\" in its reply)", params.url);
+    goto out;
+  }
+  size = len;
+  nbdkit_debug ("curl: %s: %" PRIi64 " bytes, %s", params.url, size,
+                scheme ? scheme : "?");
+  ret = 0;
+ out:
+  NBDKIT_PROBE (curl_size, params.url, status, (int64_t) len,
+                now_ns () - t0);
+  pool_put (h);
+  return ret;
+}
+
+static int
+curl_get_ready (void)
+{
+  CURLcode r = curl_global_init (CURL_GLOBAL_DEFAULT);
+  if (r != CURLE_OK) {
+    nbdkit_error ("curl_global_init: %s", curl_easy_strerror (r));
+    return -1;
+  }
+  global_init = true;
+  if (pool_init () == -1)
+    return -1;
+  return fetch_size ();
+}
+
+static void *
+curl_open (int readonly)
+{
+  (void) readonly;
+  return NBDKIT_HANDLE_NOT_NEEDED;
+}
+
+static int64_t
+curl_get_size (void *handle)
+{
+  (void) handle;
+  return size;
+}
+
+/* Writes are PUT requests with a Content-Range, which only HTTP has. */
+static int
+curl_can_write (void *handle)
+{
+  (void) handle;
+  return is_http;
+}
+
+/* Every connection reads the same remote file, with no cache here. */
+static int
+curl_can_multi_conn (void *handle)
+{
+  (void) handle;
+  return 1;
+}
+
+/* curl_slist_append, freeing the list if it fails. */
+static struct curl_slist *
+append (struct curl_slist *list, const char *line)
+{
+  struct curl_slist *l = curl_slist_append (list, line);
+  if (!l) {
+    nbdkit_error ("curl_slist_append: %m");
+    curl_slist_free_all (list);
+  }
+  return l;
+}
+
+/* Run one transfer of [offset, offset+count) on h and check it. */
+static int
+transfer (struct handle *h, bool write, uint64_t offset, uint32_t count,
+          long *status)
+{
+  char range[64];
+  CURLcode r;
+  struct curl_slist *base = h->own_headers ? h->own_headers : params.headers;
+  struct curl_slist *extra = NULL;
+
+  snprintf (range, sizeof range, "%" PRIu64 "-%" PRIu64,
+            offset, offset + count - 1);
+  NBDKIT_PROBE (curl_range_start, nbdkit_connection_id (),
+                nbdkit_request_cookie (), write ? "PUT" : "GET",
+                offset, count);
+  const uint64_t t0 = now_ns ();
+  h->count = count;
+  h->done = 0;
+  h->overrun = false;
+  *status = 0;
+  if (write) {
+    /* The handle's headers plus "Content-Range: bytes A-B/SIZE" (what
+     * libcurl would add from CURLOPT_RANGE gives a wrong total).
+     */
+    struct curl_slist *l;
+    char cr[128];
+    snprintf (cr, sizeof cr, "Content-Range: bytes %s/%" PRIi64, range, size);
+    for (l = base; l; l = l->next) {
+      if (!(extra = append (extra, l->data)))
+        return -1;
+    }
+    if (!(extra = append (extra, cr)))
+      return -1;
+    curl_easy_setopt (h->c, CURLOPT_HTTPHEADER, extra);
+    curl_easy_setopt (h->c, CURLOPT_UPLOAD, 1L);
+    curl_easy_setopt (h->c, CURLOPT_INFILESIZE_LARGE, (curl_off_t) count);
+  }
+  else {
+    curl_easy_setopt (h->c, CURLOPT_HTTPGET, 1L);
+    curl_easy_setopt (h->c, CURLOPT_RANGE, range);
+  }
+  r = curl_easy_perform (h->c);
+  if (write) {
+    curl_easy_setopt (h->c, CURLOPT_UPLOAD, 0L);
+    curl_easy_setopt (h->c, CURLOPT_HTTPHEADER, base);
+    curl_slist_free_all (extra);
+  }
+  else
+    curl_easy_setopt (h->c, CURLOPT_RANGE, NULL);
+  curl_easy_getinfo (h->c, CURLINFO_RESPONSE_CODE, status);
+  if (NBDKIT_PROBE_ENABLED (curl_range_done))
+    NBDKIT_PROBE (curl_range_done, nbdkit_connection_id (),
+                  nbdkit_request_cookie (), *status, (uint64_t) h->done,
+                  now_ns () - t0, (int) r);
+
+  if (h->overrun) {
+    nbdkit_error ("%s: the server sent more than the %" PRIu32
+                  " bytes asked for at offset %" PRIu64
+                  " (it ignored the Range header)", params.url, count, offset);
+    return -1;
+  }
+  if (r != CURLE_OK) {
+    nbdkit_error ("%s: %s at offset %" PRIu64 ": %s", params.url,
+                  write ? "write" : "read", offset, handle_error (h, r));
+    return -1;
+  }
+  if (is_http) {
+    bool ok = write ? (*status >= 200 && *status <= 299)
+      : (*status == 206 || (*status == 200 && offset == 0));
+    if (!ok) {
+      nbdkit_error ("%s: %s at offset %" PRIu64 ": HTTP status %ld",
+                    params.url, write ? "write" : "read", offset, *status);
+      return -1;
+    }
+  }
+  if (h->done != count) {
+    nbdkit_error ("%s: %s at offset %" PRIu64 ": %zu of %" PRIu32
+                  " bytes", params.url, write ? "short write" : "short read",
+                  offset, h->done, count);
+    return -1;
+  }
+  return 0;
+}
+
+static int
+curl_pread (void *handle, void *buf, uint32_t count, uint64_t offset,
+            uint32_t flags)
+{
+  struct handle *h;
+  long status;
+  int r;
+  (void) handle; (void) flags;
+
+  if (count == 0)
+    return 0;
+  h = pool_get ();
+  if (!h)
+    return -1;
+  h->rbuf = buf;
+  h->wbuf = NULL;
+  r = transfer (h, false, offset, count, &status);
+  h->rbuf = NULL;
+  pool_put (h);
+  if (r == -1)
+    errno = EIO;
+  return r;
+}
+
+static int
+curl_pwrite (void *handle, const void *buf, uint32_t count, uint64_t offset,
+             uint32_t flags)
+{
+  struct handle *h;
+  long status;
+  int r;
+  (void) handle; (void) flags;
+
+  if (count == 0)
+    return 0;
+  h = pool_get ();
+  if (!h)
+    return -1;
+  h->rbuf = NULL;
+  h->wbuf = buf;
+  r = transfer (h, true, offset, count, &status);
+  h->wbuf = NULL;
+  pool_put (h);
+  if (r == -1)
+    errno = EIO;
+  return r;
+}
+
+static struct nbdkit_plugin plugin = {
+  .name              = "curl",
+  .longname          = "nbdkit curl plugin",
+  .version           = PACKAGE_VERSION,
+  .description       = "A disk image on a web server (HTTP, HTTPS, file)",
+  .unload            = curl_unload,
+  .config            = curl_config,
+  .config_complete   = curl_config_complete,
+  .config_help       = curl_config_help,
+  .magic_config_key  = "url",
+  .dump_plugin       = curl_dump_plugin,
+  .get_ready         = curl_get_ready,
+  .open              = curl_open,
+  .get_size          = curl_get_size,
+  .can_write         = curl_can_write,
+  .can_multi_conn    = curl_can_multi_conn,
+  .pread             = curl_pread,
+  .pwrite            = curl_pwrite,
+};
+
+#define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
+NBDKIT_REGISTER_PLUGIN (plugin)

@@ -1,0 +1,359 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
+/* The curl plugin's header-script and cookie-script.
+ *
+ * A script is a shell fragment run with /bin/sh -c, its standard
+ * output captured: for header-script, one HTTP header per line; for
+ * cookie-script, one line of cookies.  It runs before the first
+ * request, and again before a request once its -renew period has
+ * passed since its last run.  $iteration (0 the first time) and $url
+ * are in its environment.  Each run that succeeds makes a new
+ * generation of the output; pool_get calls scripts_refresh, which
+ * gives the handle the current generation if it carries an older one
+ * (each handle owns its copy of the header list, since libcurl keeps a
+ * pointer to the list and other handles may be mid-transfer).
+ *
+ * A run is bounded: a script that has not exited within timeout=
+ * seconds (SCRIPT_SECONDS without one) is killed and the run fails, as
+ * does one that exits with a non-zero status or prints more than
+ * MAX_OUTPUT bytes.
+ *
+ * script_lock protects everything below it and is held while a script
+ * runs, so requests that need the new output wait for it.  Lock order:
+ * pool_lock is never held here.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+
+#define NBDKIT_API_VERSION 2
+#include <nbdkit-plugin.h>
+#define NBDKIT_PROBE_SEMAPHORES 1
+#include <nbdkit-probe.h>
+
+#include "cleanup.h"
+#include "curldefs.h"
+#include "now-ns.h"
+#include "vector.h"
+
+NBDKIT_PROBE_SEMAPHORE (curl_script);
+
+#define SCRIPT_SECONDS 60
+#define MAX_OUTPUT (1024 * 1024)
+
+extern char **environ;
+
+struct script {
+  const char *kind;             /* "header" or "cookie" */
+  uint64_t gen;                 /* 0 until the first run succeeds */
+  uint64_t iteration;           /* runs so far */
+  uint64_t last_ns;             /* when the last good run started */
+  string_vector lines;          /* the last good run's output */
+};
+
+static pthread_mutex_t script_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct script header_s = { .kind = "header", .lines = empty_vector };
+static struct script cookie_s = { .kind = "cookie", .lines = empty_vector };
+
+void
+scripts_free (void)
+{
+  string_vector_free_all (&header_s.lines);
+  string_vector_free_all (&cookie_s.lines);
+}
+
+/* The environment for the child, built before fork (between fork and
+ * exec only async-signal-safe calls are allowed in a threaded program).
+ */
+static char **
+script_env (struct script *s, string_vector *owned)
+{
+  char **env;
+  size_t n = 0, i, j = 0;
+  char *it = NULL, *url = NULL;
+
+  while (environ[n])
+    n++;
+  env = calloc (n + 3, sizeof *env);
+  if (!env ||
+      asprintf (&it, "iteration=%" PRIu64, s->iteration) == -1 ||
+      asprintf (&url, "url=%s", params.url) == -1) {
+    nbdkit_error ("%s-script: %m", s->kind);
+    free (env);
+    free (it);
+    return NULL;
+  }
+  if (string_vector_append (owned, it) == -1) {
+    free (it);
+    free (url);
+    free (env);
+    nbdkit_error ("%s-script: %m", s->kind);
+    return NULL;
+  }
+  if (string_vector_append (owned, url) == -1) {
+    free (url);
+    free (env);
+    nbdkit_error ("%s-script: %m", s->kind);
+    return NULL;
+  }
+  for (i = 0; i < n; i++) {
+    if (strncmp (environ[i], "iteration=", 10) != 0 &&
+        strncmp (environ[i], "url=", 4) != 0)
+      env[j++] = environ[i];
+  }
+  env[j++] = it;
+  env[j++] = url;
+  env[j] = NULL;
+  return env;
+}
+
+/* Run the script; on success replace s->lines with its output.
+ * Returns 0 or -1 (reported).
+ */
+static int
+script_run (struct script *s, const char *script)
+{
+  CLEANUP_FREE_STRING_VECTOR string_vector owned = empty_vector;
+  CLEANUP_FREE char **env = NULL;
+  CLEANUP_FREE char *out = NULL;
+  size_t len = 0, cap = 0;
+  int pfd[2] = { -1, -1 }, nullfd = -1, status = 0, r, ret = -1;
+  int exit_status = -1;
+  pid_t pid = -1;
+  uint64_t t0 = now_ns ();
+  const uint64_t iteration = s->iteration;
+  const long limit = params.timeout > 0 ? params.timeout : SCRIPT_SECONDS;
+  uint64_t deadline = t0 + limit * UINT64_C (1000000000);
+  bool eof = false, killed = false;
+
+  env = script_env (s, &owned);
+  if (!env)
+    goto out;
+  if (pipe2 (pfd, O_CLOEXEC) == -1 ||
+      (nullfd = open ("/dev/null", O_RDONLY | O_CLOEXEC)) == -1) {
+    nbdkit_error ("%s-script: %m", s->kind);
+    goto out;
+  }
+  pid = fork ();
+  if (pid == -1) {
+    nbdkit_error ("%s-script: fork: %m", s->kind);
+    goto out;
+  }
+  if (pid == 0) {               /* child */
+    dup2 (nullfd, STDIN_FILENO);
+    dup2 (pfd[1], STDOUT_FILENO);
+    execle ("/bin/sh", "sh", "-c", script, (char *) NULL, env);
+    _exit (127);
+  }
+  close (pfd[1]);
+  pfd[1] = -1;
+
+  /* Read its output until EOF, then wait for it, within the deadline. */
+  for (;;) {
+    uint64_t now = now_ns ();
+    if (now >= deadline) {
+      kill (pid, SIGKILL);
+      killed = true;
+      waitpid (pid, &status, 0);
+      break;
+    }
+    if (!eof) {
+      struct pollfd p = { .fd = pfd[0], .events = POLLIN };
+      r = poll (&p, 1, (int) ((deadline - now) / 1000000) + 1);
+      if (r == -1 && errno != EINTR) {
+        nbdkit_error ("%s-script: poll: %m", s->kind);
+        kill (pid, SIGKILL);
+        waitpid (pid, &status, 0);
+        goto out;
+      }
+      if (r <= 0)
+        continue;
+      if (cap - len < 4096) {
+        char *p2;
+        if (cap >= MAX_OUTPUT) {
+          nbdkit_error ("%s-script: more than %d bytes of output",
+                        s->kind, MAX_OUTPUT);
+          kill (pid, SIGKILL);
+          waitpid (pid, &status, 0);
+          goto out;
+        }
+        cap = cap ? cap * 2 : 4096;
+        p2 = realloc (out, cap + 1);
+        if (!p2) {
+          nbdkit_error ("realloc: %m");
+          kill (pid, SIGKILL);
+          waitpid (pid, &status, 0);
+          goto out;
+        }
+        out = p2;
+      }
+      ssize_t n = read (pfd[0], out + len, cap - len);
+      if (n == -1 && errno != EINTR && errno != EAGAIN) {
+        nbdkit_error ("%s-script: read: %m", s->kind);
+        kill (pid, SIGKILL);
+        waitpid (pid, &status, 0);
+        goto out;
+      }
+      if (n == 0)
+        eof = true;
+      else if (n > 0)
+        len += n;
+    }
+    else {
+      r = waitpid (pid, &status, WNOHANG);
+      if (r == pid)
+        break;
+      if (r == -1 && errno != EINTR) {
+        nbdkit_error ("%s-script: waitpid: %m", s->kind);
+        goto out;
+      }
+      usleep (10000);
+    }
+  }
+  pid = -1;
+
+  if (killed)
+    exit_status = 128 + SIGKILL;
+  else if (WIFEXITED (status))
+    exit_status = WEXITSTATUS (status);
+  else if (WIFSIGNALED (status))
+    exit_status = 128 + WTERMSIG (status);
+  s->iteration++;
+
+  if (killed) {
+    nbdkit_error ("%s-script: killed after %ld seconds", s->kind, limit);
+    goto out;
+  }
+  if (exit_status != 0) {
+    nbdkit_error ("%s-script: failed with exit status %d", s->kind,
+                  exit_status);
+    goto out;
+  }
+
+  /* Split the output into lines, dropping empty ones and \r. */
+  string_vector lines = empty_vector;
+  char *p = out, *end = out ? out + len : NULL;
+  while (p && p < end) {
+    char *nl = memchr (p, '\n', end - p);
+    size_t n = (nl ? nl : end) - p;
+    if (n > 0 && p[n - 1] == '\r')
+      n--;
+    if (n > 0) {
+      if (memchr (p, '\0', n)) {
+        nbdkit_error ("%s-script: a NUL byte in its output", s->kind);
+        string_vector_free_all (&lines);
+        goto out;
+      }
+      char *line = strndup (p, n);
+      if (!line || string_vector_append (&lines, line) == -1) {
+        nbdkit_error ("strndup: %m");
+        free (line);
+        string_vector_free_all (&lines);
+        goto out;
+      }
+      if (curl_debug_scripts)
+        nbdkit_debug ("%s-script: %s", s->kind, line);
+    }
+    p = nl ? nl + 1 : end;
+  }
+  string_vector_free_all (&s->lines);
+  s->lines = lines;
+  s->gen++;
+  s->last_ns = t0;
+  ret = 0;
+
+ out:
+  if (pid > 0) {
+    kill (pid, SIGKILL);
+    waitpid (pid, &status, 0);
+  }
+  if (pfd[0] >= 0)
+    close (pfd[0]);
+  if (pfd[1] >= 0)
+    close (pfd[1]);
+  if (nullfd >= 0)
+    close (nullfd);
+  NBDKIT_PROBE (curl_script, s->kind, iteration,
+                now_ns () - t0, exit_status);
+  return ret;
+}
+
+/* Does the script need a (first or renewed) run? */
+static bool
+script_due (struct script *s, unsigned renew)
+{
+  if (s->gen == 0)
+    return true;
+  return renew > 0 &&
+    now_ns () - s->last_ns >= renew * UINT64_C (1000000000);
+}
+
+int
+scripts_refresh (struct handle *h)
+{
+  CURLcode r;
+
+  if (!params.header_script && !params.cookie_script)
+    return 0;
+
+  pthread_mutex_lock (&script_lock);
+  if (params.header_script) {
+    if (script_due (&header_s, params.header_script_renew) &&
+        script_run (&header_s, params.header_script) == -1)
+      goto err;
+    if (h->header_gen != header_s.gen) {
+      struct curl_slist *list = NULL, *l;
+      size_t i;
+      for (i = 0; i < header_s.lines.len; i++) {
+        l = curl_slist_append (list, header_s.lines.ptr[i]);
+        if (!l) {
+          nbdkit_error ("curl_slist_append: %m");
+          curl_slist_free_all (list);
+          goto err;
+        }
+        list = l;
+      }
+      r = curl_easy_setopt (h->c, CURLOPT_HTTPHEADER, list);
+      if (r != CURLE_OK) {
+        nbdkit_error ("CURLOPT_HTTPHEADER: %s", curl_easy_strerror (r));
+        curl_slist_free_all (list);
+        goto err;
+      }
+      curl_slist_free_all (h->own_headers);
+      h->own_headers = list;
+      h->header_gen = header_s.gen;
+    }
+  }
+  if (params.cookie_script) {
+    if (script_due (&cookie_s, params.cookie_script_renew) &&
+        script_run (&cookie_s, params.cookie_script) == -1)
+      goto err;
+    if (h->cookie_gen != cookie_s.gen) {
+      /* libcurl copies the string.  No output: no cookie. */
+      r = curl_easy_setopt (h->c, CURLOPT_COOKIE,
+                            cookie_s.lines.len > 0 ?
+                            cookie_s.lines.ptr[0] : NULL);
+      if (r != CURLE_OK) {
+        nbdkit_error ("CURLOPT_COOKIE: %s", curl_easy_strerror (r));
+        goto err;
+      }
+      h->cookie_gen = cookie_s.gen;
+    }
+  }
+  pthread_mutex_unlock (&script_lock);
+  return 0;
+
+ err:
+  pthread_mutex_unlock (&script_lock);
+  return -1;
+}
