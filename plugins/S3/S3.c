@@ -302,9 +302,6 @@ reply_error (struct s3_request *req)
 {
   int err = s3_status_errno (req);
 
-  /* A missing bucket is not a missing object. */
-  if (req->status == 404 && strcmp (req->code, "NoSuchKey") != 0)
-    err = EIO;
   nbdkit_error ("%s %s: HTTP %ld %s", req->method,
                 req->object ? req->object : s3_cfg.bucket, req->status,
                 req->code);
@@ -332,7 +329,7 @@ startup_error (struct s3_request *req, const char *what)
   CLEANUP_FREE char *msg = req->body ?
     s3_xml_next (req->body, "Message", NULL) : NULL;
   const char *m = msg ? msg : "";
-  const char *sep = msg ? ": " : "";
+  const char *sep = *m ? ": " : "";
 
   if (req->status == 403)
     nbdkit_error ("credentials refused by %s (HTTP 403 %s%s%s): check "
@@ -342,8 +339,8 @@ startup_error (struct s3_request *req, const char *what)
     nbdkit_error ("bucket '%s' does not exist at %s", s3_cfg.bucket,
                   s3_cfg.endpoint);
   else if (req->status == 404)
-    nbdkit_error ("%s not found in bucket '%s' at %s", what,
-                  s3_cfg.bucket, s3_cfg.endpoint);
+    nbdkit_error ("%s '%s' not found in bucket '%s' at %s", what,
+                  s3_cfg.key, s3_cfg.bucket, s3_cfg.endpoint);
   else if (req->status == 301 || strcmp (req->code,
                                          "AuthorizationHeaderMalformed") == 0)
     nbdkit_error ("bucket '%s' is not in region %s (HTTP %ld %s%s%s): "
@@ -363,10 +360,7 @@ head_object (void)
     return -1;
   free (req.body);
   if (req.status != 200) {
-    if (no_such_key (&req))
-      errno = ENOENT;
-    else
-      errno = s3_status_errno (&req);
+    errno = s3_status_errno (&req);
     nbdkit_error ("HEAD %s: HTTP %ld", s3_cfg.key, req.status);
     return -1;
   }
@@ -426,7 +420,7 @@ startup_check (void)
   if (req.status == 200)
     r = 0;
   else
-    startup_error (&req, "bucket");
+    startup_error (&req, "prefix");
   free (req.body);
   return r;
 }

@@ -470,8 +470,10 @@ s3_perform (struct s3_request *req)
   curl_slist_free_all (headers);
 
   if (rc != CURLE_OK) {
-    errno = rc == CURLE_OPERATION_TIMEDOUT ? ETIMEDOUT :
-      rc == CURLE_OUT_OF_MEMORY ? ENOMEM : EIO;
+    /* A timeout is EIO too: ETIMEDOUT would reach the client as
+     * EINVAL.
+     */
+    errno = rc == CURLE_OUT_OF_MEMORY ? ENOMEM : EIO;
     nbdkit_error ("%s %s: %s", req->method, url,
                   errbuf[0] ? errbuf : curl_easy_strerror (rc));
     return -1;
@@ -496,19 +498,15 @@ s3_perform (struct s3_request *req)
 int
 s3_status_errno (const struct s3_request *req)
 {
-  switch (req->status) {
-  case 403:
-    return strcmp (req->code, "QuotaExceeded") == 0 ? ENOSPC : EACCES;
-  case 404:
-    return ENOENT;
-  case 400:
-  case 416:
-    return strcmp (req->code, "EntityTooLarge") == 0 ? ENOSPC : EINVAL;
-  case 507:
+  /* Only some errnos survive the trip to the client (EPERM, EIO,
+   * ENOSPC, ...; the others arrive as EINVAL), so only those.
+   */
+  if (strcmp (req->code, "QuotaExceeded") == 0 ||
+      strcmp (req->code, "EntityTooLarge") == 0 || req->status == 507)
     return ENOSPC;
-  default:
-    return EIO;
-  }
+  if (req->status == 403)
+    return EPERM;
+  return EIO;
 }
 
 /* Decode the five XML entities and numeric ones in place. */
