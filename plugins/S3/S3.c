@@ -431,7 +431,7 @@ s3_get_ready (void)
   int r = startup_check ();
 
   /* No connection is carried over the fork of the server. */
-  s3_http_free ();
+  s3_http_close_all ();
   return r;
 }
 

@@ -59,16 +59,24 @@ s3_http_init (void)
   return 0;
 }
 
-/* Close every handle (all are free when this runs: at unload, or
- * after the start-up check, before the server forks).
+/* Close every handle (all are free when this runs: after the
+ * start-up check, before the server forks, and at unload).
  */
 void
-s3_http_free (void)
+s3_http_close_all (void)
 {
   LOCK_FOR_SCOPE (&pool_lock);
   while (nr_free > 0)
     curl_easy_cleanup (pool_free[--nr_free]);
   nr_made = 0;
+}
+
+void
+s3_http_free (void)
+{
+  s3_http_close_all ();
+  free (pool_free);
+  pool_free = NULL;
 }
 
 static CURL *

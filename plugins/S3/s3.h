@@ -69,6 +69,7 @@ struct s3_request {
 
 /* http.c */
 extern int s3_http_init (void);
+extern void s3_http_close_all (void);
 extern void s3_http_free (void);
 /* Run REQ on a handle of the pool, retrying 5xx and dropped
  * connections.  0 if an HTTP reply came back (any status), -1 after
