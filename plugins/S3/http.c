@@ -14,9 +14,11 @@
  * requests ahead of it.  The pool lock protects pool_free, nr_free and
  * nr_made; no other lock is taken under it.
  *
- * Every attempt fires the probe s3_request (connection id, cookie,
- * method, object, offset, bytes, HTTP status, latency ns); a request
- * that waited for a handle fires s3_pool_wait (id, cookie, ns).
+ * Every attempt fires the probes s3_request_start (connection id,
+ * cookie, method, object, offset, count) and s3_request_done (id,
+ * cookie, method, HTTP status, bytes, latency ns): six arguments at
+ * most, as bpftrace reads no more of a USDT probe.  A request that
+ * waited for a handle fires s3_pool_wait (id, cookie, ns).
  */
 #include <config.h>
 
@@ -410,6 +412,7 @@ s3_perform (struct s3_request *req)
   char errbuf[CURL_ERROR_SIZE];
   char line[256];
   CURLcode rc = CURLE_OK;
+  const bool is_put = strcmp (req->method, "PUT") == 0;
   CURL *c;
   unsigned i;
 
@@ -463,14 +466,16 @@ s3_perform (struct s3_request *req)
       nanosleep (&ts, NULL);
       nbdkit_debug ("S3: %s %s: retry %u", req->method, url, i);
     }
-    t0 = now_ns ();
-    rc = attempt (c, req, url, headers, errbuf);
-    NBDKIT_PROBE (s3_request, nbdkit_connection_id (),
+    NBDKIT_PROBE (s3_request_start, nbdkit_connection_id (),
                   nbdkit_request_cookie (), req->method,
                   req->object ? req->object : "", req->range_off,
-                  strcmp (req->method, "PUT") == 0 ? (uint64_t) req->wlen :
-                  req->got + req->body_len,
-                  req->status, now_ns () - t0);
+                  is_put ? (uint64_t) req->wlen : req->range_len);
+    t0 = now_ns ();
+    rc = attempt (c, req, url, headers, errbuf);
+    NBDKIT_PROBE (s3_request_done, nbdkit_connection_id (),
+                  nbdkit_request_cookie (), req->method, req->status,
+                  is_put ? (uint64_t) req->wlen : req->got + req->body_len,
+                  now_ns () - t0);
     if (!retryable (rc, req->status))
       break;
   }

@@ -2,5 +2,6 @@
 # Tests of the S3 plugin (libcurl, SigV4): a disk in an S3 bucket, on
 # the radosgw of the Ceph test cluster (requires_ceph).
 TESTS += test-S3-plugin.sh test-S3-errors.sh test-S3-credentials.sh \
-	test-S3-debian.sh test-S3-qemu-img.sh
+	test-S3-debian.sh test-S3-qemu-img.sh \
+	test-S3-probes.sh
 EXTRA_DIST += S3-helpers.sh
