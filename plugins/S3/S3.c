@@ -15,8 +15,9 @@
  *   and zero DELETE the whole objects in their range; block status
  *   lists the bucket and maps missing objects as holes.
  *
- * This file owns the plugin callbacks and the object layout;
- * credentials.c finds the credentials, http.c runs the requests.
+ * This file owns the parameters, the start-up check and the plugin
+ * callbacks; objects.c maps requests to objects, credentials.c finds
+ * the credentials, http.c runs the requests.
  * Every write reaches the store before it is acknowledged, so flush
  * has nothing to do and FUA is native.
  */
@@ -52,55 +53,6 @@ struct s3_config s3_cfg = {
 
 NBDKIT_DLL_PUBLIC int S3_debug_verbose = 0;
 
-/* The most objects one listing asks for (S3's own limit). */
-#define LIST_MAX ((uint64_t) 1000)
-
-/* Objects deleted one by one, without listing, up to this many. */
-#define DELETE_UNLISTED 4
-
-/* Objects under read-modify-write (or being replaced or deleted):
- * their numbers, at most one holder each.  obj_lock protects
- * busy_objects; it is taken before the pool lock of http.c.
- */
-DEFINE_VECTOR_TYPE (u64_vector, uint64_t);
-static pthread_mutex_t obj_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t obj_cond = PTHREAD_COND_INITIALIZER;
-static u64_vector busy_objects = empty_vector;
-
-static bool
-object_busy (uint64_t n)
-{
-  for (size_t i = 0; i < busy_objects.len; ++i)
-    if (busy_objects.ptr[i] == n)
-      return true;
-  return false;
-}
-
-static int
-lock_object (uint64_t n)
-{
-  LOCK_FOR_SCOPE (&obj_lock);
-  while (object_busy (n))
-    pthread_cond_wait (&obj_cond, &obj_lock);
-  if (u64_vector_append (&busy_objects, n) == -1) {
-    nbdkit_error ("realloc: %m");
-    return -1;
-  }
-  return 0;
-}
-
-static void
-unlock_object (uint64_t n)
-{
-  LOCK_FOR_SCOPE (&obj_lock);
-  for (size_t i = 0; i < busy_objects.len; ++i)
-    if (busy_objects.ptr[i] == n) {
-      u64_vector_remove (&busy_objects, i);
-      break;
-    }
-  pthread_cond_broadcast (&obj_cond);
-}
-
 static void
 s3_load (void)
 {
@@ -111,7 +63,7 @@ static void
 s3_unload (void)
 {
   s3_http_free ();
-  free (busy_objects.ptr);
+  s3_objects_free ();
   free (s3_cfg.access_key);
   free (s3_cfg.secret_key);
   free (s3_cfg.session_token);
@@ -281,42 +233,6 @@ s3_dump_plugin (void)
 
   printf ("S3_curl_version=%s\n", d->version);
   printf ("S3_sigv4=yes\n");
-}
-
-/* The name of object N, malloc'd. */
-static char *
-object_name (uint64_t n)
-{
-  char *name;
-
-  if (asprintf (&name, "%s/%016" PRIx64, s3_cfg.key, n) == -1) {
-    nbdkit_error ("asprintf: %m");
-    return NULL;
-  }
-  return name;
-}
-
-/* An error reply at run time: say what failed and set errno. */
-static int
-reply_error (struct s3_request *req)
-{
-  int err = s3_status_errno (req);
-
-  nbdkit_error ("%s %s: HTTP %ld %s", req->method,
-                req->object ? req->object : s3_cfg.bucket, req->status,
-                req->code);
-  free (req->body);
-  req->body = NULL;
-  errno = err;
-  return -1;
-}
-
-/* Object not there, in a reply to a GET or HEAD (HEAD has no body). */
-static bool
-no_such_key (const struct s3_request *req)
-{
-  return req->status == 404 &&
-    (req->code[0] == '\0' || strcmp (req->code, "NoSuchKey") == 0);
 }
 
 /* The start-up check: one request that needs the credentials, the
@@ -548,182 +464,20 @@ s3_thread_model (void)
   return NBDKIT_THREAD_MODEL_PARALLEL;
 }
 
-/* Read [off, off + len) of object NAME into BUF.  A missing object, or
- * the part of one past its end, reads as zeroes when MISSING_OK.
- */
-static int
-get_range (const char *name, uint64_t off, uint64_t len, void *buf,
-           bool missing_ok)
-{
-  struct s3_request req = {
-    .method = "GET", .object = name,
-    .range_off = off, .range_len = len, .buf = buf,
-  };
-
-  if (s3_perform (&req) == -1)
-    return -1;
-  if ((req.status == 200 || req.status == 206) &&
-      (req.got == len || missing_ok)) {
-    memset ((char *) buf + req.got, 0, len - req.got);
-    free (req.body);
-    return 0;
-  }
-  if (missing_ok && (no_such_key (&req) || req.status == 416)) {
-    memset (buf, 0, len);
-    free (req.body);
-    return 0;
-  }
-  if (req.status == 200 || req.status == 206) {
-    nbdkit_error ("GET %s: %" PRIu64 " bytes at %" PRIu64 " asked, %"
-                  PRIu64 " came (the object shrank?)", name, len, off,
-                  req.got);
-    free (req.body);
-    errno = EIO;
-    return -1;
-  }
-  return reply_error (&req);
-}
-
-static int
-put_object (const char *name, const void *buf)
-{
-  struct s3_request req = {
-    .method = "PUT", .object = name,
-    .wbuf = buf, .wlen = s3_cfg.object_size,
-  };
-
-  if (s3_perform (&req) == -1)
-    return -1;
-  if (req.status == 200 || req.status == 201 || req.status == 204) {
-    free (req.body);
-    return 0;
-  }
-  return reply_error (&req);
-}
-
-static int
-delete_object (uint64_t n)
-{
-  CLEANUP_FREE char *name = object_name (n);
-  struct s3_request req = { .method = "DELETE", .object = name };
-  int r;
-
-  if (name == NULL || lock_object (n) == -1)
-    return -1;
-  r = s3_perform (&req);
-  unlock_object (n);
-  if (r == -1)
-    return -1;
-  if (req.status == 200 || req.status == 204 || no_such_key (&req)) {
-    free (req.body);
-    return 0;
-  }
-  return reply_error (&req);
-}
-
 static int
 s3_pread (void *handle, void *buf, uint32_t count, uint64_t offset,
           uint32_t flags)
 {
-  uint64_t os = s3_cfg.object_size;
-  char *p = buf;
-
-  if (os == 0)
-    return get_range (s3_cfg.key, offset, count, buf, false);
-
-  while (count > 0) {
-    uint64_t n = offset / os, in = offset % os;
-    uint32_t len = MIN ((uint64_t) count, os - in);
-    CLEANUP_FREE char *name = object_name (n);
-
-    if (name == NULL || get_range (name, in, len, p, true) == -1)
-      return -1;
-    p += len;
-    offset += len;
-    count -= len;
-  }
-  return 0;
-}
-
-/* Write LEN bytes of BUF (or zeroes if BUF is NULL) at IN in object N.
- * A whole object is PUT as it is; a part is merged into the object's
- * current bytes first.  Zeroes into a missing object need nothing.
- */
-static int
-write_piece (uint64_t n, uint64_t in, uint64_t len, const void *buf)
-{
-  uint64_t os = s3_cfg.object_size;
-  CLEANUP_FREE char *name = object_name (n);
-  CLEANUP_FREE char *obj = NULL;
-  int r = -1;
-
-  if (name == NULL)
-    return -1;
-  if (len == os && buf)
-    obj = NULL;
-  else if ((obj = malloc (os)) == NULL) {
-    nbdkit_error ("malloc: %m");
-    return -1;
-  }
-  if (lock_object (n) == -1)
-    return -1;
-  if (obj == NULL)
-    r = put_object (name, buf);
-  else {
-    struct s3_request req = {
-      .method = "GET", .object = name,
-      .range_off = 0, .range_len = os, .buf = obj,
-    };
-
-    NBDKIT_PROBE (s3_rmw, nbdkit_connection_id (), nbdkit_request_cookie (),
-                  n, in, len);
-    if (s3_perform (&req) == -1)
-      goto out;
-    if (no_such_key (&req) || req.status == 416) {
-      free (req.body);
-      if (buf == NULL) {        /* zeroes into nothing */
-        r = 0;
-        goto out;
-      }
-      memset (obj, 0, os);
-    }
-    else if (req.status == 200 || req.status == 206) {
-      free (req.body);
-      memset (obj + req.got, 0, os - req.got);
-    }
-    else {
-      reply_error (&req);
-      goto out;
-    }
-    if (buf)
-      memcpy (obj + in, buf, len);
-    else
-      memset (obj + in, 0, len);
-    r = put_object (name, obj);
-  }
- out:
-  unlock_object (n);
-  return r;
+  if (s3_cfg.object_size == 0)
+    return s3_single_pread (buf, count, offset);
+  return s3_objects_pread (buf, count, offset);
 }
 
 static int
 s3_pwrite (void *handle, const void *buf, uint32_t count, uint64_t offset,
            uint32_t flags)
 {
-  uint64_t os = s3_cfg.object_size;
-  const char *p = buf;
-
-  while (count > 0) {
-    uint64_t n = offset / os, in = offset % os;
-    uint32_t len = MIN ((uint64_t) count, os - in);
-
-    if (write_piece (n, in, len, p) == -1)
-      return -1;
-    p += len;
-    offset += len;
-    count -= len;
-  }
-  return 0;
+  return s3_objects_pwrite (buf, count, offset);
 }
 
 static int
@@ -733,174 +487,23 @@ s3_flush (void *handle, uint32_t flags)
   return 0;
 }
 
-/* Which of the objects [FIRST, FIRST + COUNT) exist (COUNT <=
- * LIST_MAX), from one listing, into PRESENT.  Returns how many of the
- * COUNT objects the listing covered (all of them unless it was cut
- * short), or -1.
- */
-static int64_t
-list_objects (uint64_t first, uint64_t count, bool *present)
-{
-  CLEANUP_FREE char *query = NULL;
-  CLEANUP_FREE char *prefix = NULL;
-  CLEANUP_FREE char *after = NULL;
-  CLEANUP_FREE char *truncated = NULL;
-  struct s3_request req = { .method = "GET", .list = true };
-  const char *pos = NULL;
-  size_t plen;
-  char max[32];
-  uint64_t known = 0;
-  char *k;
-
-  memset (present, 0, count * sizeof *present);
-  snprintf (max, sizeof max, "%" PRIu64, count);
-  if (first > 0 && (after = object_name (first - 1)) == NULL)
-    return -1;
-  if (asprintf (&prefix, "%s/", s3_cfg.key) == -1 ||
-      s3_query_add (&query, "list-type", "2") == -1 ||
-      s3_query_add (&query, "max-keys", max) == -1 ||
-      s3_query_add (&query, "prefix", prefix) == -1 ||
-      (after && s3_query_add (&query, "start-after", after) == -1)) {
-    nbdkit_error ("%m");
-    return -1;
-  }
-  req.query = query;
-  if (s3_perform (&req) == -1)
-    return -1;
-  if (req.status != 200)
-    return reply_error (&req);
-
-  plen = strlen (prefix);
-  while ((k = s3_xml_next (req.body, "Key", &pos)) != NULL) {
-    const char *hex = k + plen;
-    char *end;
-    uint64_t n;
-
-    if (strncmp (k, prefix, plen) == 0 && strlen (hex) == 16 &&
-        strspn (hex, "0123456789abcdef") == 16) {
-      errno = 0;
-      n = strtoull (hex, &end, 16);
-      if (errno == 0 && n >= first) {
-        if (n - first >= count) {
-          free (k);
-          break;
-        }
-        present[n - first] = true;
-        known = n - first + 1;
-      }
-    }
-    free (k);
-  }
-  truncated = s3_xml_next (req.body, "IsTruncated", NULL);
-  free (req.body);
-  if (truncated == NULL || strcmp (truncated, "true") != 0)
-    known = count;
-  if (known == 0) {
-    nbdkit_error ("listing %s: no object of ours in %" PRIu64
-                  " keys", prefix, count);
-    errno = EIO;
-    return -1;
-  }
-  return known;
-}
-
-/* Delete the whole objects [A, B).  Beyond a few, list first and
- * delete only those that exist.
- */
-static int
-delete_objects (uint64_t a, uint64_t b)
-{
-  CLEANUP_FREE bool *present = NULL;
-
-  if (b - a <= DELETE_UNLISTED) {
-    for (; a < b; ++a)
-      if (delete_object (a) == -1)
-        return -1;
-    return 0;
-  }
-  present = malloc (LIST_MAX * sizeof *present);
-  if (present == NULL) {
-    nbdkit_error ("malloc: %m");
-    return -1;
-  }
-  while (a < b) {
-    int64_t known = list_objects (a, MIN (b - a, LIST_MAX), present);
-
-    if (known == -1)
-      return -1;
-    for (int64_t i = 0; i < known; ++i)
-      if (present[i] && delete_object (a + i) == -1)
-        return -1;
-    a += known;
-  }
-  return 0;
-}
-
 static int
 s3_trim (void *handle, uint32_t count, uint64_t offset, uint32_t flags)
 {
-  uint64_t os = s3_cfg.object_size;
-  uint64_t a = (offset + os - 1) / os, b = (offset + count) / os;
-
-  /* Parts of objects stay as they are: a trim is only advice. */
-  return a < b ? delete_objects (a, b) : 0;
+  return s3_objects_trim (count, offset);
 }
 
 static int
 s3_zero (void *handle, uint32_t count, uint64_t offset, uint32_t flags)
 {
-  uint64_t os = s3_cfg.object_size;
-  uint64_t end = offset + count;
-
-  /* Parts of objects are rewritten with zeroes; whole objects go. */
-  while (offset < end) {
-    uint64_t n = offset / os, in = offset % os;
-    uint64_t len = MIN (end - offset, os - in);
-
-    if (len == os) {
-      uint64_t b = end / os;
-
-      if (delete_objects (n, b) == -1)
-        return -1;
-      offset = b * os;
-    }
-    else {
-      if (write_piece (n, in, len, NULL) == -1)
-        return -1;
-      offset += len;
-    }
-  }
-  return 0;
+  return s3_objects_zero (count, offset);
 }
 
 static int
 s3_extents (void *handle, uint32_t count, uint64_t offset, uint32_t flags,
             struct nbdkit_extents *extents)
 {
-  uint64_t os = s3_cfg.object_size;
-  uint64_t first = offset / os;
-  uint64_t last = (offset + count - 1) / os;
-  uint64_t n = MIN (last - first + 1, LIST_MAX);
-  CLEANUP_FREE bool *present = malloc (n * sizeof *present);
-  int64_t known;
-
-  if (present == NULL) {
-    nbdkit_error ("malloc: %m");
-    return -1;
-  }
-  known = list_objects (first, n, present);
-  if (known == -1)
-    return -1;
-  for (int64_t i = 0; i < known; ++i) {
-    uint64_t start = MAX ((first + i) * os, offset);
-    uint64_t stop = (first + i + 1) * os;
-
-    if (nbdkit_add_extent (extents, start, stop - start,
-                           present[i] ? 0 :
-                           NBDKIT_EXTENT_HOLE | NBDKIT_EXTENT_ZERO) == -1)
-      return -1;
-  }
-  return 0;
+  return s3_objects_extents (count, offset, extents);
 }
 
 static struct nbdkit_plugin plugin = {

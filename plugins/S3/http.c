@@ -41,6 +41,9 @@
 #include "include/now-ns.h"
 #include "s3.h"
 
+/* The most threads one s3_perform_many runs at once. */
+#define MAX_FANOUT 16
+
 /* The most we keep of a listing or an error reply. */
 #define MAX_BODY (4 * 1024 * 1024)
 
@@ -418,6 +421,12 @@ s3_perform (struct s3_request *req)
 
   req->body = NULL;
   req->code[0] = '\0';
+  req->err = 0;
+  if (!req->ids_set) {
+    req->conn_id = nbdkit_connection_id ();
+    req->cookie = nbdkit_request_cookie ();
+    req->ids_set = true;
+  }
   if (url == NULL) {
     nbdkit_error ("building the URL: %m");
     return -1;
@@ -466,14 +475,13 @@ s3_perform (struct s3_request *req)
       nanosleep (&ts, NULL);
       nbdkit_debug ("S3: %s %s: retry %u", req->method, url, i);
     }
-    NBDKIT_PROBE (s3_request_start, nbdkit_connection_id (),
-                  nbdkit_request_cookie (), req->method,
+    NBDKIT_PROBE (s3_request_start, req->conn_id, req->cookie, req->method,
                   req->object ? req->object : "", req->range_off,
                   is_put ? (uint64_t) req->wlen : req->range_len);
     t0 = now_ns ();
     rc = attempt (c, req, url, headers, errbuf);
-    NBDKIT_PROBE (s3_request_done, nbdkit_connection_id (),
-                  nbdkit_request_cookie (), req->method, req->status,
+    NBDKIT_PROBE (s3_request_done, req->conn_id, req->cookie, req->method,
+                  req->status,
                   is_put ? (uint64_t) req->wlen : req->got + req->body_len,
                   now_ns () - t0);
     if (!retryable (rc, req->status))
@@ -486,9 +494,12 @@ s3_perform (struct s3_request *req)
     /* A timeout is EIO too: ETIMEDOUT would reach the client as
      * EINVAL.
      */
-    errno = rc == CURLE_OUT_OF_MEMORY ? ENOMEM : EIO;
+    req->err = rc == CURLE_OUT_OF_MEMORY ? ENOMEM : EIO;
+    free (req->body);
+    req->body = NULL;
     nbdkit_error ("%s %s: %s", req->method, url,
                   errbuf[0] ? errbuf : curl_easy_strerror (rc));
+    errno = req->err;
     return -1;
   }
   if (req->status >= 300 && req->body) {
@@ -503,9 +514,70 @@ s3_perform (struct s3_request *req)
 
  enomem:
   curl_slist_free_all (headers);
-  errno = ENOMEM;
+  errno = req->err = ENOMEM;
   nbdkit_error ("%m");
   return -1;
+}
+
+/* The requests of one s3_perform_many, taken in turn by its threads. */
+struct batch {
+  struct s3_request *reqs;
+  size_t n;
+  size_t next;                  /* the next request not yet taken */
+  pthread_mutex_t lock;         /* protects next */
+};
+
+static void *
+batch_worker (void *opaque)
+{
+  struct batch *b = opaque;
+
+  for (;;) {
+    size_t i;
+
+    pthread_mutex_lock (&b->lock);
+    i = b->next++;
+    pthread_mutex_unlock (&b->lock);
+    if (i >= b->n)
+      return NULL;
+    if (s3_perform (&b->reqs[i]) == -1 && b->reqs[i].err == 0)
+      b->reqs[i].err = EIO;
+  }
+}
+
+int
+s3_perform_many (struct s3_request *reqs, size_t n)
+{
+  struct batch b = { .reqs = reqs, .n = n, .lock = PTHREAD_MUTEX_INITIALIZER };
+  const size_t width = MIN (MIN (n, (size_t) s3_cfg.connections),
+                            (size_t) MAX_FANOUT);
+  pthread_t threads[MAX_FANOUT - 1];
+  size_t started = 0;
+
+  /* The helper threads are not the server's: they fire the probes
+   * with the ids of the thread that asked.
+   */
+  for (size_t i = 0; i < n; ++i) {
+    reqs[i].conn_id = nbdkit_connection_id ();
+    reqs[i].cookie = nbdkit_request_cookie ();
+    reqs[i].ids_set = true;
+    reqs[i].err = 0;
+  }
+  /* The calling thread works too; too few threads only cost time. */
+  while (started + 1 < width &&
+         pthread_create (&threads[started], NULL, batch_worker, &b) == 0)
+    started++;
+  batch_worker (&b);
+  for (size_t i = 0; i < started; ++i)
+    pthread_join (threads[i], NULL);
+  pthread_mutex_destroy (&b.lock);
+
+  for (size_t i = 0; i < n; ++i)
+    if (reqs[i].err) {
+      errno = reqs[i].err;
+      return -1;
+    }
+  return 0;
 }
 
 int

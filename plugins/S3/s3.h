@@ -58,7 +58,15 @@ struct s3_request {
   const void *wbuf;
   size_t wlen;
 
+  /* For the probes: the client request this is part of.  Filled by
+   * s3_perform from the calling thread unless ids_set.
+   */
+  bool ids_set;
+  uint64_t conn_id;
+  uint64_t cookie;
+
   /* Results. */
+  int err;                      /* errno if s3_perform failed */
   long status;                  /* HTTP status, 0 if none came back */
   uint64_t got;                 /* body bytes stored in buf */
   int64_t content_length;       /* HEAD: the object's size, else -1 */
@@ -76,6 +84,12 @@ extern void s3_http_free (void);
  * nbdkit_error (with errno set) if none did.
  */
 extern int s3_perform (struct s3_request *req);
+/* Run the N requests of REQS, several at a time (each on its own
+ * thread and handle, up to s3_cfg.connections).  0 if each got an HTTP
+ * reply; else -1 with errno set from the first that did not (each
+ * failed one has its err set and was reported).
+ */
+extern int s3_perform_many (struct s3_request *reqs, size_t n);
 /* The errno for an HTTP error reply. */
 extern int s3_status_errno (const struct s3_request *req);
 /* An XML element's text, entities decoded, from *POS on; *POS moves
@@ -88,5 +102,19 @@ extern char *s3_xml_next (const char *body, const char *tag,
  * in sorted order.  -1 on ENOMEM.
  */
 extern int s3_query_add (char **q, const char *name, const char *value);
+
+/* objects.c: the data path (see there). */
+struct nbdkit_extents;
+extern void s3_objects_free (void);
+extern bool s3_no_such_key (const struct s3_request *req);
+extern int s3_single_pread (void *buf, uint32_t count, uint64_t offset);
+extern int s3_objects_pread (void *buf, uint32_t count, uint64_t offset);
+extern int s3_objects_pwrite (const void *buf, uint32_t count,
+                              uint64_t offset);
+extern int s3_objects_zero (uint32_t count, uint64_t offset);
+extern int s3_objects_trim (uint32_t count, uint64_t offset);
+extern int s3_delete_objects (uint64_t a, uint64_t b);
+extern int s3_objects_extents (uint32_t count, uint64_t offset,
+                               struct nbdkit_extents *extents);
 
 #endif /* NBDKIT_S3_H */
