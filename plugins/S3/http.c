@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include <curl/curl.h>
@@ -302,13 +303,18 @@ debug_cb (CURL *c, curl_infotype type, char *data, size_t size, void *opaque)
     while (size > 0) {
       size_t n = 0;
 
+      static const char token[] = "x-amz-security-token:";
+      const size_t tlen = sizeof token - 1;
+      const char *dir = type == CURLINFO_TEXT ? "*" :
+        type == CURLINFO_HEADER_IN ? "<" : ">";
+
       while (n < size && data[n] != '\n' && data[n] != '\r')
         n++;
-      if (n > 0)
-        nbdkit_debug ("S3: curl %s %.*s",
-                      type == CURLINFO_TEXT ? "*" :
-                      type == CURLINFO_HEADER_IN ? "<" : ">",
-                      (int) n, data);
+      /* The session token is a credential: not in the log. */
+      if (n >= tlen && strncasecmp (data, token, tlen) == 0)
+        nbdkit_debug ("S3: curl %s %s (hidden)", dir, token);
+      else if (n > 0)
+        nbdkit_debug ("S3: curl %s %.*s", dir, (int) n, data);
       while (n < size && (data[n] == '\n' || data[n] == '\r'))
         n++;
       data += n;
