@@ -2,9 +2,11 @@
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # The S3 plugin's failures.  At start-up, a wrong secret, an unknown
 # access key, a missing bucket, a missing object, a refused endpoint,
-# an endpoint that never answers, no credentials and a bad parameter
-# each give one line naming the problem, exit status 1, and no hang
-# (the silent endpoint within its timeout=).  At run time, credentials
+# an endpoint that never answers, a store that keeps answering 503, no
+# credentials and a bad parameter each give one line naming the
+# problem, exit status 1, and no hang (the silent endpoint within its
+# timeout=); a 503 is retried retries= times, and a store that answers
+# 503 once gets the server started by the retry.  At run time, credentials
 # that stop working (the radosgw user suspended) give the client EPERM
 # and a bucket that disappears gives EIO, while the server stays up and
 # serves again once the user is enabled.  It would catch a start-up
@@ -72,6 +74,60 @@ wait_for 10 -s "$tmpdir/silent" || fail "the silent server did not start"
 expect_startup_error ".*(timed out|Timeout)" 8 \
   "${good[@]}" endpoint-url=http://127.0.0.1:$port timeout=2 \
   bucket="$bucket" key=d "${many[@]}"
+
+# A store that answers 503 Slow Down: retried (retries=2, so three
+# tries), then one line.  One that answers 503 once and then lists the
+# bucket: the retry makes the start-up pass.  The fake store counts
+# the requests it got.
+fake_store ()
+{
+  local fails="$1"
+  port=$(free_port)
+  rm -f "$tmpdir/count" "$tmpdir/fake"
+  /usr/bin/python3 - $port "$tmpdir" "$fails" <<'PY' 9>&- &
+import http.server, sys
+port, d, fails = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+n = 0
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        global n
+        n += 1
+        open(d + "/count", "w").write(str(n))
+        if n <= fails:
+            body = b"<Error><Code>SlowDown</Code></Error>"
+            self.send_response(503)
+        else:
+            body = b"<ListBucketResult><IsTruncated>false</IsTruncated></ListBucketResult>"
+            self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+s = http.server.HTTPServer(("127.0.0.1", port), H)
+open(d + "/fake", "w").write("listening")
+s.timeout = 30
+while True:
+    s.handle_request()
+PY
+  fake=$!
+  cleanup_fn _kill_pid $fake
+  wait_for 10 -s "$tmpdir/fake" || fail "the fake store did not start"
+}
+fake_store 100
+expect_startup_error "http://127.0.0.1:$port answered HTTP 503 SlowDown" 10 \
+  "${good[@]}" endpoint-url=http://127.0.0.1:$port retries=2 \
+  bucket=b key=d "${many[@]}"
+[ "$(cat "$tmpdir/count")" = 3 ] ||
+  fail "$(cat "$tmpdir/count") tries of a 503, not 1 + retries=2"
+_kill_pid $fake
+fake_store 1
+t "$NBDKIT" -U - S3 "${good[@]}" endpoint-url=http://127.0.0.1:$port \
+  bucket=b key=d "${many[@]}" --run true ||
+  fail "a store that answered 503 once did not get a retry"
+[ "$(cat "$tmpdir/count")" = 2 ] ||
+  fail "$(cat "$tmpdir/count") requests, want a 503 and its retry"
+_kill_pid $fake
 
 expect_startup_error "no credentials" 5 \
   endpoint-url="$S3_ENDPOINT" bucket="$bucket" key=d
