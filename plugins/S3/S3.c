@@ -24,8 +24,6 @@
 #include <config.h>
 
 #include <errno.h>
-#include <inttypes.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -36,13 +34,10 @@
 
 #define NBDKIT_API_VERSION 2
 #include <nbdkit-plugin.h>
-#include <nbdkit-probe.h>
 
 #include "cleanup.h"
 #include "include/ispowerof2.h"
-#include "include/minmax.h"
 #include "s3.h"
-#include "vector.h"
 
 struct s3_config s3_cfg = {
   .timeout_ms = 60000,

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
-/* The S3 plugin's HTTP side: a pool of libcurl handles and one
- * function, s3_perform, that runs a signed request on one of them.
+/* The S3 plugin's HTTP side: a pool of libcurl handles, s3_perform,
+ * which runs one signed request on one of them, and s3_perform_many,
+ * which runs several at once on helper threads (one handle each).
  *
  * Requests are signed by libcurl (CURLOPT_AWS_SIGV4) with the key pair
  * of s3_cfg.  The payload is not hashed: x-amz-content-sha256 is
@@ -650,6 +651,9 @@ s3_xml_next (const char *body, const char *tag, const char **pos)
   const char *from = pos && *pos ? *pos : body;
   const char *a, *b;
   char *ret;
+
+  if (from == NULL)             /* an empty reply */
+    return NULL;
 
   snprintf (open, sizeof open, "<%s>", tag);
   snprintf (close, sizeof close, "</%s>", tag);
