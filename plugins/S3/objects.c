@@ -66,34 +66,41 @@ object_busy (uint64_t n)
   return false;
 }
 
-/* Lock objects [A, B), in ascending order. */
+/* Take the K objects NUMS out of busy_objects (obj_lock held). */
+static void
+release (const uint64_t *nums, size_t k)
+{
+  for (size_t i = 0; i < k; ++i)
+    for (size_t j = 0; j < busy_objects.len; ++j)
+      if (busy_objects.ptr[j] == nums[i]) {
+        u64_vector_remove (&busy_objects, j);
+        break;
+      }
+  pthread_cond_broadcast (&obj_cond);
+}
+
+/* Lock the K objects NUMS (in ascending order). */
 static int
-lock_objects (uint64_t a, uint64_t b)
+lock_objects (const uint64_t *nums, size_t k)
 {
   LOCK_FOR_SCOPE (&obj_lock);
-  if (u64_vector_reserve (&busy_objects, b - a) == -1) {
-    nbdkit_error ("realloc: %m");
-    return -1;
-  }
-  for (uint64_t n = a; n < b; ++n) {
-    while (object_busy (n))
+  for (size_t i = 0; i < k; ++i) {
+    while (object_busy (nums[i]))
       pthread_cond_wait (&obj_cond, &obj_lock);
-    /* Reserved above: cannot fail. */
-    u64_vector_append (&busy_objects, n);
+    if (u64_vector_append (&busy_objects, nums[i]) == -1) {
+      nbdkit_error ("realloc: %m");
+      release (nums, i);
+      return -1;
+    }
   }
   return 0;
 }
 
 static void
-unlock_objects (uint64_t a, uint64_t b)
+unlock_objects (const uint64_t *nums, size_t k)
 {
   LOCK_FOR_SCOPE (&obj_lock);
-  for (size_t i = 0; i < busy_objects.len; )
-    if (busy_objects.ptr[i] >= a && busy_objects.ptr[i] < b)
-      u64_vector_remove (&busy_objects, i);
-    else
-      i++;
-  pthread_cond_broadcast (&obj_cond);
+  release (nums, k);
 }
 
 /* The name of object N, malloc'd. */
@@ -203,26 +210,33 @@ s3_single_pread (void *buf, uint32_t count, uint64_t offset)
   return get_range (s3_cfg.key, offset, count, buf, false);
 }
 
-/* Names of objects [A, B), malloc'd, in *NAMES (the caller frees them
- * with free_names).
- */
+/* The names of the K objects NUMS, malloc'd (free with free_names). */
 static char **
-make_names (uint64_t a, uint64_t b)
+make_names (const uint64_t *nums, size_t k)
 {
-  char **names = calloc (b - a, sizeof *names);
+  char **names = calloc (k, sizeof *names);
 
   if (names == NULL) {
     nbdkit_error ("calloc: %m");
     return NULL;
   }
-  for (uint64_t n = a; n < b; ++n)
-    if ((names[n - a] = object_name (n)) == NULL) {
-      for (uint64_t i = a; i < n; ++i)
-        free (names[i - a]);
+  for (size_t i = 0; i < k; ++i)
+    if ((names[i] = object_name (nums[i])) == NULL) {
+      while (i > 0)
+        free (names[--i]);
       free (names);
       return NULL;
     }
   return names;
+}
+
+/* The numbers A, A + 1, ..., B - 1 (B - A <= LIST_MAX), into NUMS. */
+static size_t
+run_of (uint64_t a, uint64_t b, uint64_t *nums)
+{
+  for (uint64_t n = a; n < b; ++n)
+    nums[n - a] = n;
+  return b - a;
 }
 
 static void
@@ -267,6 +281,7 @@ s3_objects_pread (void *buf, uint32_t count, uint64_t offset)
   const uint64_t first = offset / os, last = (offset + count - 1) / os;
   const uint64_t n = last - first + 1;
   CLEANUP_FREE struct s3_request *reqs = NULL;
+  CLEANUP_FREE uint64_t *nums = NULL;
   char **names;
   char *p = buf;
   int r;
@@ -276,14 +291,18 @@ s3_objects_pread (void *buf, uint32_t count, uint64_t offset)
 
     return name ? get_range (name, offset % os, count, buf, true) : -1;
   }
-  names = make_names (first, last + 1);
+  /* n is at most 2^32 / object-size + 2: one request's objects. */
   reqs = calloc (n, sizeof *reqs);
-  if (names == NULL || reqs == NULL) {
-    if (reqs == NULL)
-      nbdkit_error ("calloc: %m");
-    free_names (names, n);
+  nums = calloc (n, sizeof *nums);
+  if (reqs == NULL || nums == NULL) {
+    nbdkit_error ("calloc: %m");
     return -1;
   }
+  for (uint64_t i = 0; i < n; ++i)
+    nums[i] = first + i;
+  names = make_names (nums, n);
+  if (names == NULL)
+    return -1;
   for (uint64_t i = 0; i < n; ++i) {
     uint64_t in = offset % os;
     uint64_t len = MIN ((uint64_t) count, os - in);
@@ -322,45 +341,42 @@ check_delete (struct s3_request *req)
   return reply_error (req);
 }
 
-/* PUT the whole objects [A, B) from BUF, or DELETE them if BUF is
- * NULL; or only those of [A, B) with PRESENT[n - A] set, if PRESENT.
+/* PUT the K whole objects NUMS, object NUMS[i] from BUF + i *
+ * object-size, or DELETE them if BUF is NULL.
  */
 static int
-put_or_delete (uint64_t a, uint64_t b, const char *buf, const bool *present)
+put_or_delete (const uint64_t *nums, size_t k, const char *buf)
 {
   const uint64_t os = s3_cfg.object_size;
-  CLEANUP_FREE struct s3_request *reqs = calloc (b - a, sizeof *reqs);
+  CLEANUP_FREE struct s3_request *reqs = calloc (k, sizeof *reqs);
   char **names;
-  size_t k = 0;
   int r;
 
   if (reqs == NULL) {
     nbdkit_error ("calloc: %m");
     return -1;
   }
-  names = make_names (a, b);
+  names = make_names (nums, k);
   if (names == NULL)
     return -1;
-  for (uint64_t n = a; n < b; ++n) {
-    if (present && !present[n - a])
-      continue;
+  for (size_t i = 0; i < k; ++i) {
     if (buf)
-      reqs[k++] = (struct s3_request) {
-        .method = "PUT", .object = names[n - a],
-        .wbuf = buf + (n - a) * os, .wlen = os,
+      reqs[i] = (struct s3_request) {
+        .method = "PUT", .object = names[i],
+        .wbuf = buf + i * os, .wlen = os,
       };
     else
-      reqs[k++] = (struct s3_request) {
-        .method = "DELETE", .object = names[n - a],
+      reqs[i] = (struct s3_request) {
+        .method = "DELETE", .object = names[i],
       };
   }
-  if (lock_objects (a, b) == -1) {
-    free_names (names, b - a);
+  if (lock_objects (nums, k) == -1) {
+    free_names (names, k);
     return -1;
   }
   r = run_all (reqs, k, buf ? check_write : check_delete);
-  unlock_objects (a, b);
-  free_names (names, b - a);
+  unlock_objects (nums, k);
+  free_names (names, k);
   return r;
 }
 
@@ -383,7 +399,7 @@ write_part (uint64_t n, uint64_t in, uint64_t len, const void *buf)
     nbdkit_error ("malloc: %m");
     return -1;
   }
-  if (lock_objects (n, n + 1) == -1)
+  if (lock_objects (&n, 1) == -1)
     return -1;
   NBDKIT_PROBE (s3_rmw, nbdkit_connection_id (), nbdkit_request_cookie (),
                 n, in, len);
@@ -408,7 +424,7 @@ write_part (uint64_t n, uint64_t in, uint64_t len, const void *buf)
     goto out;
   r = check_write (&req);
  out:
-  unlock_objects (n, n + 1);
+  unlock_objects (&n, 1);
   return r;
 }
 
@@ -430,15 +446,21 @@ write_range (const char *buf, uint64_t count, uint64_t offset)
       if (write_part (n, in, len, buf) == -1)
         return -1;
     }
-    else {
+    else if (buf) {
+      /* Whole objects, a batch at a time. */
       uint64_t b = MIN (end / os, n + LIST_MAX);
+      uint64_t nums[LIST_MAX];
 
       len = (b - n) * os;
-      if (buf) {
-        if (put_or_delete (n, b, buf, NULL) == -1)
-          return -1;
-      }
-      else if (s3_delete_objects (n, b) == -1)
+      if (put_or_delete (nums, run_of (n, b, nums), buf) == -1)
+        return -1;
+    }
+    else {
+      /* Zeroes: all the whole objects go at once. */
+      uint64_t b = end / os;
+
+      len = (b - n) * os;
+      if (s3_delete_objects (n, b) == -1)
         return -1;
     }
     offset += len;
@@ -470,13 +492,14 @@ s3_objects_trim (uint32_t count, uint64_t offset)
   return a < b ? s3_delete_objects (a, b) : 0;
 }
 
-/* Which of the objects [FIRST, FIRST + COUNT) exist (COUNT <=
- * LIST_MAX), from one listing, into PRESENT.  Returns how many of the
- * COUNT objects the listing covered (all of them unless it was cut
- * short by other keys under the prefix), or -1.
+/* The objects of [FIRST, FIRST + COUNT) that exist, from one listing:
+ * their numbers in NUMS (ascending, at most LIST_MAX), how many in *K,
+ * and in *END the object up to which the answer is complete (FIRST +
+ * COUNT, unless the listing was cut short).  -1 on error.
  */
-static int64_t
-list_objects (uint64_t first, uint64_t count, bool *present)
+static int
+list_objects (uint64_t first, uint64_t count, uint64_t *nums, size_t *k,
+              uint64_t *end)
 {
   CLEANUP_FREE char *query = NULL;
   CLEANUP_FREE char *prefix = NULL;
@@ -486,11 +509,12 @@ list_objects (uint64_t first, uint64_t count, bool *present)
   const char *pos = NULL;
   size_t plen;
   char max[32];
-  uint64_t known = 0;
-  char *k;
+  bool past = false;
+  char *key;
 
-  memset (present, 0, count * sizeof *present);
-  snprintf (max, sizeof max, "%" PRIu64, count);
+  *k = 0;
+  *end = first;
+  snprintf (max, sizeof max, "%" PRIu64, MIN (count, LIST_MAX));
   if (first > 0 && (after = object_name (first - 1)) == NULL)
     return -1;
   /* The parameters in sorted order, as SigV4 signs them. */
@@ -508,59 +532,61 @@ list_objects (uint64_t first, uint64_t count, bool *present)
   if (req.status != 200)
     return reply_error (&req);
 
+  /* Keys come in order; ours (KEY/ and 16 lower-case hex digits) sort
+   * as their numbers do.  Other keys under the prefix are skipped.
+   */
   plen = strlen (prefix);
-  while ((k = s3_xml_next (req.body, "Key", &pos)) != NULL) {
-    const char *hex = k + plen;
-    uint64_t n;
+  while (!past && *k < LIST_MAX &&
+         (key = s3_xml_next (req.body, "Key", &pos)) != NULL) {
+    const char *hex = key + plen;
 
-    if (strncmp (k, prefix, plen) == 0 && strlen (hex) == 16 &&
+    if (strncmp (key, prefix, plen) == 0 && strlen (hex) == 16 &&
         strspn (hex, "0123456789abcdef") == 16) {
-      n = strtoull (hex, NULL, 16);
-      if (n >= first) {
-        if (n - first >= count) {
-          free (k);
-          break;
-        }
-        present[n - first] = true;
-        known = n - first + 1;
+      uint64_t n = strtoull (hex, NULL, 16);
+
+      if (n >= first && n - first >= count)
+        past = true;
+      else if (n >= first) {
+        nums[(*k)++] = n;
+        *end = n + 1;
       }
     }
-    free (k);
+    free (key);
   }
   truncated = s3_xml_next (req.body, "IsTruncated", NULL);
   free (req.body);
-  if (truncated == NULL || strcmp (truncated, "true") != 0)
-    known = count;
-  if (known == 0) {
-    nbdkit_error ("listing %s: no object of ours in %" PRIu64 " keys",
-                  prefix, count);
+  if (past || truncated == NULL || strcmp (truncated, "true") != 0)
+    *end = first + count;
+  if (*end == first) {
+    nbdkit_error ("listing %s: no object of ours in %s keys", prefix, max);
     errno = EIO;
     return -1;
   }
-  return known;
+  return 0;
 }
 
-/* Delete the whole objects [A, B).  Beyond a few, list first and
+/* Delete the whole objects [A, B).  Beyond a few, list them first and
  * delete only those that exist.
  */
 int
 s3_delete_objects (uint64_t a, uint64_t b)
 {
-  CLEANUP_FREE bool *present = NULL;
+  CLEANUP_FREE uint64_t *nums = malloc (LIST_MAX * sizeof *nums);
+  size_t k;
 
-  if (b - a <= DELETE_UNLISTED)
-    return put_or_delete (a, b, NULL, NULL);
-  present = malloc (LIST_MAX * sizeof *present);
-  if (present == NULL) {
+  if (nums == NULL) {
     nbdkit_error ("malloc: %m");
     return -1;
   }
+  if (b - a <= DELETE_UNLISTED)
+    return put_or_delete (nums, run_of (a, b, nums), NULL);
   while (a < b) {
-    int64_t known = list_objects (a, MIN (b - a, LIST_MAX), present);
+    uint64_t end;
 
-    if (known == -1 || put_or_delete (a, a + known, NULL, present) == -1)
+    if (list_objects (a, b - a, nums, &k, &end) == -1 ||
+        (k > 0 && put_or_delete (nums, k, NULL) == -1))
       return -1;
-    a += known;
+    a = end;
   }
   return 0;
 }
@@ -572,25 +598,31 @@ s3_objects_extents (uint32_t count, uint64_t offset,
   const uint64_t os = s3_cfg.object_size;
   const uint64_t first = offset / os;
   const uint64_t last = (offset + count - 1) / os;
-  const uint64_t n = MIN (last - first + 1, LIST_MAX);
-  CLEANUP_FREE bool *present = malloc (n * sizeof *present);
-  int64_t known;
+  CLEANUP_FREE uint64_t *nums = malloc (LIST_MAX * sizeof *nums);
+  uint64_t n, end;
+  size_t k;
 
-  if (present == NULL) {
+  if (nums == NULL) {
     nbdkit_error ("malloc: %m");
     return -1;
   }
-  known = list_objects (first, n, present);
-  if (known == -1)
+  if (list_objects (first, last - first + 1, nums, &k, &end) == -1)
     return -1;
-  for (int64_t i = 0; i < known; ++i) {
-    uint64_t start = MAX ((first + i) * os, offset);
-    uint64_t stop = (first + i + 1) * os;
+  /* Holes between the objects found, up to where the listing ended
+   * (the server clips the first extent to OFFSET).
+   */
+  n = first;
+  for (size_t i = 0; i <= k; ++i) {
+    uint64_t data = i < k ? nums[i] : end;
 
-    if (nbdkit_add_extent (extents, start, stop - start,
-                           present[i] ? 0 :
+    if (n < data &&
+        nbdkit_add_extent (extents, n * os, (data - n) * os,
                            NBDKIT_EXTENT_HOLE | NBDKIT_EXTENT_ZERO) == -1)
       return -1;
+    if (i < k &&
+        nbdkit_add_extent (extents, data * os, os, 0) == -1)
+      return -1;
+    n = data + 1;
   }
   return 0;
 }
