@@ -274,8 +274,9 @@ check_read (struct s3_request *req)
   return range_result (req, true);
 }
 
-int
-s3_objects_pread (void *buf, uint32_t count, uint64_t offset)
+/* Read COUNT bytes at OFFSET, which cover at most LIST_MAX objects. */
+static int
+pread_batch (char *buf, uint64_t count, uint64_t offset)
 {
   const uint64_t os = s3_cfg.object_size;
   const uint64_t first = offset / os, last = (offset + count - 1) / os;
@@ -291,7 +292,6 @@ s3_objects_pread (void *buf, uint32_t count, uint64_t offset)
 
     return name ? get_range (name, offset % os, count, buf, true) : -1;
   }
-  /* n is at most 2^32 / object-size + 2: one request's objects. */
   reqs = calloc (n, sizeof *reqs);
   nums = calloc (n, sizeof *nums);
   if (reqs == NULL || nums == NULL) {
@@ -305,7 +305,7 @@ s3_objects_pread (void *buf, uint32_t count, uint64_t offset)
     return -1;
   for (uint64_t i = 0; i < n; ++i) {
     uint64_t in = offset % os;
-    uint64_t len = MIN ((uint64_t) count, os - in);
+    uint64_t len = MIN (count, os - in);
 
     range_request (&reqs[i], names[i], in, len, p);
     p += len;
@@ -315,6 +315,28 @@ s3_objects_pread (void *buf, uint32_t count, uint64_t offset)
   r = run_all (reqs, n, check_read);
   free_names (names, n);
   return r;
+}
+
+int
+s3_objects_pread (void *buf, uint32_t count, uint64_t offset)
+{
+  const uint64_t os = s3_cfg.object_size;
+  char *p = buf;
+
+  /* A batch of at most LIST_MAX objects at a time (tiny objects make
+   * many of them).
+   */
+  while (count > 0) {
+    uint64_t stop = MIN ((offset / os + LIST_MAX) * os, offset + count);
+    uint64_t len = stop - offset;
+
+    if (pread_batch (p, len, offset) == -1)
+      return -1;
+    p += len;
+    offset += len;
+    count -= len;
+  }
+  return 0;
 }
 
 static int
