@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
+/* The S3 plugin's shared declarations: the configuration (filled by
+ * S3.c's config callbacks and credentials.c, read-only once the server
+ * is ready) and the request interface of http.c.
+ */
+#ifndef NBDKIT_S3_H
+#define NBDKIT_S3_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct s3_config {
+  char *access_key;             /* credentials: parameters, environment */
+  char *secret_key;             /* or files (credentials.c) */
+  char *session_token;          /* NULL if none */
+  char *endpoint;               /* scheme://host[:port], no trailing / */
+  char *region;
+  char *profile;                /* profile= (else AWS_PROFILE, default) */
+  char *bucket;
+  char *key;                    /* object, or prefix of the objects */
+  bool path_style;              /* URL is ENDPOINT/BUCKET/KEY */
+  uint64_t size;                /* size=, 0 in single-object mode */
+  uint64_t object_size;         /* object-size=, 0 in single-object mode */
+  long timeout_ms;              /* every request */
+  long connect_timeout_ms;
+  unsigned connections;         /* the most handles in the pool */
+  unsigned retries;             /* for 5xx and dropped connections */
+};
+
+extern struct s3_config s3_cfg;
+
+/* -D S3.verbose=1: libcurl's own trace of each request. */
+extern int S3_debug_verbose;
+
+/* credentials.c: fill access_key, secret_key, session_token, region
+ * and endpoint from the environment and the AWS files where the
+ * parameters left them unset.  -1 after nbdkit_error.
+ */
+extern int s3_resolve_credentials (void);
+
+/* One HTTP request to the store. */
+struct s3_request {
+  const char *method;           /* GET PUT HEAD DELETE */
+  const char *object;           /* the object's key, NULL for the bucket */
+  const char *query;            /* canonical (sorted, encoded) or NULL */
+
+  /* GET: where the body goes.  With range_len > 0, a Range request
+   * for [range_off, range_off + range_len) into buf (range_len bytes).
+   * With list set, the body is kept in a malloc'd string instead.
+   */
+  uint64_t range_off;
+  uint64_t range_len;
+  void *buf;
+  bool list;
+
+  /* PUT: the body. */
+  const void *wbuf;
+  size_t wlen;
+
+  /* For the probes: the client request this is part of.  Filled by
+   * s3_perform from the calling thread unless ids_set.
+   */
+  bool ids_set;
+  uint64_t conn_id;
+  uint64_t cookie;
+
+  /* Results. */
+  int err;                      /* errno if s3_perform failed */
+  long status;                  /* HTTP status, 0 if none came back */
+  uint64_t got;                 /* body bytes stored in buf */
+  int64_t content_length;       /* HEAD: the object's size, else -1 */
+  char *body;                   /* list, and error bodies: caller frees */
+  size_t body_len;
+  char code[64];                /* S3 error code of an error reply */
+};
+
+/* http.c */
+extern int s3_http_init (void);
+extern void s3_http_close_all (void);
+extern void s3_http_free (void);
+/* Run REQ on a handle of the pool, retrying 5xx and dropped
+ * connections.  0 if an HTTP reply came back (any status), -1 after
+ * nbdkit_error (with errno set) if none did.
+ */
+extern int s3_perform (struct s3_request *req);
+/* Run the N requests of REQS, several at a time (each on its own
+ * thread and handle, up to s3_cfg.connections).  0 if each got an HTTP
+ * reply; else -1 with errno set from the first that did not (each
+ * failed one has its err set and was reported).
+ */
+extern int s3_perform_many (struct s3_request *reqs, size_t n);
+/* The errno for an HTTP error reply. */
+extern int s3_status_errno (const struct s3_request *req);
+/* An XML element's text, entities decoded, from *POS on; *POS moves
+ * past it.  NULL if there is none (or ENOMEM, errno set).
+ */
+extern char *s3_xml_next (const char *body, const char *tag,
+                          const char **pos);
+/* NAME=VALUE, VALUE percent-encoded as SigV4 wants, appended to *Q
+ * with & (Q must start NULL; the caller frees).  Names must be added
+ * in sorted order.  -1 on ENOMEM.
+ */
+extern int s3_query_add (char **q, const char *name, const char *value);
+
+/* objects.c: the data path (see there). */
+struct nbdkit_extents;
+extern void s3_objects_free (void);
+extern bool s3_no_such_key (const struct s3_request *req);
+extern int s3_single_pread (void *buf, uint32_t count, uint64_t offset);
+extern int s3_objects_pread (void *buf, uint32_t count, uint64_t offset);
+extern int s3_objects_pwrite (const void *buf, uint32_t count,
+                              uint64_t offset);
+extern int s3_objects_zero (uint32_t count, uint64_t offset);
+extern int s3_objects_trim (uint32_t count, uint64_t offset);
+extern int s3_delete_objects (uint64_t a, uint64_t b);
+extern int s3_objects_extents (uint32_t count, uint64_t offset,
+                               struct nbdkit_extents *extents);
+
+#endif /* NBDKIT_S3_H */
