@@ -43,41 +43,56 @@
  * at 16 workers serving reads that take microseconds).
  *
  * A worker's CPU time costs a system call, so it is read only while
- * requests are slow.  The pool grows when GROW_AFTER requests in a row
- * want more workers, and parks one when at least half of a window of
- * SHRINK_WINDOW requests wanted fewer.  A single slow request proves
- * nothing: on a busy machine the scheduler can stretch any request by
- * a whole time slice, and the more workers there are the more often
- * it does, so shrinking must not wait for a perfect run of fast ones.
+ * requests are slow.  A busy request grows the pool by one worker after
+ * GROW_AFTER of them in a row: on a busy machine the scheduler can
+ * stretch any request by a whole time slice, so one proves nothing.
+ * A waiting request is proof enough (the worker blocked of its own
+ * accord and used little CPU), so each one doubles the active workers
+ * at once, up to -t: a remote plugin whose requests take a round trip
+ * (curl, S3, nbd, rbd, ssh) otherwise ran a client's first burst one
+ * request at a time, four round trips per added worker.  The pool
+ * parks one worker when at least half of a window of SHRINK_WINDOW
+ * requests wanted fewer: the more workers there are the more often the
+ * scheduler stretches a request, so shrinking must not wait for a
+ * perfect run of fast ones.
  */
 #define SLOW_REQUEST_NS 20000
 #define GROW_AFTER 4
 #define SHRINK_WINDOW 1024
 
+/* Add up to N active workers (unparking parked ones first), not above
+ * -t.
+ */
 static void
-pool_grow (struct pool *pool)
+pool_grow (struct pool *pool, unsigned n)
 {
+  unsigned before;
+
   LOCK_FOR_SCOPE (&pool->lock);
   if (pool->done || conn_is_closing (pool->conn))
     return;
-  if (pool->active < pool->started) {
-    pool->active++;             /* unpark one */
-    pthread_cond_broadcast (&pool->wake);
-  }
-  else if (pool->started < pool->max) {
-    unsigned i = pool->started;
-    int e = pthread_create (&pool->threads[i], NULL, tx_worker_loop,
-                            &pool->workers[i]);
-    if (e != 0) {
-      pool->max = pool->started;        /* stop trying */
-      return;
+  before = pool->active;
+  while (n-- > 0) {
+    if (pool->active < pool->started) {
+      pool->active++;           /* unpark one */
+      pthread_cond_broadcast (&pool->wake);
     }
-    pool->started++;
-    pool->active++;
+    else if (pool->started < pool->max) {
+      unsigned i = pool->started;
+      int e = pthread_create (&pool->threads[i], NULL, tx_worker_loop,
+                              &pool->workers[i]);
+      if (e != 0) {
+        pool->max = pool->started;      /* stop trying */
+        break;
+      }
+      pool->started++;
+      pool->active++;
+    }
+    else
+      break;
   }
-  else
-    return;
-  nbdkit_debug ("slow requests: %u workers", (unsigned) pool->active);
+  if (pool->active != before)
+    nbdkit_debug ("slow requests: %u workers", (unsigned) pool->active);
 }
 
 struct pool_sample
@@ -103,7 +118,7 @@ pool_account (struct pool *pool, struct worker *w, uint64_t wall,
               struct pool_sample before)
 {
   unsigned target;
-  bool slow = wall >= SLOW_REQUEST_NS;
+  bool slow = wall >= SLOW_REQUEST_NS, waiting = false;
 
   if (pool->slow != slow)
     pool->slow = slow;
@@ -121,16 +136,23 @@ pool_account (struct pool *pool, struct worker *w, uint64_t wall,
     if (after.cpu_ns - before.cpu_ns >= wall / 2 ||
         after.blocked == before.blocked)
       target = pool->busy_max;
-    else
+    else {
       target = pool->max;
+      waiting = true;
+    }
   }
 
   unsigned active = pool->active;
   if (target > active) {
-    if (atomic_fetch_add (&pool->grow_run, 1) + 1 >= GROW_AFTER) {
+    if (waiting) {
       pool->grow_run = 0;
       pool->shrink = false;
-      pool_grow (pool);
+      pool_grow (pool, active < target - active ? active : target - active);
+    }
+    else if (atomic_fetch_add (&pool->grow_run, 1) + 1 >= GROW_AFTER) {
+      pool->grow_run = 0;
+      pool->shrink = false;
+      pool_grow (pool, 1);
     }
     return false;
   }

@@ -7,7 +7,11 @@
 #    and every read still returns its bytes;
 #  - reads that spin on the CPU for 2 ms (busy) get no more workers than
 #    half the CPUs (one, below 4 CPUs);
-#  - the memory plugin, whose reads take microseconds, never grows.
+#  - the memory plugin, whose reads take microseconds, never grows;
+#  - a client's first burst of waiting reads on a new connection is
+#    already served side by side: each waiting read doubles the
+#    workers, so of 8 reads in flight at least 4 overlap (growing by one
+#    worker per 4 slow reads, as before, overlapped only 2).
 source "$(dirname "$0")/functions.sh"
 requires_cmd nbdsh
 
@@ -72,3 +76,13 @@ t "$NBDKIT" -v -U - memory 64M \
 if grep 'workers' "$tmpdir/fast.err"; then
   fail "the pool grew for requests that take microseconds"
 fi
+
+# The first burst: one round of 8 waiting reads on a new connection.
+t "$NBDKIT" -v -U - "$slow" \
+  --run "nbdsh -u \"\$uri\" -c '$(aio_reads 0 1 8)'" \
+  2> "$tmpdir/burst.err" || { cat "$tmpdir/burst.err"; fail "burst run failed"; }
+grep 'most reads in flight\|workers' "$tmpdir/burst.err" || :
+most=$(most_in_flight "$tmpdir/burst.err")
+[ -n "$most" ] || fail "the slow plugin did not report (burst)"
+[ "$most" -ge 4 ] ||
+  fail "a first burst of 8 waiting reads overlapped only $most at once"
