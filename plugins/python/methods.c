@@ -86,12 +86,12 @@ add_export (struct call *c, struct nbdkit_exports *exports, PyObject *item,
       name = NULL;
   }
   if (!name) {
-    call_fail (c, EINVAL, "item %zu is neither a name (str) nor a "
+    call_fail (c, EIO, "item %zu is neither a name (str) nor a "
                "(name, description) tuple of str", i);
     return -1;
   }
   if (nbdkit_add_export (exports, name, desc) == -1) {
-    call_fail (c, EINVAL, "cannot add export %s", name);
+    call_fail (c, EIO, "cannot add export %s", name);
     return -1;
   }
   return 0;
@@ -145,7 +145,7 @@ py_default_export (int readonly, int is_tls)
     if (r) {
       const char *s = utf8 (r);
       if (!s)
-        call_fail (&c, EINVAL, "did not return a str");
+        call_fail (&c, EIO, "did not return a str");
       else if ((ret = nbdkit_strdup_intern (s)) == NULL)
         c.err = ENOMEM;
       Py_DECREF (r);
@@ -203,7 +203,7 @@ py_export_description (void *handle)
     if (r && r != Py_None) {
       const char *s = utf8 (r);
       if (!s)
-        call_fail (&c, EINVAL, "did not return a str");
+        call_fail (&c, EIO, "did not return a str");
       else if ((ret = nbdkit_strdup_intern (s)) == NULL)
         c.err = ENOMEM;
     }
@@ -218,7 +218,7 @@ int_result (struct call *c, PyObject *r, int64_t min, int64_t max,
             const char *what)
 {
   if (!PyIndex_Check (r)) {
-    call_fail (c, EINVAL, "returned %s, not an integer (%s)",
+    call_fail (c, EIO, "returned %s, not an integer (%s)",
                Py_TYPE (r)->tp_name, what);
     return -1;
   }
@@ -227,7 +227,7 @@ int_result (struct call *c, PyObject *r, int64_t min, int64_t max,
   Py_XDECREF (i);
   if (PyErr_Occurred () || v < min || v > max) {
     PyErr_Clear ();
-    call_fail (c, EINVAL, "returned a value out of range (%s)", what);
+    call_fail (c, EIO, "returned a value out of range (%s)", what);
     return -1;
   }
   return v;
@@ -266,7 +266,7 @@ py_block_size (void *handle, uint32_t *minimum, uint32_t *preferred,
   if (!r)
     return call_leave (&c, -1);
   if (!PyTuple_Check (r) || PyTuple_GET_SIZE (r) != 3)
-    call_fail (&c, EINVAL, "did not return a tuple (minimum, preferred, "
+    call_fail (&c, EIO, "did not return a tuple (minimum, preferred, "
                "maximum)");
   else {
     int64_t v[3];
@@ -587,12 +587,12 @@ add_extent (struct call *c, struct nbdkit_extents *extents, PyObject *item,
   if (!PyTuple_Check (item) ||
       !PyArg_ParseTuple (item, "KKI", &off, &len, &type)) {
     PyErr_Clear ();
-    call_fail (c, EINVAL, "item %zu is not an (offset, length, type) "
+    call_fail (c, EIO, "item %zu is not an (offset, length, type) "
                "tuple of integers", i);
     return -1;
   }
   if (nbdkit_add_extent (extents, off, len, type) == -1) {
-    call_fail (c, EINVAL, "item %zu: cannot add the extent (%llu, %llu, %u)",
+    call_fail (c, EIO, "item %zu: cannot add the extent (%llu, %llu, %u)",
                i, off, len, type);
     return -1;
   }
@@ -629,7 +629,7 @@ py_extents (void *handle, uint32_t count, uint64_t offset, uint32_t flags,
     if (!c.err && PyErr_Occurred ())
       call_fail_exception (&c, "iterating over the value returned");
     else if (!c.err && i == 0)
-      call_fail (&c, EINVAL, "returned no extents");
+      call_fail (&c, EIO, "returned no extents");
     Py_DECREF (it);
   }
   Py_DECREF (r);
