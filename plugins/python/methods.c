@@ -413,6 +413,15 @@ end_view (struct call *c, PyObject *mv)
   bool kept = Py_REFCNT (mv) > 1 ||
     (m->mbuf && Py_REFCNT ((PyObject *) m->mbuf) > 1);
   if (kept) {
+    /* Releasing the view does not reach slices of it, which share its
+     * managed buffer: marking that buffer released (as Python does
+     * when it releases one) makes every view of it raise ValueError
+     * on access.  The struct is CPython's, exposed for its macros.
+     */
+    if (m->mbuf && !(m->mbuf->flags & _Py_MANAGED_BUFFER_RELEASED)) {
+      m->mbuf->flags |= _Py_MANAGED_BUFFER_RELEASED;
+      PyObject_GC_UnTrack (m->mbuf);
+    }
     PyObject *r = PyObject_CallMethod (mv, "release", NULL);
     Py_XDECREF (r);
     PyErr_Clear ();
