@@ -40,6 +40,8 @@
 NBDKIT_PROBE_SEMAPHORE (python_call_start);
 NBDKIT_PROBE_SEMAPHORE (python_call_done);
 
+static void call_forget_keys (void);
+
 /* ---- the GIL ---- */
 
 /* The interpreter's first thread state, made by Py_Initialize on the
@@ -125,6 +127,7 @@ gil_shutdown (void)
   pthread_key_delete (ts_key);
   pthread_mutex_unlock (&life_lock);
   PyEval_RestoreThread (main_ts);
+  call_forget_keys ();
 }
 
 /* ---- exceptions ---- */
@@ -322,11 +325,52 @@ call_enter (struct call *c, const char *name)
                   nbdkit_request_cookie (), name);
 }
 
+/* The callbacks' names as interned str, made once: looking a function
+ * up is then a dict lookup with a cached hash, not a new str per call.
+ * NAME is one of a few string constants, so the table is searched by
+ * pointer first.  Under the GIL.
+ */
+static struct { const char *name; PyObject *key; } keys[64];
+static size_t nr_keys;
+
+static PyObject *
+key_of (const char *name)
+{
+  for (size_t i = 0; i < nr_keys; i++)
+    if (keys[i].name == name)
+      return keys[i].key;
+  PyObject *key = PyUnicode_InternFromString (name);
+  if (key && nr_keys < sizeof keys / sizeof keys[0]) {
+    keys[nr_keys].name = name;
+    keys[nr_keys].key = key;  /* kept for the interpreter's life */
+    nr_keys++;
+  }
+  else if (key) {
+    Py_DECREF (key);
+    return NULL;
+  }
+  return key;
+}
+
+static void
+call_forget_keys (void)
+{
+  for (size_t i = 0; i < nr_keys; i++)
+    Py_DECREF (keys[i].key);
+  nr_keys = 0;
+}
+
 PyObject *
 call_lookup (const char *name)
 {
-  PyObject *fn = PyDict_GetItemString (py_main_dict, name);
-  return fn && PyCallable_Check (fn) ? fn : NULL;
+  PyObject *key = key_of (name);
+  PyObject *fn = key ? PyDict_GetItemWithError (py_main_dict, key)
+    : PyDict_GetItemString (py_main_dict, name);
+  if (!fn) {
+    PyErr_Clear ();
+    return NULL;
+  }
+  return PyCallable_Check (fn) ? fn : NULL;
 }
 
 PyObject *
