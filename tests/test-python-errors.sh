@@ -198,3 +198,14 @@ s="$tmpdir/bad1.py"
 count "$tmpdir/bad1.err" "error: $s: pread: returned str, which is not a bytes-like object" 1
 count "$tmpdir/bad1.err" "error: $s: pread: returned 511 bytes instead of 512" 1
 count "$tmpdir/bad1.err" "error: $s: pread: returned 513 bytes instead of 512" 1
+
+# -D python.tracebacks=1: the traceback of every exception.
+t "$NBDKIT" -D python.tracebacks=1 -U - python "$tmpdir/bad.py" \
+  --run 'nbdsh -u "$uri" -c "
+for i in range(3):
+    try:
+        h.pread(512, 0)
+    except nbd.Error:
+        pass
+"' 2> "$tmpdir/all.err"
+count "$tmpdir/all.err" "pread: traceback: Traceback" 3
