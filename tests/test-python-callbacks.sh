@@ -56,3 +56,8 @@ grep -qx 'nbdkit_python_maximum_api_version=2' "$tmpdir/dump" ||
   fail "the script's dump_plugin did not print last"
 t "$NBDKIT" python --dump-plugin | grep -q '^python_pep_384_abi_version=' ||
   fail "--dump-plugin without a script"
+
+# The magic key spelled out: the same plugin.
+LOG=/dev/null t "$NBDKIT" -U - python script="$script" \
+  --run 'nbdinfo --size "$uri"' > "$tmpdir/size"
+[ "$(cat "$tmpdir/size")" = 1048576 ] || fail "script=SCRIPT: wrong size"
