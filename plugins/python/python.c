@@ -177,6 +177,18 @@ load_script (void)
   }
   Py_DECREF (file);
 
+  /* With -s the server's stdout is the client's socket: a print () in
+   * the script must not write into the protocol.
+   */
+  if (!nbdkit_stdio_safe ()) {
+    PyObject *err = PySys_GetObject ("stderr"); /* borrowed */
+    if (err && PySys_SetObject ("stdout", err) == -1) {
+      report_exception ("cannot send sys.stdout to stderr");
+      Py_DECREF (code);
+      return -1;
+    }
+  }
+
   PyObject *r = PyEval_EvalCode (code, py_main_dict, py_main_dict);
   Py_DECREF (code);
   if (!r) {
