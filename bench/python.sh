@@ -12,7 +12,9 @@
 # from /proc/PID/stat.  The same workloads against the memory plugin of
 # each server (a C plugin doing the same copies) give the cost of the
 # interpreter per request: the python plugin's CPU µs per request minus
-# the memory plugin's.
+# the memory plugin's.  As root with bpftrace, one more traced run of
+# ours gives the time inside the interpreter per pread from the
+# plugin's python_call_done probe.
 #
 # Prints a markdown report of medians, ours ÷ Debian's on every row.
 #
@@ -173,8 +175,41 @@ for (( r = 1; r <= rounds; r++ )); do
   done
 done
 
+# With bpftrace (as root): the time spent inside the interpreter per
+# pread, from the plugin's own python_call_done probe, over one more fio
+# run on ours (traced, so a little slower than the rows above).
+: > "$work/probe"
+so="$build/plugins/python/.libs/nbdkit-python-plugin.so"
+if [ "$(id -u)" = 0 ] && command -v bpftrace >/dev/null &&
+   readelf -n "$so" 2>/dev/null | grep -q python_call_done; then
+  note "probe run: python_call_done on ours"
+  start "$build/nbdkit" python
+  timeout -k 5 $(( runtime + 90 )) bpftrace -e "
+    usdt:$so:nbdkit:python_call_done /pid == $srv_pid && str(arg2) == \"pread\"/ {
+      @ns = avg(arg3); @n = count(); }" \
+    > "$work/bt.out" 2> "$work/bt.err" &
+  bt=$!
+  pids+=("$bt")
+  for (( i = 0; i < 600; i++ )); do
+    grep -qs Attaching "$work/bt.out" "$work/bt.err" && break
+    sleep 0.1
+  done
+  sleep 2
+  bounded $(( runtime + 60 )) "$work/fio.err" \
+    fio --name=bench --ioengine=nbd --uri="$srv_uri" --rw=randread --bs=4k \
+      --iodepth=32 --numjobs=1 --runtime="$runtime" --time_based \
+      --norandommap --randrepeat=0 --output-format=json \
+      --output="$work/fio.json" || die "fio failed under bpftrace"
+  kill -INT "$bt" 2>/dev/null || :
+  wait "$bt" 2>/dev/null || :
+  # bpftrace prints its maps at exit: "@n: COUNT", "@ns: AVERAGE".
+  echo "probe $(awk '$1 == "@n:" { print $2 }' "$work/bt.out")" \
+    "$(awk '$1 == "@ns:" { print $2 }' "$work/bt.out")" > "$work/probe"
+  stop
+fi
+
 python3 - "$work/data" "$cmdline" "$rounds" "$runtime" "$size_mib" \
-  "$(nproc)" <<'PY'
+  "$(nproc)" "$work/probe" <<'PY'
 import statistics as st, sys
 rows = [l.split() for l in open(sys.argv[1])]
 cmdline, rounds, runtime, size, ncpu = sys.argv[2:7]
@@ -211,4 +246,11 @@ for wl in ("randread-4k", "copy-out"):
     except KeyError:
         continue
     print("| %s | %.2f µs | %.2f µs |" % (titles[wl], c[0], c[1]))
+probe = open(sys.argv[7]).read().split()
+if len(probe) == 3 and int(probe[1]) > 0:
+    print()
+    print("Inside the interpreter, from the python_call_done probe (ours, one")
+    print("traced fio 4 KiB randread QD32 run): %s preads, %.2f µs each on" %
+          (probe[1], int(probe[2]) / 1000))
+    print("average, from taking the GIL to dropping it.")
 PY
