@@ -1,2 +1,4 @@
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # Tests of the nbd plugin (libnbd): proxy to another NBD server.
+TESTS += test-nbd-plugin.sh
+EXTRA_DIST += nbd-plugin-functions.sh

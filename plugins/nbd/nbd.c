@@ -1,0 +1,1004 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
+/* The nbd plugin: serve what another NBD server serves, through libnbd.
+ *
+ * This file owns the configuration (where the upstream is: uri=,
+ * socket=, hostname=/port=, vsock=/port=, command=/arg=, socket-fd=;
+ * and how to talk to it: export=, dynamic-export=, shared=, retry=,
+ * tls*=, connect-timeout=), making a connection (connect_upstream:
+ * libnbd's asynchronous connect driven here under a deadline, retried
+ * once a second retry= times), and the callbacks that answer from what
+ * the upstream said in its handshake (size, flags, block size).  The
+ * data callbacks are in io.c.
+ *
+ * Without shared=true each client connection opens its own upstream
+ * connection in open() and closes it in close().  With shared=true (the
+ * default for command= and socket-fd=, which cannot be repeated) one
+ * upstream connection is made after the server forks and serves every
+ * client; a failure to make it stops the server at start-up.
+ *
+ * Probes: nbd_connect after each connection attempt, nbd_reconnect
+ * before each retry.  -D nbd.verbose=1 turns on libnbd's own debug
+ * messages.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/socket.h>
+
+#include <libnbd.h>
+
+#define NBDKIT_API_VERSION 2
+#include <nbdkit-plugin.h>
+
+#define NBDKIT_PROBE_SEMAPHORES 1
+#include <nbdkit-probe.h>
+
+#include "cleanup.h"
+#include "nbd.h"
+#include "vector.h"
+
+NBDKIT_PROBE_SEMAPHORE (nbd_connect);
+NBDKIT_PROBE_SEMAPHORE (nbd_reconnect);
+
+/* -D nbd.verbose=1: libnbd's debug messages, through nbdkit_debug. */
+NBDKIT_DLL_PUBLIC int nbd_debug_verbose;
+
+enum transport {
+  BY_NONE, BY_URI, BY_UNIX, BY_TCP, BY_VSOCK, BY_COMMAND, BY_FD,
+};
+
+/* Filled by config and config_complete, read-only afterwards. */
+static struct {
+  enum transport by;
+  int by_count;                 /* how many transports were given */
+  char *uri;
+  char *socket;
+  char *hostname;
+  char *port;
+  uint32_t cid;
+  string_vector argv;           /* command= then each arg=, NULL-ended */
+  int fd;
+  char *export;
+  int shared;                   /* -1 until decided */
+  unsigned retry;
+  bool dynamic_export;
+  int tls;                      /* LIBNBD_TLS_*, -1 if not given */
+  char *tls_certificates;
+  char *tls_psk;
+  char *tls_username;
+  int tls_verify;               /* -1 if not given */
+  unsigned connect_timeout;     /* seconds */
+  char *description;            /* for messages and the nbd_connect probe */
+} cfg = {
+  .fd = -1, .shared = -1, .tls = -1, .tls_verify = -1,
+  .connect_timeout = 60,
+};
+
+/* The connection of shared mode, made in after_fork. */
+static struct upstream *shared_up;
+
+static void
+proxy_unload (void)
+{
+  free (cfg.uri);
+  free (cfg.socket);
+  free (cfg.hostname);
+  free (cfg.port);
+  string_vector_free_all (&cfg.argv);
+  free (cfg.export);
+  free (cfg.tls_certificates);
+  free (cfg.tls_psk);
+  free (cfg.tls_username);
+  free (cfg.description);
+}
+
+static int
+set_transport (enum transport by)
+{
+  cfg.by = by;
+  cfg.by_count++;
+  return 0;
+}
+
+static int
+set_string (char **dst, const char *key, const char *value)
+{
+  if (*dst) {
+    nbdkit_error ("nbd: %s= given twice", key);
+    return -1;
+  }
+  *dst = strdup (value);
+  if (*dst == NULL) {
+    nbdkit_error ("nbd: strdup: %m");
+    return -1;
+  }
+  return 0;
+}
+
+static int
+set_path (char **dst, const char *key, const char *value)
+{
+  if (*dst) {
+    nbdkit_error ("nbd: %s= given twice", key);
+    return -1;
+  }
+  *dst = nbdkit_absolute_path (value);
+  return *dst ? 0 : -1;
+}
+
+static int
+append_arg (const char *value)
+{
+  char *s = strdup (value);
+
+  if (s == NULL || string_vector_append (&cfg.argv, s) == -1) {
+    free (s);
+    nbdkit_error ("nbd: %m");
+    return -1;
+  }
+  return 0;
+}
+
+static int
+proxy_config (const char *key, const char *value)
+{
+  int r;
+
+  if (strcmp (key, "uri") == 0) {
+    if (set_string (&cfg.uri, key, value) == -1)
+      return -1;
+    return set_transport (BY_URI);
+  }
+  else if (strcmp (key, "socket") == 0) {
+    if (set_path (&cfg.socket, key, value) == -1)
+      return -1;
+    return set_transport (BY_UNIX);
+  }
+  else if (strcmp (key, "hostname") == 0) {
+    if (set_string (&cfg.hostname, key, value) == -1)
+      return -1;
+    return set_transport (BY_TCP);
+  }
+  else if (strcmp (key, "port") == 0)
+    return set_string (&cfg.port, key, value);
+  else if (strcmp (key, "vsock") == 0) {
+    if (nbdkit_parse_uint32_t ("vsock", value, &cfg.cid) == -1)
+      return -1;
+    return set_transport (BY_VSOCK);
+  }
+  else if (strcmp (key, "command") == 0) {
+    if (cfg.argv.len > 0) {
+      nbdkit_error ("nbd: command= given twice, or after arg=");
+      return -1;
+    }
+    if (append_arg (value) == -1)
+      return -1;
+    return set_transport (BY_COMMAND);
+  }
+  else if (strcmp (key, "arg") == 0) {
+    if (cfg.argv.len == 0) {
+      nbdkit_error ("nbd: arg= must come after command=");
+      return -1;
+    }
+    return append_arg (value);
+  }
+  else if (strcmp (key, "socket-fd") == 0) {
+    if (nbdkit_parse_int ("socket-fd", value, &cfg.fd) == -1)
+      return -1;
+    if (cfg.fd < 0 || fcntl (cfg.fd, F_GETFD) == -1) {
+      nbdkit_error ("nbd: socket-fd=%s is not an open file descriptor",
+                    value);
+      return -1;
+    }
+    return set_transport (BY_FD);
+  }
+  else if (strcmp (key, "export") == 0)
+    return set_string (&cfg.export, key, value);
+  else if (strcmp (key, "shared") == 0) {
+    if ((r = nbdkit_parse_bool (value)) == -1)
+      return -1;
+    cfg.shared = r;
+  }
+  else if (strcmp (key, "retry") == 0)
+    return nbdkit_parse_unsigned ("retry", value, &cfg.retry);
+  else if (strcmp (key, "connect-timeout") == 0) {
+    if (nbdkit_parse_unsigned ("connect-timeout", value,
+                               &cfg.connect_timeout) == -1)
+      return -1;
+    if (cfg.connect_timeout == 0 || cfg.connect_timeout > 86400) {
+      nbdkit_error ("nbd: connect-timeout must be 1 to 86400 seconds");
+      return -1;
+    }
+  }
+  else if (strcmp (key, "dynamic-export") == 0) {
+    if ((r = nbdkit_parse_bool (value)) == -1)
+      return -1;
+    cfg.dynamic_export = r;
+  }
+  else if (strcmp (key, "tls") == 0) {
+    if (strcmp (value, "require") == 0 || strcmp (value, "required") == 0 ||
+        strcmp (value, "force") == 0)
+      cfg.tls = LIBNBD_TLS_REQUIRE;
+    else {
+      if ((r = nbdkit_parse_bool (value)) == -1) {
+        nbdkit_error ("nbd: tls= must be off, on or require");
+        return -1;
+      }
+      cfg.tls = r ? LIBNBD_TLS_ALLOW : LIBNBD_TLS_DISABLE;
+    }
+  }
+  else if (strcmp (key, "tls-certificates") == 0)
+    return set_path (&cfg.tls_certificates, key, value);
+  else if (strcmp (key, "tls-psk") == 0)
+    return set_path (&cfg.tls_psk, key, value);
+  else if (strcmp (key, "tls-username") == 0)
+    return set_string (&cfg.tls_username, key, value);
+  else if (strcmp (key, "tls-verify") == 0) {
+    if ((r = nbdkit_parse_bool (value)) == -1)
+      return -1;
+    cfg.tls_verify = r;
+  }
+  else {
+    nbdkit_error ("nbd: unknown parameter '%s'", key);
+    return -1;
+  }
+  return 0;
+}
+
+/* What this libnbd can do (its answers need a handle). */
+static int
+supports (int (*query) (struct nbd_handle *))
+{
+  struct nbd_handle *nbd = nbd_create ();
+  int r;
+
+  if (nbd == NULL)
+    return 0;
+  r = query (nbd);
+  nbd_close (nbd);
+  return r == 1;
+}
+
+#ifdef AF_VSOCK
+#define HAVE_VSOCK 1
+#else
+#define HAVE_VSOCK 0
+#endif
+
+/* The checks libnbd would make only when connecting, made at start-up
+ * so that a mistyped uri= stops the server rather than every client.
+ */
+static int
+check_uri (const char *uri)
+{
+  static const char *const schemes[] = {
+    "nbd://", "nbds://", "nbd+unix://", "nbds+unix://",
+    "nbd+vsock://", "nbds+vsock://",
+  };
+  size_t i;
+
+  for (i = 0; i < sizeof schemes / sizeof schemes[0]; i++) {
+    if (strncmp (uri, schemes[i], strlen (schemes[i])) == 0) {
+      if (strstr (schemes[i], "+unix") && !strstr (uri, "socket=")) {
+        nbdkit_error ("nbd: uri '%s': a +unix URI needs ?socket=PATH", uri);
+        return -1;
+      }
+      if (strstr (schemes[i], "+vsock") && !HAVE_VSOCK) {
+        nbdkit_error ("nbd: uri '%s': this libnbd has no vsock support", uri);
+        return -1;
+      }
+      if (strncmp (uri, "nbds", 4) == 0 && !supports (nbd_supports_tls)) {
+        nbdkit_error ("nbd: uri '%s': this libnbd has no TLS support", uri);
+        return -1;
+      }
+      return 0;
+    }
+  }
+  nbdkit_error ("nbd: uri '%s' is not an NBD URI (nbd://, nbds://, "
+                "nbd+unix://, nbd+vsock://...)", uri);
+  return -1;
+}
+
+static int
+proxy_config_complete (void)
+{
+  int n;
+
+  if (cfg.by_count == 0) {
+    nbdkit_error ("nbd: say where the server is: uri=, socket=, hostname=, "
+                  "vsock=, command= or socket-fd=");
+    return -1;
+  }
+  if (cfg.by_count > 1) {
+    nbdkit_error ("nbd: give only one of uri=, socket=, hostname=, vsock=, "
+                  "command= and socket-fd=");
+    return -1;
+  }
+  if (cfg.port && cfg.by != BY_TCP && cfg.by != BY_VSOCK) {
+    nbdkit_error ("nbd: port= goes with hostname= or vsock=");
+    return -1;
+  }
+  if (cfg.by == BY_URI) {
+    if (!supports (nbd_supports_uri)) {
+      nbdkit_error ("nbd: this libnbd has no URI support");
+      return -1;
+    }
+    if (check_uri (cfg.uri) == -1)
+      return -1;
+    if (cfg.export) {
+      nbdkit_error ("nbd: with uri=, put the export name in the URI, "
+                    "not in export=");
+      return -1;
+    }
+  }
+  if (cfg.by == BY_VSOCK && !HAVE_VSOCK) {
+    nbdkit_error ("nbd: this libnbd has no vsock support");
+    return -1;
+  }
+  if (cfg.by == BY_VSOCK && cfg.port) {
+    uint32_t p;
+    if (nbdkit_parse_uint32_t ("port", cfg.port, &p) == -1)
+      return -1;
+  }
+  if (cfg.dynamic_export && cfg.export) {
+    nbdkit_error ("nbd: export= and dynamic-export=true do not go together");
+    return -1;
+  }
+
+  /* Only one connection can be made through a command or an inherited
+   * socket, so those are shared.
+   */
+  if (cfg.shared == -1)
+    cfg.shared = cfg.by == BY_COMMAND || cfg.by == BY_FD;
+  if (!cfg.shared && (cfg.by == BY_COMMAND || cfg.by == BY_FD)) {
+    nbdkit_error ("nbd: command= and socket-fd= need shared=true");
+    return -1;
+  }
+  if (cfg.shared && cfg.dynamic_export) {
+    nbdkit_error ("nbd: dynamic-export=true needs a connection per client: "
+                  "not with shared=true, command= or socket-fd=");
+    return -1;
+  }
+
+  if (cfg.tls == -1 && (cfg.tls_certificates || cfg.tls_psk ||
+                        cfg.tls_username || cfg.tls_verify != -1))
+    cfg.tls = LIBNBD_TLS_ALLOW;
+  if (cfg.tls > 0 && !supports (nbd_supports_tls)) {
+    nbdkit_error ("nbd: tls= was given but this libnbd has no TLS support");
+    return -1;
+  }
+
+  if (cfg.by == BY_COMMAND && string_vector_append (&cfg.argv, NULL) == -1) {
+    nbdkit_error ("nbd: %m");
+    return -1;
+  }
+
+  switch (cfg.by) {
+  case BY_URI:
+    n = asprintf (&cfg.description, "%s", cfg.uri);
+    break;
+  case BY_UNIX:
+    n = asprintf (&cfg.description, "unix:%s", cfg.socket);
+    break;
+  case BY_TCP:
+    n = asprintf (&cfg.description, "tcp:%s:%s", cfg.hostname,
+                  cfg.port ? cfg.port : "10809");
+    break;
+  case BY_VSOCK:
+    n = asprintf (&cfg.description, "vsock:%" PRIu32 ":%s", cfg.cid,
+                  cfg.port ? cfg.port : "10809");
+    break;
+  case BY_COMMAND:
+    n = asprintf (&cfg.description, "command:%s", cfg.argv.ptr[0]);
+    break;
+  case BY_FD:
+    n = asprintf (&cfg.description, "fd:%d", cfg.fd);
+    break;
+  default:
+    abort ();
+  }
+  if (n == -1) {
+    cfg.description = NULL;
+    nbdkit_error ("nbd: asprintf: %m");
+    return -1;
+  }
+  return 0;
+}
+
+#define proxy_config_help \
+  "[uri=]URI               nbd://HOST[:PORT]/EXPORT, nbd+unix:///EXPORT?socket=PATH ...\n" \
+  "socket=PATH             Unix socket of the server.\n" \
+  "hostname=HOST [port=PORT]  TCP address of the server.\n" \
+  "vsock=CID [port=PORT]   AF_VSOCK address of the server.\n" \
+  "command=PROG [arg=ARG]...  Run the server, by socket activation.\n" \
+  "socket-fd=FD            An inherited socket connected to the server.\n" \
+  "export=NAME             The export to use (default \"\").\n" \
+  "dynamic-export=BOOL     Pass each client's export name through.\n" \
+  "shared=BOOL             One upstream connection for all clients.\n" \
+  "retry=N                 Retry a failed connection N times, 1 s apart.\n" \
+  "connect-timeout=SECS    Give up a connection attempt after SECS (60).\n" \
+  "tls=off|on|require      TLS to the server.\n" \
+  "tls-certificates=DIR    X.509 client certificates.\n" \
+  "tls-psk=FILE            Pre-shared keys.\n" \
+  "tls-username=NAME       User name for TLS.\n" \
+  "tls-verify=BOOL         Check the server's certificate (default true)."
+
+static void
+proxy_dump_plugin (void)
+{
+  struct nbd_handle *nbd = nbd_create ();
+
+  if (nbd) {
+    printf ("libnbd_version=%s\n", nbd_get_version (nbd));
+    nbd_close (nbd);
+  }
+  printf ("libnbd_tls=%d\n", supports (nbd_supports_tls));
+  printf ("libnbd_uri=%d\n", supports (nbd_supports_uri));
+  printf ("libnbd_vsock=%d\n", HAVE_VSOCK);
+  printf ("libnbd_dynamic_list=1\n");
+}
+
+/* --- Connecting ---------------------------------------------------------- */
+
+static uint64_t
+now_ns (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * UINT64_C (1000000000) + ts.tv_nsec;
+}
+
+static int
+debug_cb (void *opaque, const char *context, const char *msg)
+{
+  nbdkit_debug ("nbd: %s: %s", context, msg);
+  return 0;
+}
+
+/* Run the state machine of a handle nobody else uses yet until DONE
+ * says so, the connection dies or DEADLINE (now_ns) passes.
+ */
+static int
+drive (struct nbd_handle *nbd, bool (*done) (struct nbd_handle *, void *),
+       void *opaque, uint64_t deadline, const char *what)
+{
+  while (!done (nbd, opaque)) {
+    uint64_t now = now_ns ();
+    unsigned dir;
+    struct pollfd p;
+    int r;
+
+    if (nbd_aio_is_dead (nbd) || nbd_aio_is_closed (nbd)) {
+      nbdkit_error ("nbd: %s: %s: %s", cfg.description, what,
+                    nbd_get_error () ? nbd_get_error ()
+                    : "the connection was closed");
+      return -1;
+    }
+    if (now >= deadline) {
+      nbdkit_error ("nbd: %s: %s: timed out after %u s", cfg.description,
+                    what, cfg.connect_timeout);
+      errno = ETIMEDOUT;
+      return -1;
+    }
+    dir = nbd_aio_get_direction (nbd);
+    p.fd = nbd_aio_get_fd (nbd);
+    p.events = ((dir & LIBNBD_AIO_DIRECTION_READ) ? POLLIN : 0) |
+      ((dir & LIBNBD_AIO_DIRECTION_WRITE) ? POLLOUT : 0);
+    if (p.fd == -1 || p.events == 0) {
+      nbdkit_error ("nbd: %s: %s: the connection is in no state to go on",
+                    cfg.description, what);
+      errno = EIO;
+      return -1;
+    }
+    r = poll (&p, 1, (deadline - now) / 1000000 + 1);
+    if (r == -1 && errno != EINTR) {
+      nbdkit_error ("nbd: poll: %m");
+      return -1;
+    }
+    if (r <= 0)
+      continue;
+    if (p.revents & (POLLIN | POLLHUP | POLLERR))
+      r = nbd_aio_notify_read (nbd);
+    else
+      r = nbd_aio_notify_write (nbd);
+    if (r == -1) {
+      int err = nbd_get_errno ();
+      nbdkit_error ("nbd: %s: %s: %s", cfg.description, what,
+                    nbd_get_error ());
+      errno = err ? err : EIO;
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static bool
+not_connecting (struct nbd_handle *nbd, void *opaque)
+{
+  return !nbd_aio_is_connecting (nbd);
+}
+
+/* An option (GO, LIST, ABORT) in flight, and its outcome. */
+struct option_call {
+  bool done;
+  int err;
+};
+
+static bool
+option_done (struct nbd_handle *nbd, void *opaque)
+{
+  struct option_call *c = opaque;
+
+  return c->done;
+}
+
+static int
+option_complete (void *opaque, int *error)
+{
+  struct option_call *c = opaque;
+
+  c->done = true;
+  c->err = *error;
+  return 1;
+}
+
+#define OPTION_COMPLETION(c) \
+  ((nbd_completion_callback) { .callback = option_complete, .user_data = (c) })
+
+/* A new handle with the settings of every connection, connecting in
+ * option mode (so that the caller chooses what to do once the upstream
+ * has answered the greeting: GO to an export, or LIST them).
+ */
+static struct nbd_handle *
+start_connect (const char *export)
+{
+  struct nbd_handle *nbd = nbd_create ();
+  int r = 0;
+
+  if (nbd == NULL) {
+    nbdkit_error ("nbd: nbd_create: %s", nbd_get_error ());
+    return NULL;
+  }
+  if (nbd_debug_verbose &&
+      nbd_set_debug_callback (nbd, (nbd_debug_callback) {
+          .callback = debug_cb }) == -1)
+    goto fail;
+  nbd_set_debug (nbd, nbd_debug_verbose != 0);
+  if (nbd_set_handle_name (nbd, "nbdkit-nbd") == -1 ||
+      nbd_set_opt_mode (nbd, true) == -1 ||
+      nbd_set_full_info (nbd, true) == -1 ||
+      nbd_add_meta_context (nbd, LIBNBD_CONTEXT_BASE_ALLOCATION) == -1)
+    goto fail;
+  if (export && nbd_set_export_name (nbd, export) == -1)
+    goto fail;
+  if (cfg.tls != -1 && nbd_set_tls (nbd, cfg.tls) == -1)
+    goto fail;
+  if (cfg.tls_certificates &&
+      nbd_set_tls_certificates (nbd, cfg.tls_certificates) == -1)
+    goto fail;
+  if (cfg.tls_psk && nbd_set_tls_psk_file (nbd, cfg.tls_psk) == -1)
+    goto fail;
+  if (cfg.tls_username && nbd_set_tls_username (nbd, cfg.tls_username) == -1)
+    goto fail;
+  if (cfg.tls_verify != -1 &&
+      nbd_set_tls_verify_peer (nbd, cfg.tls_verify) == -1)
+    goto fail;
+
+  switch (cfg.by) {
+  case BY_URI:
+    r = nbd_aio_connect_uri (nbd, cfg.uri);
+    /* The URI named its export; a dynamic export overrides it. */
+    if (r == 0 && export && nbd_set_export_name (nbd, export) == -1)
+      r = -1;
+    break;
+  case BY_UNIX:
+    r = nbd_aio_connect_unix (nbd, cfg.socket);
+    break;
+  case BY_TCP:
+    r = nbd_aio_connect_tcp (nbd, cfg.hostname,
+                             cfg.port ? cfg.port : "10809");
+    break;
+  case BY_VSOCK: {
+    uint32_t port = 10809;
+    if (cfg.port)
+      nbdkit_parse_uint32_t ("port", cfg.port, &port);
+    r = nbd_aio_connect_vsock (nbd, cfg.cid, port);
+    break;
+  }
+  case BY_COMMAND:
+    r = nbd_aio_connect_systemd_socket_activation (nbd, cfg.argv.ptr);
+    break;
+  case BY_FD:
+    r = nbd_aio_connect_socket (nbd, cfg.fd);
+    break;
+  default:
+    abort ();
+  }
+  if (r == -1)
+    goto fail;
+  return nbd;
+
+ fail:
+  {
+    int err = nbd_get_errno ();
+    nbdkit_error ("nbd: %s: %s", cfg.description, nbd_get_error ());
+    nbd_close (nbd);
+    errno = err ? err : EIO;
+    return NULL;
+  }
+}
+
+/* Wait for the greeting, then GO to the export. */
+static int
+finish_connect (struct nbd_handle *nbd, uint64_t deadline)
+{
+  struct option_call go = { 0 };
+
+  if (drive (nbd, not_connecting, NULL, deadline, "connecting") == -1)
+    return -1;
+  if (nbd_aio_is_ready (nbd))   /* an oldstyle server: no options */
+    return 0;
+  if (!nbd_aio_is_negotiating (nbd)) {
+    nbdkit_error ("nbd: %s: the handshake failed: %s", cfg.description,
+                  nbd_get_error () ? nbd_get_error () : "unknown state");
+    errno = EIO;
+    return -1;
+  }
+  if (nbd_aio_opt_go (nbd, OPTION_COMPLETION (&go)) == -1) {
+    nbdkit_error ("nbd: %s: %s", cfg.description, nbd_get_error ());
+    return -1;
+  }
+  if (drive (nbd, option_done, &go, deadline, "choosing the export") == -1)
+    return -1;
+  if (go.err || !nbd_aio_is_ready (nbd)) {
+    nbdkit_error ("nbd: %s: the server refused the export: %s",
+                  cfg.description,
+                  go.err ? strerror (go.err) : "unknown reason");
+    errno = go.err ? go.err : EIO;
+    return -1;
+  }
+  return 0;
+}
+
+/* One attempt: a ready handle, or NULL with errno set. */
+static struct nbd_handle *
+connect_once (const char *export)
+{
+  uint64_t start = now_ns ();
+  uint64_t deadline = start + cfg.connect_timeout * UINT64_C (1000000000);
+  struct nbd_handle *nbd;
+  int err = 0;
+
+  nbd = start_connect (export);
+  if (nbd == NULL)
+    err = errno;
+  else if (finish_connect (nbd, deadline) == -1) {
+    err = errno ? errno : EIO;
+    nbd_close (nbd);
+    nbd = NULL;
+  }
+  NBDKIT_PROBE (nbd_connect, nbdkit_connection_id (), cfg.description,
+                now_ns () - start, (int64_t) err);
+  errno = err;
+  return nbd;
+}
+
+/* Connect, retrying retry= times a second apart.  EXPORT is the export
+ * name to ask for, or NULL to keep the configured one.
+ */
+static struct upstream *
+connect_upstream (const char *export)
+{
+  struct upstream *up;
+  struct nbd_handle *nbd;
+  unsigned attempt;
+
+  if (export == NULL)
+    export = cfg.by == BY_URI ? NULL : cfg.export ? cfg.export : "";
+
+  for (attempt = 0;; attempt++) {
+    nbd = connect_once (export);
+    if (nbd != NULL)
+      break;
+    if (attempt >= cfg.retry)
+      return NULL;
+    NBDKIT_PROBE (nbd_reconnect, nbdkit_connection_id (),
+                  (uint64_t) attempt + 1, (int64_t) errno);
+    nbdkit_debug ("nbd: retrying in 1 s (%u of %u)", attempt + 1, cfg.retry);
+    if (nbdkit_nanosleep (1, 0) == -1)
+      return NULL;
+  }
+
+  up = calloc (1, sizeof *up);
+  if (up == NULL) {
+    nbdkit_error ("nbd: calloc: %m");
+    nbd_close (nbd);
+    return NULL;
+  }
+  up->nbd = nbd;
+  up->wake[0] = up->wake[1] = -1;
+  if (nbd_up_start_poller (up) == -1) {
+    nbd_close (nbd);
+    free (up);
+    return NULL;
+  }
+  return up;
+}
+
+static void
+close_upstream (struct upstream *up)
+{
+  if (up == NULL)
+    return;
+  nbd_up_stop_poller (up);
+  /* A polite goodbye when we can; nbd_close drops the socket anyway
+   * (and stops a command= server).
+   */
+  if (nbd_aio_is_ready (up->nbd))
+    nbd_aio_disconnect (up->nbd, 0);
+  nbd_close (up->nbd);
+  free (up);
+}
+
+/* --- Lifecycle ----------------------------------------------------------- */
+
+static int
+proxy_after_fork (void)
+{
+  if (!cfg.shared)
+    return 0;
+  shared_up = connect_upstream (NULL);
+  return shared_up ? 0 : -1;
+}
+
+static void
+proxy_cleanup (void)
+{
+  close_upstream (shared_up);
+  shared_up = NULL;
+}
+
+static void *
+proxy_open (int readonly)
+{
+  if (cfg.shared)
+    return shared_up;
+  return connect_upstream (cfg.dynamic_export ? nbdkit_export_name () : NULL);
+}
+
+static void
+proxy_close_handle (void *handle)
+{
+  if (!cfg.shared)
+    close_upstream (handle);
+}
+
+/* --- Exports ------------------------------------------------------------- */
+
+struct list_ctx {
+  struct nbdkit_exports *exports;
+  int err;
+};
+
+static int
+list_entry (void *opaque, const char *name, const char *description)
+{
+  struct list_ctx *ctx = opaque;
+
+  if (ctx->err == 0 &&
+      nbdkit_add_export (ctx->exports, name,
+                         description && *description ? description : NULL)
+      == -1)
+    ctx->err = errno ? errno : ENOMEM;
+  return 0;
+}
+
+static bool
+not_negotiating (struct nbd_handle *nbd, void *opaque)
+{
+  return !nbd_aio_is_negotiating (nbd);
+}
+
+static int
+proxy_list_exports (int readonly, int is_tls, struct nbdkit_exports *exports)
+{
+  struct nbd_handle *nbd;
+  struct option_call list = { 0 };
+  struct list_ctx ctx = { .exports = exports };
+  uint64_t deadline;
+  int ret = -1;
+
+  if (!cfg.dynamic_export)
+    return nbdkit_use_default_export (exports);
+
+  deadline = now_ns () + cfg.connect_timeout * UINT64_C (1000000000);
+  nbd = start_connect (NULL);
+  if (nbd == NULL)
+    return -1;
+  if (drive (nbd, not_connecting, NULL, deadline, "connecting") == -1)
+    goto out;
+  if (!nbd_aio_is_negotiating (nbd)) {
+    nbdkit_error ("nbd: %s: the server cannot list its exports",
+                  cfg.description);
+    goto out;
+  }
+  if (nbd_aio_opt_list (nbd, (nbd_list_callback) {
+        .callback = list_entry, .user_data = &ctx },
+      OPTION_COMPLETION (&list)) == -1) {
+    nbdkit_error ("nbd: %s: %s", cfg.description, nbd_get_error ());
+    goto out;
+  }
+  if (drive (nbd, option_done, &list, deadline, "listing exports") == -1)
+    goto out;
+  if (list.err || ctx.err) {
+    nbdkit_error ("nbd: %s: listing exports: %s", cfg.description,
+                  strerror (list.err ? list.err : ctx.err));
+    goto out;
+  }
+  ret = 0;
+  if (nbd_aio_opt_abort (nbd) == 0)
+    drive (nbd, not_negotiating, NULL, now_ns () + UINT64_C (1000000000),
+           "ending the handshake");
+ out:
+  nbd_close (nbd);
+  return ret;
+}
+
+/* --- What the upstream said in its handshake ----------------------------- */
+
+static const char *
+proxy_export_description (void *handle)
+{
+  struct upstream *up = handle;
+  CLEANUP_FREE char *s = nbd_get_export_description (up->nbd);
+
+  return s ? nbdkit_strdup_intern (s) : NULL;
+}
+
+static int64_t
+proxy_get_size (void *handle)
+{
+  struct upstream *up = handle;
+  int64_t size = nbd_get_size (up->nbd);
+
+  if (size == -1)
+    nbdkit_error ("nbd: %s", nbd_get_error ());
+  return size;
+}
+
+static int
+proxy_block_size (void *handle, uint32_t *minimum, uint32_t *preferred,
+                uint32_t *maximum)
+{
+  struct upstream *up = handle;
+  int64_t min = nbd_get_block_size (up->nbd, LIBNBD_SIZE_MINIMUM);
+  int64_t pref = nbd_get_block_size (up->nbd, LIBNBD_SIZE_PREFERRED);
+  int64_t max = nbd_get_block_size (up->nbd, LIBNBD_SIZE_MAXIMUM);
+
+  if (min == -1 || pref == -1 || max == -1) {
+    nbdkit_error ("nbd: %s", nbd_get_error ());
+    return -1;
+  }
+  /* The upstream sends all three or none (0 here). */
+  if (min <= 0 || pref <= 0 || max <= 0 ||
+      min > UINT32_MAX || pref > UINT32_MAX || max > UINT32_MAX) {
+    *minimum = *preferred = *maximum = 0;
+    return 0;
+  }
+  *minimum = min;
+  *preferred = pref;
+  *maximum = max;
+  return 0;
+}
+
+/* libnbd's nbd_can_* and nbd_is_* answer 1, 0 or -1 with an error. */
+static int
+flag (struct upstream *up, int r)
+{
+  if (r == -1)
+    nbdkit_error ("nbd: %s", nbd_get_error ());
+  return r;
+}
+
+static int
+proxy_can_write (void *handle)
+{
+  struct upstream *up = handle;
+  int r = flag (up, nbd_is_read_only (up->nbd));
+
+  return r == -1 ? -1 : !r;
+}
+
+#define FLAG_CALLBACK(name, call)                       \
+  static int                                            \
+  name (void *handle)                                   \
+  {                                                     \
+    struct upstream *up = handle;                       \
+    return flag (up, call (up->nbd));                   \
+  }
+FLAG_CALLBACK (proxy_can_flush, nbd_can_flush)
+FLAG_CALLBACK (proxy_is_rotational, nbd_is_rotational)
+FLAG_CALLBACK (proxy_can_trim, nbd_can_trim)
+FLAG_CALLBACK (proxy_can_zero, nbd_can_zero)
+FLAG_CALLBACK (proxy_can_fast_zero, nbd_can_fast_zero)
+FLAG_CALLBACK (proxy_can_multi_conn, nbd_can_multi_conn)
+
+static int
+proxy_can_fua (void *handle)
+{
+  struct upstream *up = handle;
+  int r = flag (up, nbd_can_fua (up->nbd));
+
+  return r == -1 ? -1 : r ? NBDKIT_FUA_NATIVE : NBDKIT_FUA_NONE;
+}
+
+static int
+proxy_can_cache (void *handle)
+{
+  struct upstream *up = handle;
+  int r = flag (up, nbd_can_cache (up->nbd));
+
+  return r == -1 ? -1 : r ? NBDKIT_CACHE_NATIVE : NBDKIT_CACHE_NONE;
+}
+
+static int
+proxy_can_extents (void *handle)
+{
+  struct upstream *up = handle;
+
+  return flag (up, nbd_can_meta_context (up->nbd,
+                                         LIBNBD_CONTEXT_BASE_ALLOCATION));
+}
+
+#define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
+
+static struct nbdkit_plugin plugin = {
+  .name               = "nbd",
+  .longname           = "nbdkit nbd plugin",
+  .version            = PACKAGE_VERSION,
+  .unload             = proxy_unload,
+  .config             = proxy_config,
+  .config_complete    = proxy_config_complete,
+  .config_help        = proxy_config_help,
+  .magic_config_key   = "uri",
+  .dump_plugin        = proxy_dump_plugin,
+  .after_fork         = proxy_after_fork,
+  .cleanup            = proxy_cleanup,
+  .list_exports       = proxy_list_exports,
+  .open               = proxy_open,
+  .close              = proxy_close_handle,
+  .export_description = proxy_export_description,
+  .get_size           = proxy_get_size,
+  .block_size         = proxy_block_size,
+  .can_write          = proxy_can_write,
+  .can_flush          = proxy_can_flush,
+  .is_rotational      = proxy_is_rotational,
+  .can_trim           = proxy_can_trim,
+  .can_zero           = proxy_can_zero,
+  .can_fast_zero      = proxy_can_fast_zero,
+  .can_fua            = proxy_can_fua,
+  .can_multi_conn     = proxy_can_multi_conn,
+  .can_extents        = proxy_can_extents,
+  .can_cache          = proxy_can_cache,
+  .pread              = nbd_io_pread,
+  .pwrite             = nbd_io_pwrite,
+  .flush              = nbd_io_flush,
+  .trim               = nbd_io_trim,
+  .zero               = nbd_io_zero,
+  .cache              = nbd_io_cache,
+  .extents            = nbd_io_extents,
+  .errno_is_preserved = 0,
+};
+
+NBDKIT_REGISTER_PLUGIN (plugin)
