@@ -53,7 +53,7 @@ kick (struct upstream *up)
    * to wake, which is all a kick is for.
    */
   if (write (up->wake[1], &c, 1) == -1 && errno != EAGAIN)
-    nbdkit_debug ("nbd: kicking the poller: %m");
+    nbdkit_debug ("kicking the poller: %m");
 }
 
 static void *
@@ -79,7 +79,7 @@ poller (void *arg)
     if (poll (fds, 2, -1) == -1) {
       if (errno == EINTR)
         continue;
-      nbdkit_error ("nbd: poll: %m");
+      nbdkit_error ("poll: %m");
       break;
     }
 
@@ -92,16 +92,16 @@ poller (void *arg)
     /* Reading first: a reply may change what there is to write. */
     if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
       if (nbd_aio_notify_read (nbd) == -1)
-        nbdkit_debug ("nbd: upstream: %s", nbd_get_error ());
+        nbdkit_debug ("upstream: %s", nbd_get_error ());
     }
     else if (fds[0].revents & POLLOUT) {
       if (nbd_aio_notify_write (nbd) == -1)
-        nbdkit_debug ("nbd: upstream: %s", nbd_get_error ());
+        nbdkit_debug ("upstream: %s", nbd_get_error ());
     }
   }
 
   if (nbd_aio_is_dead (nbd))
-    nbdkit_debug ("nbd: upstream connection is dead");
+    nbdkit_debug ("upstream connection is dead");
   return NULL;
 }
 
@@ -111,14 +111,14 @@ nbd_up_start_poller (struct upstream *up)
   int err;
 
   if (pipe2 (up->wake, O_CLOEXEC | O_NONBLOCK) == -1) {
-    nbdkit_error ("nbd: pipe2: %m");
+    nbdkit_error ("pipe2: %m");
     return -1;
   }
   atomic_store (&up->stopping, false);
   err = pthread_create (&up->poller, NULL, poller, up);
   if (err != 0) {
     errno = err;
-    nbdkit_error ("nbd: pthread_create: %m");
+    nbdkit_error ("pthread_create: %m");
     close (up->wake[0]);
     close (up->wake[1]);
     up->wake[0] = up->wake[1] = -1;
@@ -214,7 +214,7 @@ request_wait (struct upstream *up, struct request *r, int64_t cookie)
 {
   if (cookie == -1) {
     int err = nbd_get_errno ();
-    nbdkit_error ("nbd: %s: %s", r->op, nbd_get_error ());
+    nbdkit_error ("%s: %s", r->op, nbd_get_error ());
     r->err = err ? err : EIO;
   }
   else {
@@ -224,7 +224,7 @@ request_wait (struct upstream *up, struct request *r, int64_t cookie)
     while (sem_wait (&r->done) == -1 && errno == EINTR)
       ;
     if (r->err)
-      nbdkit_error ("nbd: %s: upstream: %s", r->op, strerror (r->err));
+      nbdkit_error ("%s: upstream: %s", r->op, strerror (r->err));
   }
   sem_destroy (&r->done);
 
@@ -345,7 +345,7 @@ extent_entries (void *opaque, const char *metacontext, uint64_t offset,
   if (strcmp (metacontext, LIBNBD_CONTEXT_BASE_ALLOCATION) != 0)
     return 0;
   if (ctx->seen) {
-    nbdkit_debug ("nbd: upstream sent base:allocation twice, ignored");
+    nbdkit_debug ("upstream sent base:allocation twice, ignored");
     return 0;
   }
   ctx->seen = true;
@@ -378,7 +378,7 @@ nbd_io_extents (void *handle, uint32_t count, uint64_t offset,
                                               .user_data = &ctx },
                                             COMPLETION (&r), f));
   if (ret == 0 && !ctx.seen) {
-    nbdkit_error ("nbd: upstream answered block status without "
+    nbdkit_error ("upstream answered block status without "
                   "base:allocation");
     nbdkit_set_error (EIO);
     return -1;

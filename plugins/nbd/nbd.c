@@ -114,12 +114,12 @@ static int
 set_string (char **dst, const char *key, const char *value)
 {
   if (*dst) {
-    nbdkit_error ("nbd: %s= given twice", key);
+    nbdkit_error ("%s= given twice", key);
     return -1;
   }
   *dst = strdup (value);
   if (*dst == NULL) {
-    nbdkit_error ("nbd: strdup: %m");
+    nbdkit_error ("strdup: %m");
     return -1;
   }
   return 0;
@@ -129,7 +129,7 @@ static int
 set_path (char **dst, const char *key, const char *value)
 {
   if (*dst) {
-    nbdkit_error ("nbd: %s= given twice", key);
+    nbdkit_error ("%s= given twice", key);
     return -1;
   }
   *dst = nbdkit_absolute_path (value);
@@ -143,7 +143,7 @@ append_arg (const char *value)
 
   if (s == NULL || string_vector_append (&cfg.argv, s) == -1) {
     free (s);
-    nbdkit_error ("nbd: %m");
+    nbdkit_error ("%m");
     return -1;
   }
   return 0;
@@ -178,7 +178,7 @@ proxy_config (const char *key, const char *value)
   }
   else if (strcmp (key, "command") == 0) {
     if (cfg.argv.len > 0) {
-      nbdkit_error ("nbd: command= given twice, or after arg=");
+      nbdkit_error ("command= given twice, or after arg=");
       return -1;
     }
     if (append_arg (value) == -1)
@@ -187,7 +187,7 @@ proxy_config (const char *key, const char *value)
   }
   else if (strcmp (key, "arg") == 0) {
     if (cfg.argv.len == 0) {
-      nbdkit_error ("nbd: arg= must come after command=");
+      nbdkit_error ("arg= must come after command=");
       return -1;
     }
     return append_arg (value);
@@ -196,7 +196,7 @@ proxy_config (const char *key, const char *value)
     if (nbdkit_parse_int ("socket-fd", value, &cfg.fd) == -1)
       return -1;
     if (cfg.fd < 0 || fcntl (cfg.fd, F_GETFD) == -1) {
-      nbdkit_error ("nbd: socket-fd=%s is not an open file descriptor",
+      nbdkit_error ("socket-fd=%s is not an open file descriptor",
                     value);
       return -1;
     }
@@ -216,7 +216,7 @@ proxy_config (const char *key, const char *value)
                                &cfg.connect_timeout) == -1)
       return -1;
     if (cfg.connect_timeout == 0 || cfg.connect_timeout > 86400) {
-      nbdkit_error ("nbd: connect-timeout must be 1 to 86400 seconds");
+      nbdkit_error ("connect-timeout must be 1 to 86400 seconds");
       return -1;
     }
   }
@@ -231,7 +231,7 @@ proxy_config (const char *key, const char *value)
       cfg.tls = LIBNBD_TLS_REQUIRE;
     else {
       if ((r = nbdkit_parse_bool (value)) == -1) {
-        nbdkit_error ("nbd: tls= must be off, on or require");
+        nbdkit_error ("tls= must be off, on or require");
         return -1;
       }
       cfg.tls = r ? LIBNBD_TLS_ALLOW : LIBNBD_TLS_DISABLE;
@@ -249,7 +249,7 @@ proxy_config (const char *key, const char *value)
     cfg.tls_verify = r;
   }
   else {
-    nbdkit_error ("nbd: unknown parameter '%s'", key);
+    nbdkit_error ("unknown parameter '%s'", key);
     return -1;
   }
   return 0;
@@ -290,21 +290,21 @@ check_uri (const char *uri)
   for (i = 0; i < sizeof schemes / sizeof schemes[0]; i++) {
     if (strncmp (uri, schemes[i], strlen (schemes[i])) == 0) {
       if (strstr (schemes[i], "+unix") && !strstr (uri, "socket=")) {
-        nbdkit_error ("nbd: uri '%s': a +unix URI needs ?socket=PATH", uri);
+        nbdkit_error ("uri '%s': a +unix URI needs ?socket=PATH", uri);
         return -1;
       }
       if (strstr (schemes[i], "+vsock") && !HAVE_VSOCK) {
-        nbdkit_error ("nbd: uri '%s': this libnbd has no vsock support", uri);
+        nbdkit_error ("uri '%s': this libnbd has no vsock support", uri);
         return -1;
       }
       if (strncmp (uri, "nbds", 4) == 0 && !supports (nbd_supports_tls)) {
-        nbdkit_error ("nbd: uri '%s': this libnbd has no TLS support", uri);
+        nbdkit_error ("uri '%s': this libnbd has no TLS support", uri);
         return -1;
       }
       return 0;
     }
   }
-  nbdkit_error ("nbd: uri '%s' is not an NBD URI (nbd://, nbds://, "
+  nbdkit_error ("uri '%s' is not an NBD URI (nbd://, nbds://, "
                 "nbd+unix://, nbd+vsock://...)", uri);
   return -1;
 }
@@ -315,34 +315,34 @@ proxy_config_complete (void)
   int n;
 
   if (cfg.by_count == 0) {
-    nbdkit_error ("nbd: say where the server is: uri=, socket=, hostname=, "
+    nbdkit_error ("say where the server is: uri=, socket=, hostname=, "
                   "vsock=, command= or socket-fd=");
     return -1;
   }
   if (cfg.by_count > 1) {
-    nbdkit_error ("nbd: give only one of uri=, socket=, hostname=, vsock=, "
+    nbdkit_error ("give only one of uri=, socket=, hostname=, vsock=, "
                   "command= and socket-fd=");
     return -1;
   }
   if (cfg.port && cfg.by != BY_TCP && cfg.by != BY_VSOCK) {
-    nbdkit_error ("nbd: port= goes with hostname= or vsock=");
+    nbdkit_error ("port= goes with hostname= or vsock=");
     return -1;
   }
   if (cfg.by == BY_URI) {
     if (!supports (nbd_supports_uri)) {
-      nbdkit_error ("nbd: this libnbd has no URI support");
+      nbdkit_error ("this libnbd has no URI support");
       return -1;
     }
     if (check_uri (cfg.uri) == -1)
       return -1;
     if (cfg.export) {
-      nbdkit_error ("nbd: with uri=, put the export name in the URI, "
+      nbdkit_error ("with uri=, put the export name in the URI, "
                     "not in export=");
       return -1;
     }
   }
   if (cfg.by == BY_VSOCK && !HAVE_VSOCK) {
-    nbdkit_error ("nbd: this libnbd has no vsock support");
+    nbdkit_error ("this libnbd has no vsock support");
     return -1;
   }
   if (cfg.by == BY_VSOCK && cfg.port) {
@@ -351,7 +351,7 @@ proxy_config_complete (void)
       return -1;
   }
   if (cfg.dynamic_export && cfg.export) {
-    nbdkit_error ("nbd: export= and dynamic-export=true do not go together");
+    nbdkit_error ("export= and dynamic-export=true do not go together");
     return -1;
   }
 
@@ -361,11 +361,11 @@ proxy_config_complete (void)
   if (cfg.shared == -1)
     cfg.shared = cfg.by == BY_COMMAND || cfg.by == BY_FD;
   if (!cfg.shared && (cfg.by == BY_COMMAND || cfg.by == BY_FD)) {
-    nbdkit_error ("nbd: command= and socket-fd= need shared=true");
+    nbdkit_error ("command= and socket-fd= need shared=true");
     return -1;
   }
   if (cfg.shared && cfg.dynamic_export) {
-    nbdkit_error ("nbd: dynamic-export=true needs a connection per client: "
+    nbdkit_error ("dynamic-export=true needs a connection per client: "
                   "not with shared=true, command= or socket-fd=");
     return -1;
   }
@@ -374,12 +374,12 @@ proxy_config_complete (void)
                         cfg.tls_username || cfg.tls_verify != -1))
     cfg.tls = LIBNBD_TLS_ALLOW;
   if (cfg.tls > 0 && !supports (nbd_supports_tls)) {
-    nbdkit_error ("nbd: tls= was given but this libnbd has no TLS support");
+    nbdkit_error ("tls= was given but this libnbd has no TLS support");
     return -1;
   }
 
   if (cfg.by == BY_COMMAND && string_vector_append (&cfg.argv, NULL) == -1) {
-    nbdkit_error ("nbd: %m");
+    nbdkit_error ("%m");
     return -1;
   }
 
@@ -409,7 +409,7 @@ proxy_config_complete (void)
   }
   if (n == -1) {
     cfg.description = NULL;
-    nbdkit_error ("nbd: asprintf: %m");
+    nbdkit_error ("asprintf: %m");
     return -1;
   }
   return 0;
@@ -462,7 +462,7 @@ now_ns (void)
 static int
 debug_cb (void *opaque, const char *context, const char *msg)
 {
-  nbdkit_debug ("nbd: %s: %s", context, msg);
+  nbdkit_debug ("%s: %s", context, msg);
   return 0;
 }
 
@@ -480,13 +480,13 @@ drive (struct nbd_handle *nbd, bool (*done) (struct nbd_handle *, void *),
     int r;
 
     if (nbd_aio_is_dead (nbd) || nbd_aio_is_closed (nbd)) {
-      nbdkit_error ("nbd: %s: %s: %s", cfg.description, what,
+      nbdkit_error ("%s: %s: %s", cfg.description, what,
                     nbd_get_error () ? nbd_get_error ()
                     : "the connection was closed");
       return -1;
     }
     if (now >= deadline) {
-      nbdkit_error ("nbd: %s: %s: timed out after %u s", cfg.description,
+      nbdkit_error ("%s: %s: timed out after %u s", cfg.description,
                     what, cfg.connect_timeout);
       errno = ETIMEDOUT;
       return -1;
@@ -496,14 +496,14 @@ drive (struct nbd_handle *nbd, bool (*done) (struct nbd_handle *, void *),
     p.events = ((dir & LIBNBD_AIO_DIRECTION_READ) ? POLLIN : 0) |
       ((dir & LIBNBD_AIO_DIRECTION_WRITE) ? POLLOUT : 0);
     if (p.fd == -1 || p.events == 0) {
-      nbdkit_error ("nbd: %s: %s: the connection is in no state to go on",
+      nbdkit_error ("%s: %s: the connection is in no state to go on",
                     cfg.description, what);
       errno = EIO;
       return -1;
     }
     r = poll (&p, 1, (deadline - now) / 1000000 + 1);
     if (r == -1 && errno != EINTR) {
-      nbdkit_error ("nbd: poll: %m");
+      nbdkit_error ("poll: %m");
       return -1;
     }
     if (r <= 0)
@@ -514,7 +514,7 @@ drive (struct nbd_handle *nbd, bool (*done) (struct nbd_handle *, void *),
       r = nbd_aio_notify_write (nbd);
     if (r == -1) {
       int err = nbd_get_errno ();
-      nbdkit_error ("nbd: %s: %s: %s", cfg.description, what,
+      nbdkit_error ("%s: %s: %s", cfg.description, what,
                     nbd_get_error ());
       errno = err ? err : EIO;
       return -1;
@@ -567,7 +567,7 @@ start_connect (const char *export)
   int r = 0;
 
   if (nbd == NULL) {
-    nbdkit_error ("nbd: nbd_create: %s", nbd_get_error ());
+    nbdkit_error ("nbd_create: %s", nbd_get_error ());
     return NULL;
   }
   if (nbd_debug_verbose &&
@@ -575,7 +575,9 @@ start_connect (const char *export)
           .callback = debug_cb }) == -1)
     goto fail;
   nbd_set_debug (nbd, nbd_debug_verbose != 0);
+  /* The URI is the administrator's: it may name local files. */
   if (nbd_set_handle_name (nbd, "nbdkit-nbd") == -1 ||
+      nbd_set_uri_allow_local_file (nbd, true) == -1 ||
       nbd_set_opt_mode (nbd, true) == -1 ||
       nbd_set_full_info (nbd, true) == -1 ||
       nbd_add_meta_context (nbd, LIBNBD_CONTEXT_BASE_ALLOCATION) == -1)
@@ -632,7 +634,7 @@ start_connect (const char *export)
  fail:
   {
     int err = nbd_get_errno ();
-    nbdkit_error ("nbd: %s: %s", cfg.description, nbd_get_error ());
+    nbdkit_error ("%s: %s", cfg.description, nbd_get_error ());
     nbd_close (nbd);
     errno = err ? err : EIO;
     return NULL;
@@ -650,21 +652,23 @@ finish_connect (struct nbd_handle *nbd, uint64_t deadline)
   if (nbd_aio_is_ready (nbd))   /* an oldstyle server: no options */
     return 0;
   if (!nbd_aio_is_negotiating (nbd)) {
-    nbdkit_error ("nbd: %s: the handshake failed: %s", cfg.description,
+    nbdkit_error ("%s: the handshake failed: %s", cfg.description,
                   nbd_get_error () ? nbd_get_error () : "unknown state");
     errno = EIO;
     return -1;
   }
   if (nbd_aio_opt_go (nbd, OPTION_COMPLETION (&go)) == -1) {
-    nbdkit_error ("nbd: %s: %s", cfg.description, nbd_get_error ());
+    nbdkit_error ("%s: %s", cfg.description, nbd_get_error ());
     return -1;
   }
   if (drive (nbd, option_done, &go, deadline, "choosing the export") == -1)
     return -1;
   if (go.err || !nbd_aio_is_ready (nbd)) {
-    nbdkit_error ("nbd: %s: the server refused the export: %s",
+    nbdkit_error ("%s: the server refused the export: %s%s",
                   cfg.description,
-                  go.err ? strerror (go.err) : "unknown reason");
+                  go.err ? strerror (go.err) : "unknown reason",
+                  go.err == ENOTSUP && cfg.tls <= 0
+                  ? " (does it require TLS? see tls=)" : "");
     errno = go.err ? go.err : EIO;
     return -1;
   }
@@ -715,14 +719,14 @@ connect_upstream (const char *export)
       return NULL;
     NBDKIT_PROBE (nbd_reconnect, nbdkit_connection_id (),
                   (uint64_t) attempt + 1, (int64_t) errno);
-    nbdkit_debug ("nbd: retrying in 1 s (%u of %u)", attempt + 1, cfg.retry);
+    nbdkit_debug ("retrying in 1 s (%u of %u)", attempt + 1, cfg.retry);
     if (nbdkit_nanosleep (1, 0) == -1)
       return NULL;
   }
 
   up = calloc (1, sizeof *up);
   if (up == NULL) {
-    nbdkit_error ("nbd: calloc: %m");
+    nbdkit_error ("calloc: %m");
     nbd_close (nbd);
     return NULL;
   }
@@ -829,20 +833,20 @@ proxy_list_exports (int readonly, int is_tls, struct nbdkit_exports *exports)
   if (drive (nbd, not_connecting, NULL, deadline, "connecting") == -1)
     goto out;
   if (!nbd_aio_is_negotiating (nbd)) {
-    nbdkit_error ("nbd: %s: the server cannot list its exports",
+    nbdkit_error ("%s: the server cannot list its exports",
                   cfg.description);
     goto out;
   }
   if (nbd_aio_opt_list (nbd, (nbd_list_callback) {
         .callback = list_entry, .user_data = &ctx },
       OPTION_COMPLETION (&list)) == -1) {
-    nbdkit_error ("nbd: %s: %s", cfg.description, nbd_get_error ());
+    nbdkit_error ("%s: %s", cfg.description, nbd_get_error ());
     goto out;
   }
   if (drive (nbd, option_done, &list, deadline, "listing exports") == -1)
     goto out;
   if (list.err || ctx.err) {
-    nbdkit_error ("nbd: %s: listing exports: %s", cfg.description,
+    nbdkit_error ("%s: listing exports: %s", cfg.description,
                   strerror (list.err ? list.err : ctx.err));
     goto out;
   }
@@ -873,7 +877,7 @@ proxy_get_size (void *handle)
   int64_t size = nbd_get_size (up->nbd);
 
   if (size == -1)
-    nbdkit_error ("nbd: %s", nbd_get_error ());
+    nbdkit_error ("%s", nbd_get_error ());
   return size;
 }
 
@@ -887,7 +891,7 @@ proxy_block_size (void *handle, uint32_t *minimum, uint32_t *preferred,
   int64_t max = nbd_get_block_size (up->nbd, LIBNBD_SIZE_MAXIMUM);
 
   if (min == -1 || pref == -1 || max == -1) {
-    nbdkit_error ("nbd: %s", nbd_get_error ());
+    nbdkit_error ("%s", nbd_get_error ());
     return -1;
   }
   /* The upstream sends all three or none (0 here). */
@@ -907,7 +911,7 @@ static int
 flag (struct upstream *up, int r)
 {
   if (r == -1)
-    nbdkit_error ("nbd: %s", nbd_get_error ());
+    nbdkit_error ("%s", nbd_get_error ());
   return r;
 }
 

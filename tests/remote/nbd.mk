@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # Tests of the nbd plugin (libnbd): proxy to another NBD server.
-TESTS += test-nbd-plugin.sh
+TESTS += test-nbd-plugin.sh test-nbd-commands.sh \
+	test-nbd-tls.sh
 EXTRA_DIST += nbd-plugin-functions.sh
