@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # Tests of the nbd plugin (libnbd): proxy to another NBD server.
 TESTS += test-nbd-plugin.sh test-nbd-commands.sh \
-	test-nbd-tls.sh
+	test-nbd-tls.sh test-nbd-command.sh
 EXTRA_DIST += nbd-plugin-functions.sh
