@@ -26,11 +26,13 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 #include <sys/socket.h>
@@ -149,6 +151,21 @@ append_arg (const char *value)
   return 0;
 }
 
+/* Is WORD one of the NULL-ended list (ignoring case)? */
+static bool
+word_in (const char *word, ...)
+{
+  va_list ap;
+  const char *w;
+  bool found = false;
+
+  va_start (ap, word);
+  while (!found && (w = va_arg (ap, const char *)) != NULL)
+    found = strcasecmp (word, w) == 0;
+  va_end (ap);
+  return found;
+}
+
 static int
 proxy_config (const char *key, const char *value)
 {
@@ -229,12 +246,13 @@ proxy_config (const char *key, const char *value)
     if (strcmp (value, "require") == 0 || strcmp (value, "required") == 0 ||
         strcmp (value, "force") == 0)
       cfg.tls = LIBNBD_TLS_REQUIRE;
+    else if (word_in (value, "on", "yes", "true", "1", NULL))
+      cfg.tls = LIBNBD_TLS_ALLOW;
+    else if (word_in (value, "off", "no", "false", "0", NULL))
+      cfg.tls = LIBNBD_TLS_DISABLE;
     else {
-      if ((r = nbdkit_parse_bool (value)) == -1) {
-        nbdkit_error ("tls= must be off, on or require");
-        return -1;
-      }
-      cfg.tls = r ? LIBNBD_TLS_ALLOW : LIBNBD_TLS_DISABLE;
+      nbdkit_error ("tls= must be off, on or require, not '%s'", value);
+      return -1;
     }
   }
   else if (strcmp (key, "tls-certificates") == 0)

@@ -2,5 +2,6 @@
 # Tests of the nbd plugin (libnbd): proxy to another NBD server.
 TESTS += test-nbd-plugin.sh test-nbd-commands.sh \
 	test-nbd-tls.sh test-nbd-command.sh \
-	test-nbd-dynamic-export.sh test-nbd-retry.sh test-nbd-fault.sh
+	test-nbd-dynamic-export.sh test-nbd-retry.sh test-nbd-fault.sh \
+	test-nbd-errors.sh test-nbd-probes.sh
 EXTRA_DIST += nbd-plugin-functions.sh
