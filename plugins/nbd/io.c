@@ -229,10 +229,12 @@ request_wait (struct upstream *up, struct request *r, int64_t cookie)
   sem_destroy (&r->done);
 
   if (r->start_ns)
+    /* errno and latency before offset and count: bpftrace 0.17 reads
+     * only a USDT probe's first six arguments.
+     */
     NBDKIT_PROBE (nbd_request_done, nbdkit_connection_id (),
-                  nbdkit_request_cookie (), r->op, r->offset,
-                  (uint64_t) r->count, now_ns () - r->start_ns,
-                  (int64_t) r->err);
+                  nbdkit_request_cookie (), r->op, (int64_t) r->err,
+                  now_ns () - r->start_ns, r->offset, (uint64_t) r->count);
 
   if (r->err) {
     nbdkit_set_error (client_errno (r->err));
