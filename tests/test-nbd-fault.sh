@@ -6,7 +6,8 @@
 # the upstream is back new clients work again.
 # Catches: requests in flight left waiting forever when the upstream
 # dies, a dead upstream taking the server down, an error code that is
-# not EIO, a server that never reconnects.
+# not EIO, a server that never reconnects, a request waiting for ever
+# on an upstream that stopped answering.
 source "$(dirname "$0")/functions.sh"
 source "$srcdir/nbd-plugin-functions.sh"
 requires_cmd nbdinfo nbdcopy nbdsh
@@ -44,3 +45,23 @@ start_upstream "${up_args[@]}"
 [ "$(t nbdinfo --size "$uri")" = 8388608 ] ||
   fail "no new connection once the upstream was back"
 cmp <(t nbdcopy "$uri" -) "$tmpdir/disk" || fail "wrong bytes after restart"
+
+# An upstream that stops answering (the delay filter holds reads for
+# 30 s): with request-timeout=1 the client gets EIO within seconds and
+# the server stays up.
+stop_server
+stop_upstream
+start_upstream --filter=delay file "$tmpdir/disk" delay-read=30
+start_server nbd socket="$up_sock" request-timeout=1
+start=$SECONDS
+t nbdsh -u "$uri" -c '
+try:
+    h.pread(512, 0)
+    print("no error")
+except nbd.Error as e:
+    print(e.errno)
+' > "$tmpdir/errno" 2>&1
+cat "$tmpdir/errno"
+[ "$(tail -1 "$tmpdir/errno")" = EIO ] || fail "a silent upstream: no EIO"
+(( SECONDS - start < 10 )) || fail "request-timeout=1 took $((SECONDS - start)) s"
+kill -0 "$server_pid" || fail "the server died after a request timed out"

@@ -29,6 +29,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/socket.h>
 
 #include <libnbd.h>
 
@@ -206,6 +207,43 @@ client_errno (int err)
   }
 }
 
+/* Wait for the command's completion.  An upstream that has not
+ * answered within request-timeout is taken for hung: its socket is shut
+ * down, which makes libnbd fail every command in flight on it, this one
+ * included, so the wait after that is short.
+ */
+static void
+wait_for_answer (struct upstream *up, struct request *r)
+{
+  if (up->request_timeout > 0) {
+    struct timespec deadline;
+    int fd;
+
+    clock_gettime (CLOCK_MONOTONIC, &deadline);
+    deadline.tv_sec += up->request_timeout;
+    for (;;) {
+      if (sem_clockwait (&r->done, CLOCK_MONOTONIC, &deadline) == 0)
+        return;
+      if (errno == EINTR)
+        continue;
+      if (errno != ETIMEDOUT) {
+        nbdkit_error ("sem_clockwait: %m");
+        break;
+      }
+      nbdkit_error ("%s: no answer from the upstream in %u s: dropping "
+                    "the connection (request-timeout=)",
+                    r->op, up->request_timeout);
+      fd = nbd_aio_get_fd (up->nbd);
+      if (fd >= 0)
+        shutdown (fd, SHUT_RDWR);
+      kick (up);
+      break;
+    }
+  }
+  while (sem_wait (&r->done) == -1 && errno == EINTR)
+    ;
+}
+
 /* COOKIE is what nbd_aio_* returned.  Wait for the command to complete
  * and turn its outcome into the callback's result.
  */
@@ -221,8 +259,7 @@ request_wait (struct upstream *up, struct request *r, int64_t cookie)
     /* Bytes left to send: make the poller watch for POLLOUT. */
     if (nbd_aio_get_direction (up->nbd) & LIBNBD_AIO_DIRECTION_WRITE)
       kick (up);
-    while (sem_wait (&r->done) == -1 && errno == EINTR)
-      ;
+    wait_for_answer (up, r);
     if (r->err)
       nbdkit_error ("%s: upstream: %s", r->op, strerror (r->err));
   }

@@ -4,7 +4,7 @@
  * This file owns the configuration (where the upstream is: uri=,
  * socket=, hostname=/port=, vsock=/port=, command=/arg=, socket-fd=;
  * and how to talk to it: export=, dynamic-export=, shared=, retry=,
- * tls*=, connect-timeout=), making a connection (connect_upstream:
+ * tls*=, connect-timeout=, request-timeout=), making a connection (connect_upstream:
  * libnbd's asynchronous connect driven here under a deadline, retried
  * once a second retry= times), and the callbacks that answer from what
  * the upstream said in its handshake (size, flags, block size).  The
@@ -80,10 +80,11 @@ static struct {
   char *tls_username;
   int tls_verify;               /* -1 if not given */
   unsigned connect_timeout;     /* seconds */
+  unsigned request_timeout;     /* seconds, 0 = none */
   char *description;            /* for messages and the nbd_connect probe */
 } cfg = {
   .fd = -1, .shared = -1, .tls = -1, .tls_verify = -1,
-  .connect_timeout = 60,
+  .connect_timeout = 60, .request_timeout = 300,
 };
 
 /* The connection of shared mode, made in after_fork. */
@@ -234,6 +235,15 @@ proxy_config (const char *key, const char *value)
       return -1;
     if (cfg.connect_timeout == 0 || cfg.connect_timeout > 86400) {
       nbdkit_error ("connect-timeout must be 1 to 86400 seconds");
+      return -1;
+    }
+  }
+  else if (strcmp (key, "request-timeout") == 0) {
+    if (nbdkit_parse_unsigned ("request-timeout", value,
+                               &cfg.request_timeout) == -1)
+      return -1;
+    if (cfg.request_timeout > 86400) {
+      nbdkit_error ("request-timeout must be 0 to 86400 seconds");
       return -1;
     }
   }
@@ -445,6 +455,7 @@ proxy_config_complete (void)
   "shared=BOOL             One upstream connection for all clients.\n" \
   "retry=N                 Retry a failed connection N times, 1 s apart.\n" \
   "connect-timeout=SECS    Give up a connection attempt after SECS (60).\n" \
+  "request-timeout=SECS    Drop an upstream silent for SECS (300; 0: never).\n" \
   "tls=off|on|require      TLS to the server.\n" \
   "tls-certificates=DIR    X.509 client certificates.\n" \
   "tls-psk=FILE            Pre-shared keys.\n" \
@@ -750,6 +761,7 @@ connect_upstream (const char *export)
   }
   up->nbd = nbd;
   up->wake[0] = up->wake[1] = -1;
+  up->request_timeout = cfg.request_timeout;
   if (nbd_up_start_poller (up) == -1) {
     nbd_close (nbd);
     free (up);

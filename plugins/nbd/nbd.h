@@ -27,6 +27,7 @@ struct upstream {
   pthread_t poller;
   bool poller_running;
   atomic_bool stopping;         /* the poller should return */
+  unsigned request_timeout;     /* seconds, 0 = wait for ever */
 };
 
 /* io.c: the poller, and the data callbacks (their handle is a struct
