@@ -4,9 +4,11 @@
 # shared=: command= starts the upstream (our server, then qemu-nbd) by
 # socket activation and stops it at exit; socket-fd= uses an inherited
 # connected socket; shared=true makes one upstream connection for every
-# client, shared=false one per client (counted in the upstream's log).
+# client, shared=false one per client, connections=N (multi-conn
+# upstreams only) N per client (counted in the upstream's log).
 # Catches: arg= lost or reordered, a spawned upstream left running, an
-# inherited descriptor not used, shared= ignored.
+# inherited descriptor not used, shared= ignored, connections= ignored
+# or used against an upstream without multi-conn.
 source "$(dirname "$0")/functions.sh"
 source "$srcdir/nbd-plugin-functions.sh"
 requires_cmd nbdcopy qemu-nbd
@@ -66,3 +68,22 @@ count_connections ()
   fail "shared=false: not one upstream connection per client"
 [ "$(count_connections 3)" = 3 ] ||
   fail "shared= left out: not one upstream connection per client"
+
+echo "== connections="
+# Three connections per client to an upstream that allows multi-conn
+# (pattern), requests spread over them; one to qemu-nbd, which does not
+# advertise multi-conn for a writable export.
+[ "$(count_connections 1 connections=3)" = 3 ] ||
+  fail "connections=3: not three upstream connections"
+got="$(t "$NBDKIT" -U - nbd socket="$up_sock" connections=3 \
+         --run 'nbdcopy --request-size=65536 "$uri" -' | md5sum)"
+[ "$got" = "$want" ] || fail "connections=3: wrong bytes"
+start_qemu_nbd "$tmpdir/disk"
+[ "$(t nbdinfo --can multi-conn "nbd+unix:///?socket=$qemu_sock" &&
+     echo yes || echo no)" = no ] || fail "qemu-nbd advertises multi-conn"
+t "$NBDKIT" -U - -v nbd socket="$qemu_sock" connections=3 \
+  --run 'nbdcopy "$uri" null:' 2> "$tmpdir/v.log"
+grep -q 'no multi-conn upstream: one connection, not 3' "$tmpdir/v.log" ||
+  fail "connections=3 to a server without multi-conn did not fall back to 1"
+expect_fail t "$NBDKIT" -U - nbd command=true connections=2 --run true \
+  2>/dev/null || fail "connections=2 with command= was accepted"

@@ -148,6 +148,17 @@ nbd_up_stop_poller (struct upstream *up)
 
 /* --- One request --------------------------------------------------------- */
 
+static struct upstream *
+pick (void *handle)
+{
+  struct proxy *p = handle;
+
+  if (p->n == 1)
+    return p->up[0];
+  return p->up[atomic_fetch_add_explicit (&p->next, 1, memory_order_relaxed)
+               % p->n];
+}
+
 /* What a waiting worker and the completion callback share. */
 struct request {
   sem_t done;
@@ -287,7 +298,7 @@ int
 nbd_io_pread (void *handle, void *buf, uint32_t count, uint64_t offset,
               uint32_t flags)
 {
-  struct upstream *up = handle;
+  struct upstream *up = pick (handle);
   struct request r;
 
   request_init (&r, "pread", offset, count);
@@ -300,7 +311,7 @@ int
 nbd_io_pwrite (void *handle, const void *buf, uint32_t count,
                uint64_t offset, uint32_t flags)
 {
-  struct upstream *up = handle;
+  struct upstream *up = pick (handle);
   struct request r;
   uint32_t f = (flags & NBDKIT_FLAG_FUA) ? LIBNBD_CMD_FLAG_FUA : 0;
 
@@ -313,7 +324,7 @@ nbd_io_pwrite (void *handle, const void *buf, uint32_t count,
 int
 nbd_io_flush (void *handle, uint32_t flags)
 {
-  struct upstream *up = handle;
+  struct upstream *up = pick (handle);
   struct request r;
 
   request_init (&r, "flush", 0, 0);
@@ -323,7 +334,7 @@ nbd_io_flush (void *handle, uint32_t flags)
 int
 nbd_io_trim (void *handle, uint32_t count, uint64_t offset, uint32_t flags)
 {
-  struct upstream *up = handle;
+  struct upstream *up = pick (handle);
   struct request r;
   uint32_t f = (flags & NBDKIT_FLAG_FUA) ? LIBNBD_CMD_FLAG_FUA : 0;
 
@@ -336,7 +347,7 @@ nbd_io_trim (void *handle, uint32_t count, uint64_t offset, uint32_t flags)
 int
 nbd_io_zero (void *handle, uint32_t count, uint64_t offset, uint32_t flags)
 {
-  struct upstream *up = handle;
+  struct upstream *up = pick (handle);
   struct request r;
   uint32_t f = 0;
 
@@ -356,7 +367,7 @@ nbd_io_zero (void *handle, uint32_t count, uint64_t offset, uint32_t flags)
 int
 nbd_io_cache (void *handle, uint32_t count, uint64_t offset, uint32_t flags)
 {
-  struct upstream *up = handle;
+  struct upstream *up = pick (handle);
   struct request r;
 
   request_init (&r, "cache", offset, count);
@@ -403,7 +414,7 @@ int
 nbd_io_extents (void *handle, uint32_t count, uint64_t offset,
                 uint32_t flags, struct nbdkit_extents *extents)
 {
-  struct upstream *up = handle;
+  struct upstream *up = pick (handle);
   struct request r;
   struct extents_ctx ctx = { .extents = extents };
   uint32_t f = (flags & NBDKIT_FLAG_REQ_ONE) ? LIBNBD_CMD_FLAG_REQ_ONE : 0;

@@ -4,7 +4,7 @@
  * This file owns the configuration (where the upstream is: uri=,
  * socket=, hostname=/port=, vsock=/port=, command=/arg=, socket-fd=;
  * and how to talk to it: export=, dynamic-export=, shared=, retry=,
- * tls*=, connect-timeout=, request-timeout=), making a connection (connect_upstream:
+ * tls*=, connections=, connect-timeout=, request-timeout=), making a connection (connect_upstream:
  * libnbd's asynchronous connect driven here under a deadline, retried
  * once a second retry= times), and the callbacks that answer from what
  * the upstream said in its handshake (size, flags, block size).  The
@@ -81,14 +81,15 @@ static struct {
   int tls_verify;               /* -1 if not given */
   unsigned connect_timeout;     /* seconds */
   unsigned request_timeout;     /* seconds, 0 = none */
+  unsigned connections;         /* per client (or shared), multi-conn only */
   char *description;            /* for messages and the nbd_connect probe */
 } cfg = {
   .fd = -1, .shared = -1, .tls = -1, .tls_verify = -1,
-  .connect_timeout = 60, .request_timeout = 300,
+  .connect_timeout = 60, .request_timeout = 300, .connections = 1,
 };
 
 /* The connection of shared mode, made in after_fork. */
-static struct upstream *shared_up;
+static struct proxy *shared_up;
 
 static void
 proxy_unload (void)
@@ -235,6 +236,14 @@ proxy_config (const char *key, const char *value)
       return -1;
     if (cfg.connect_timeout == 0 || cfg.connect_timeout > 86400) {
       nbdkit_error ("connect-timeout must be 1 to 86400 seconds");
+      return -1;
+    }
+  }
+  else if (strcmp (key, "connections") == 0) {
+    if (nbdkit_parse_unsigned ("connections", value, &cfg.connections) == -1)
+      return -1;
+    if (cfg.connections < 1 || cfg.connections > 64) {
+      nbdkit_error ("connections must be 1 to 64");
       return -1;
     }
   }
@@ -392,6 +401,11 @@ proxy_config_complete (void)
     nbdkit_error ("command= and socket-fd= need shared=true");
     return -1;
   }
+  if (cfg.connections > 1 && (cfg.by == BY_COMMAND || cfg.by == BY_FD)) {
+    nbdkit_error ("connections= needs an upstream that can be connected "
+                  "to again: not command= or socket-fd=");
+    return -1;
+  }
   if (cfg.shared && cfg.dynamic_export) {
     nbdkit_error ("dynamic-export=true needs a connection per client: "
                   "not with shared=true, command= or socket-fd=");
@@ -454,6 +468,7 @@ proxy_config_complete (void)
   "dynamic-export=BOOL     Pass each client's export name through.\n" \
   "shared=BOOL             One upstream connection for all clients.\n" \
   "retry=N                 Retry a failed connection N times, 1 s apart.\n" \
+  "connections=N           Upstream connections per client (multi-conn).\n" \
   "connect-timeout=SECS    Give up a connection attempt after SECS (60).\n" \
   "request-timeout=SECS    Drop an upstream silent for SECS (300; 0: never).\n" \
   "tls=off|on|require      TLS to the server.\n" \
@@ -785,6 +800,53 @@ close_upstream (struct upstream *up)
   free (up);
 }
 
+static void
+close_proxy (struct proxy *p)
+{
+  unsigned i;
+
+  if (p == NULL)
+    return;
+  for (i = 0; i < p->n; i++)
+    close_upstream (p->up[i]);
+  free (p);
+}
+
+/* The first connection, then (connections=N, if the upstream allows
+ * multi-conn) the others.
+ */
+static struct proxy *
+connect_proxy (const char *export)
+{
+  struct proxy *p = calloc (1, sizeof *p +
+                            cfg.connections * sizeof (struct upstream *));
+  unsigned want = cfg.connections;
+
+  if (p == NULL) {
+    nbdkit_error ("calloc: %m");
+    return NULL;
+  }
+  p->up[0] = connect_upstream (export);
+  if (p->up[0] == NULL) {
+    free (p);
+    return NULL;
+  }
+  p->n = 1;
+  if (want > 1 && nbd_can_multi_conn (p->up[0]->nbd) != 1) {
+    nbdkit_debug ("%s: no multi-conn upstream: one connection, not %u",
+                  cfg.description, want);
+    want = 1;
+  }
+  for (; p->n < want; p->n++) {
+    p->up[p->n] = connect_upstream (export);
+    if (p->up[p->n] == NULL) {
+      close_proxy (p);
+      return NULL;
+    }
+  }
+  return p;
+}
+
 /* --- Lifecycle ----------------------------------------------------------- */
 
 static int
@@ -792,14 +854,14 @@ proxy_after_fork (void)
 {
   if (!cfg.shared)
     return 0;
-  shared_up = connect_upstream (NULL);
+  shared_up = connect_proxy (NULL);
   return shared_up ? 0 : -1;
 }
 
 static void
 proxy_cleanup (void)
 {
-  close_upstream (shared_up);
+  close_proxy (shared_up);
   shared_up = NULL;
 }
 
@@ -808,14 +870,14 @@ proxy_open (int readonly)
 {
   if (cfg.shared)
     return shared_up;
-  return connect_upstream (cfg.dynamic_export ? nbdkit_export_name () : NULL);
+  return connect_proxy (cfg.dynamic_export ? nbdkit_export_name () : NULL);
 }
 
 static void
 proxy_close_handle (void *handle)
 {
   if (!cfg.shared)
-    close_upstream (handle);
+    close_proxy (handle);
 }
 
 /* --- Exports ------------------------------------------------------------- */
@@ -894,7 +956,7 @@ proxy_list_exports (int readonly, int is_tls, struct nbdkit_exports *exports)
 static const char *
 proxy_export_description (void *handle)
 {
-  struct upstream *up = handle;
+  struct upstream *up = ((struct proxy *) handle)->up[0];
   CLEANUP_FREE char *s = nbd_get_export_description (up->nbd);
 
   return s ? nbdkit_strdup_intern (s) : NULL;
@@ -903,7 +965,7 @@ proxy_export_description (void *handle)
 static int64_t
 proxy_get_size (void *handle)
 {
-  struct upstream *up = handle;
+  struct upstream *up = ((struct proxy *) handle)->up[0];
   int64_t size = nbd_get_size (up->nbd);
 
   if (size == -1)
@@ -915,7 +977,7 @@ static int
 proxy_block_size (void *handle, uint32_t *minimum, uint32_t *preferred,
                 uint32_t *maximum)
 {
-  struct upstream *up = handle;
+  struct upstream *up = ((struct proxy *) handle)->up[0];
   int64_t min = nbd_get_block_size (up->nbd, LIBNBD_SIZE_MINIMUM);
   int64_t pref = nbd_get_block_size (up->nbd, LIBNBD_SIZE_PREFERRED);
   int64_t max = nbd_get_block_size (up->nbd, LIBNBD_SIZE_MAXIMUM);
@@ -948,7 +1010,7 @@ flag (struct upstream *up, int r)
 static int
 proxy_can_write (void *handle)
 {
-  struct upstream *up = handle;
+  struct upstream *up = ((struct proxy *) handle)->up[0];
   int r = flag (up, nbd_is_read_only (up->nbd));
 
   return r == -1 ? -1 : !r;
@@ -958,7 +1020,7 @@ proxy_can_write (void *handle)
   static int                                            \
   name (void *handle)                                   \
   {                                                     \
-    struct upstream *up = handle;                       \
+    struct upstream *up = ((struct proxy *) handle)->up[0];                       \
     return flag (up, call (up->nbd));                   \
   }
 FLAG_CALLBACK (proxy_can_flush, nbd_can_flush)
@@ -971,7 +1033,7 @@ FLAG_CALLBACK (proxy_can_multi_conn, nbd_can_multi_conn)
 static int
 proxy_can_fua (void *handle)
 {
-  struct upstream *up = handle;
+  struct upstream *up = ((struct proxy *) handle)->up[0];
   int r = flag (up, nbd_can_fua (up->nbd));
 
   return r == -1 ? -1 : r ? NBDKIT_FUA_NATIVE : NBDKIT_FUA_NONE;
@@ -980,7 +1042,7 @@ proxy_can_fua (void *handle)
 static int
 proxy_can_cache (void *handle)
 {
-  struct upstream *up = handle;
+  struct upstream *up = ((struct proxy *) handle)->up[0];
   int r = flag (up, nbd_can_cache (up->nbd));
 
   return r == -1 ? -1 : r ? NBDKIT_CACHE_NATIVE : NBDKIT_CACHE_NONE;
@@ -989,7 +1051,7 @@ proxy_can_cache (void *handle)
 static int
 proxy_can_extents (void *handle)
 {
-  struct upstream *up = handle;
+  struct upstream *up = ((struct proxy *) handle)->up[0];
 
   return flag (up, nbd_can_meta_context (up->nbd,
                                          LIBNBD_CONTEXT_BASE_ALLOCATION));

@@ -30,8 +30,20 @@ struct upstream {
   unsigned request_timeout;     /* seconds, 0 = wait for ever */
 };
 
+/* The plugin's handle: one or more connections to the same export
+ * (more only to an upstream that allows multi-conn, so that what one
+ * connection wrote the others read, and one flush covers them all).
+ * Requests go round the connections in turn; the handshake's answers
+ * come from the first.
+ */
+struct proxy {
+  unsigned n;
+  atomic_uint next;
+  struct upstream *up[];
+};
+
 /* io.c: the poller, and the data callbacks (their handle is a struct
- * upstream).
+ * proxy).
  */
 extern int nbd_up_start_poller (struct upstream *up);
 extern void nbd_up_stop_poller (struct upstream *up);
