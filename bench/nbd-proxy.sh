@@ -6,7 +6,9 @@
 #
 #   direct   the client talks to the upstream itself;
 #   ours     our nbd plugin in front of it (nbd socket=UPSTREAM);
-#   nbdkit   Debian's nbdkit 1.32 running the same nbd command.
+#   nbdkit   Debian's nbdkit 1.32 running the same nbd command;
+#   ours4    ours with connections=4 (four upstream connections per
+#            client, which nbdkit 1.32 does not have).
 #
 # Workloads: fio (ioengine=nbd) 4 KiB random read and 4 KiB random
 # write at QD32, 1 MiB sequential read at QD8, then nbdcopy of a --size
@@ -14,7 +16,10 @@
 # null: (copy-out).  Each round runs every path, in an order rotated
 # from round to round; the report gives medians, ours ÷ nbdkit and
 # ours ÷ direct on every row (the brief: ours ≥ nbdkit, and ours ÷
-# direct ≥ 0.70 for the IOPS rows).
+# direct ≥ 0.70 for the IOPS rows).  For the fio rows it also gives the
+# CPU time (user + system) of the server the client talks to, per I/O:
+# the proxy's own cost, which a loaded machine disturbs less than the
+# rates.
 #
 #   bench/nbd-proxy.sh [--rounds N] [--runtime SECONDS] [--size MiB]
 #        [--quick] [--build DIR]
@@ -56,6 +61,7 @@ command -v nbdcopy >/dev/null || die "nbdcopy not found"
 work="$(mktemp -d "${TMPDIR:-/tmp}/bench-nbd-proxy.XXXXXX")"
 shm="$(mktemp -d /dev/shm/bench-nbd-proxy.XXXXXX)"
 pids=() srv_pids=()
+declare -A pid_of
 cleanup ()
 {
   local status=$? p
@@ -75,6 +81,7 @@ start ()
   "$@" -f -U "$work/$name.sock" -P "$work/$name.pid" "${server_args[@]}" \
     >"$work/$name.log" 2>&1 &
   srv_pids+=($!)
+  pid_of[$name]=$!
   for (( i = 0; i < 100; i++ )); do
     [ -s "$work/$name.pid" ] && break
     sleep 0.1
@@ -90,9 +97,12 @@ bounded 300 "$work/prewrite.err" \
     --rw=write --bs=1M --iodepth=8 --output="$work/prewrite.json" ||
   die "pre-writing the upstream failed: $(tail -3 "$work/prewrite.err")"
 direct_uri="$upstream_uri"
+pid_of[direct]=${pid_of[upstream]}
 server_args=(nbd socket="$work/upstream.sock")
 start ours "$build/nbdkit"
 start nbdkit /usr/bin/nbdkit
+server_args+=(connections=4)
+start ours4 "$build/nbdkit"
 head -c "$(( size_mib * 1024 * 1024 ))" /dev/urandom > "$shm/src"
 
 declare -A wl_rw=([randread-4k]=randread [randwrite-4k]=randwrite
@@ -100,7 +110,7 @@ declare -A wl_rw=([randread-4k]=randread [randwrite-4k]=randwrite
 declare -A wl_bs=([randread-4k]=4k [randwrite-4k]=4k [seqread-1m]=1M)
 declare -A wl_qd=([randread-4k]=32 [randwrite-4k]=32 [seqread-1m]=8)
 workloads=(randread-4k randwrite-4k seqread-1m copy-in copy-out)
-paths=(direct ours nbdkit)
+paths=(direct ours nbdkit ours4)
 : > "$work/data"
 
 # measure PATH WORKLOAD ROUND: append "workload path round value unit".
@@ -123,20 +133,29 @@ measure ()
         "$(( size_mib * 1000000000 / (t1 - t0) ))" MiB/s >> "$work/data"
       ;;
     *)
+      # The CPU time of the server the client talks to (the proxy, or
+      # the upstream on the direct path), per I/O: less at the mercy of
+      # a loaded machine than the rates.
+      t0="$(cpu_ticks "${pid_of[$path]}")"
       bounded $(( runtime + 60 )) "$out.err" \
         fio --name=bench --ioengine=nbd --uri="$uri" --rw="${wl_rw[$wl]}" \
           --bs="${wl_bs[$wl]}" --iodepth="${wl_qd[$wl]}" \
           --runtime="$runtime" --time_based --norandommap --randrepeat=0 \
           --output-format=json --output="$out" ||
         die "fio failed ($wl on $path): $(tail -3 "$out.err")"
-      python3 - "$out" "$wl" "$path" "$round" >> "$work/data" <<'PY'
+      t1="$(cpu_ticks "${pid_of[$path]}")"
+      python3 - "$out" "$wl" "$path" "$round" $(( t1 - t0 )) \
+        "$(getconf CLK_TCK)" >> "$work/data" <<'PY'
 import json, sys
-out, wl, path, rnd = sys.argv[1:]
+out, wl, path, rnd, ticks, hz = sys.argv[1:]
 job = json.load(open(out))["jobs"][0]
 d = job["write"] if "write" in wl else job["read"]
 value, unit = (d["bw_bytes"] / 2**20, "MiB/s") if "seq" in wl \
               else (d["iops"], "IOPS")
 print(wl, path, rnd, "%.0f" % value, unit)
+if d["total_ios"]:
+    print(wl, path, rnd, "%.2f" % (int(ticks) * 1e6 / int(hz) / d["total_ios"]),
+          "server-CPU-us/IO")
 PY
       ;;
   esac
@@ -164,12 +183,16 @@ print("upstream: our memory plugin, $size_mib MiB, pre-written, on a Unix")
 print("socket; each proxy: nbd socket=UPSTREAM on its own Unix socket.")
 print("Date: $(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc) CPUs.")
 print()
-print("| workload | direct | ours | nbdkit 1.32 | ours ÷ nbdkit | ours ÷ direct |")
-print("|---|---|---|---|---|---|")
+print("| workload | direct | ours | nbdkit 1.32 | ours ÷ nbdkit | ours ÷ direct | ours, connections=4 | its ÷ direct |")
+print("|---|---|---|---|---|---|---|---|")
 order = ["randread-4k", "randwrite-4k", "seqread-1m", "copy-in", "copy-out"]
-for (wl, unit), d in sorted(rows.items(), key=lambda x: order.index(x[0][0])):
+units = ["IOPS", "MiB/s", "server-CPU-us/IO"]
+for (wl, unit), d in sorted(rows.items(), key=lambda x: (units.index(x[0][1]) // 2, order.index(x[0][0]))):
     m = {p: statistics.median(v) for p, v in d.items()}
-    print("| %s (%s) | %.0f | %.0f | %.0f | %.2f | %.2f |" % (
+    fmt = "%.2f" if unit.startswith("server") else "%.0f"
+    print(("| %s (%s) | " + fmt + " | " + fmt + " | " + fmt +
+           " | %.2f | %.2f | " + fmt + " | %.2f |") % (
         wl, unit, m["direct"], m["ours"], m["nbdkit"],
-        m["ours"] / m["nbdkit"], m["ours"] / m["direct"]))
+        m["ours"] / m["nbdkit"], m["ours"] / m["direct"],
+        m["ours4"], m["ours4"] / m["direct"]))
 PY

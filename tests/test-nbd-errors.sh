@@ -6,7 +6,8 @@
 # port= alone, arg= before command=, a bad tls= or vsock= value, a
 # refused TCP connection or missing socket with shared=true (at
 # start-up), a connection timing out (connect-timeout=, against a
-# listener that never answers), and a command that is not a server.
+# listener that never answers), a command that is not a server, and a
+# vsock address where nothing listens.
 # Per-client mode refuses only the client.  vsock: only the parsing is
 # tested here (no vsock transport in the test machine's kernel is
 # assumed).
@@ -50,6 +51,10 @@ bad "refused" "Connection refused" hostname=127.0.0.1 port="$port" \
 bad "refused URI" "Connection refused" "nbd://127.0.0.1:$port" shared=true
 bad "no socket" "No such file" socket="$tmpdir/nothing" shared=true
 bad "not a server" "" command=true
+# Nothing listens on vsock here (and the kernel may have no local vsock
+# transport at all): an error, whichever, within connect-timeout.
+bad "vsock upstream" "vsock:1:12345: " vsock=1 port=12345 shared=true \
+  connect-timeout=3
 
 # A listener that accepts and never says a word.
 /usr/bin/python3 -c '

@@ -91,11 +91,13 @@ poller (void *arg)
     }
 
     /* Reading first: a reply may change what there is to write. */
-    if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+    if ((fds[0].revents & POLLIN) ||
+        ((fds[0].revents & (POLLHUP | POLLERR)) &&
+         (dir & LIBNBD_AIO_DIRECTION_READ))) {
       if (nbd_aio_notify_read (nbd) == -1)
         nbdkit_debug ("upstream: %s", nbd_get_error ());
     }
-    else if (fds[0].revents & POLLOUT) {
+    else if (fds[0].revents & (POLLOUT | POLLHUP | POLLERR)) {
       if (nbd_aio_notify_write (nbd) == -1)
         nbdkit_debug ("upstream: %s", nbd_get_error ());
     }

@@ -552,7 +552,12 @@ drive (struct nbd_handle *nbd, bool (*done) (struct nbd_handle *, void *),
     }
     if (r <= 0)
       continue;
-    if (p.revents & (POLLIN | POLLHUP | POLLERR))
+    /* A hang-up or error goes to the side libnbd waits on: a failed
+     * connect() is seen by notify_write.
+     */
+    if ((p.revents & POLLIN) ||
+        ((p.revents & (POLLHUP | POLLERR)) &&
+         (dir & LIBNBD_AIO_DIRECTION_READ)))
       r = nbd_aio_notify_read (nbd);
     else
       r = nbd_aio_notify_write (nbd);
