@@ -48,6 +48,9 @@ bad "shared with dynamic" "dynamic-export" socket=/x shared=true \
 bad "command not shared" "need shared=true" command=true shared=false
 bad "refused" "Connection refused" hostname=127.0.0.1 port="$port" \
   shared=true
+# With retry=, the failed attempts before the last are debug messages.
+bad "refused twice" "Connection refused" hostname=127.0.0.1 port="$port" \
+  shared=true retry=1
 bad "refused URI" "Connection refused" "nbd://127.0.0.1:$port" shared=true
 bad "no socket" "No such file" socket="$tmpdir/nothing" shared=true
 bad "not a server" "" command=true

@@ -503,6 +503,27 @@ now_ns (void)
   return ts.tv_sec * UINT64_C (1000000000) + ts.tv_nsec;
 }
 
+/* While attempts remain (retry=), a failed attempt's messages are only
+ * debug messages: the error that counts is the last attempt's.
+ */
+static __thread bool attempts_remain;
+
+static void connect_error (const char *fmt, ...)
+  __attribute__ ((format (printf, 1, 2)));
+
+static void
+connect_error (const char *fmt, ...)
+{
+  va_list ap;
+
+  va_start (ap, fmt);
+  if (attempts_remain)
+    nbdkit_vdebug (fmt, ap);
+  else
+    nbdkit_verror (fmt, ap);
+  va_end (ap);
+}
+
 static int
 debug_cb (void *opaque, const char *context, const char *msg)
 {
@@ -524,13 +545,13 @@ drive (struct nbd_handle *nbd, bool (*done) (struct nbd_handle *, void *),
     int r;
 
     if (nbd_aio_is_dead (nbd) || nbd_aio_is_closed (nbd)) {
-      nbdkit_error ("%s: %s: %s", cfg.description, what,
+      connect_error ("%s: %s: %s", cfg.description, what,
                     nbd_get_error () ? nbd_get_error ()
                     : "the connection was closed");
       return -1;
     }
     if (now >= deadline) {
-      nbdkit_error ("%s: %s: timed out after %u s", cfg.description,
+      connect_error ("%s: %s: timed out after %u s", cfg.description,
                     what, cfg.connect_timeout);
       errno = ETIMEDOUT;
       return -1;
@@ -540,14 +561,14 @@ drive (struct nbd_handle *nbd, bool (*done) (struct nbd_handle *, void *),
     p.events = ((dir & LIBNBD_AIO_DIRECTION_READ) ? POLLIN : 0) |
       ((dir & LIBNBD_AIO_DIRECTION_WRITE) ? POLLOUT : 0);
     if (p.fd == -1 || p.events == 0) {
-      nbdkit_error ("%s: %s: the connection is in no state to go on",
+      connect_error ("%s: %s: the connection is in no state to go on",
                     cfg.description, what);
       errno = EIO;
       return -1;
     }
     r = poll (&p, 1, (deadline - now) / 1000000 + 1);
     if (r == -1 && errno != EINTR) {
-      nbdkit_error ("poll: %m");
+      connect_error ("poll: %m");
       return -1;
     }
     if (r <= 0)
@@ -563,7 +584,7 @@ drive (struct nbd_handle *nbd, bool (*done) (struct nbd_handle *, void *),
       r = nbd_aio_notify_write (nbd);
     if (r == -1) {
       int err = nbd_get_errno ();
-      nbdkit_error ("%s: %s: %s", cfg.description, what,
+      connect_error ("%s: %s: %s", cfg.description, what,
                     nbd_get_error ());
       errno = err ? err : EIO;
       return -1;
@@ -616,7 +637,7 @@ start_connect (const char *export)
   int r = 0;
 
   if (nbd == NULL) {
-    nbdkit_error ("nbd_create: %s", nbd_get_error ());
+    connect_error ("nbd_create: %s", nbd_get_error ());
     return NULL;
   }
   if (nbd_debug_verbose &&
@@ -683,7 +704,7 @@ start_connect (const char *export)
  fail:
   {
     int err = nbd_get_errno ();
-    nbdkit_error ("%s: %s", cfg.description, nbd_get_error ());
+    connect_error ("%s: %s", cfg.description, nbd_get_error ());
     nbd_close (nbd);
     errno = err ? err : EIO;
     return NULL;
@@ -701,19 +722,19 @@ finish_connect (struct nbd_handle *nbd, uint64_t deadline)
   if (nbd_aio_is_ready (nbd))   /* an oldstyle server: no options */
     return 0;
   if (!nbd_aio_is_negotiating (nbd)) {
-    nbdkit_error ("%s: the handshake failed: %s", cfg.description,
+    connect_error ("%s: the handshake failed: %s", cfg.description,
                   nbd_get_error () ? nbd_get_error () : "unknown state");
     errno = EIO;
     return -1;
   }
   if (nbd_aio_opt_go (nbd, OPTION_COMPLETION (&go)) == -1) {
-    nbdkit_error ("%s: %s", cfg.description, nbd_get_error ());
+    connect_error ("%s: %s", cfg.description, nbd_get_error ());
     return -1;
   }
   if (drive (nbd, option_done, &go, deadline, "choosing the export") == -1)
     return -1;
   if (go.err || !nbd_aio_is_ready (nbd)) {
-    nbdkit_error ("%s: the server refused the export: %s%s",
+    connect_error ("%s: the server refused the export: %s%s",
                   cfg.description,
                   go.err ? strerror (go.err) : "unknown reason",
                   go.err == ENOTSUP && cfg.tls <= 0
@@ -761,7 +782,9 @@ connect_upstream (const char *export)
     export = cfg.by == BY_URI ? NULL : cfg.export ? cfg.export : "";
 
   for (attempt = 0;; attempt++) {
+    attempts_remain = attempt < cfg.retry;
     nbd = connect_once (export);
+    attempts_remain = false;
     if (nbd != NULL)
       break;
     if (attempt >= cfg.retry)
