@@ -1,14 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* The nbd plugin: serve what another NBD server serves, through libnbd.
  *
- * This file owns the configuration (where the upstream is: uri=,
- * socket=, hostname=/port=, vsock=/port=, command=/arg=, socket-fd=;
- * and how to talk to it: export=, dynamic-export=, shared=, retry=,
- * tls*=, connections=, connect-timeout=, request-timeout=), making a connection (connect_upstream:
+ * This file owns making a connection to the upstream (connect_upstream:
  * libnbd's asynchronous connect driven here under a deadline, retried
- * once a second retry= times), and the callbacks that answer from what
- * the upstream said in its handshake (size, flags, block size).  The
- * data callbacks are in io.c.
+ * once a second retry= times; connect_proxy: connections= of them),
+ * the connections' lifecycle, the export list, and the callbacks that
+ * answer from what the upstream said in its handshake (size, flags,
+ * block size).  The parameters are in config.c (nbd_cfg), the data
+ * callbacks in io.c.
  *
  * Without shared=true each client connection opens its own upstream
  * connection in open() and closes it in close().  With shared=true (the
@@ -55,442 +54,10 @@ NBDKIT_PROBE_SEMAPHORE (nbd_reconnect);
 /* -D nbd.verbose=1: libnbd's debug messages, through nbdkit_debug. */
 NBDKIT_DLL_PUBLIC int nbd_debug_verbose;
 
-enum transport {
-  BY_NONE, BY_URI, BY_UNIX, BY_TCP, BY_VSOCK, BY_COMMAND, BY_FD,
-};
-
-/* Filled by config and config_complete, read-only afterwards. */
-static struct {
-  enum transport by;
-  int by_count;                 /* how many transports were given */
-  char *uri;
-  char *socket;
-  char *hostname;
-  char *port;
-  uint32_t cid;
-  string_vector argv;           /* command= then each arg=, NULL-ended */
-  int fd;
-  char *export;
-  int shared;                   /* -1 until decided */
-  unsigned retry;
-  bool dynamic_export;
-  int tls;                      /* LIBNBD_TLS_*, -1 if not given */
-  char *tls_certificates;
-  char *tls_psk;
-  char *tls_username;
-  int tls_verify;               /* -1 if not given */
-  unsigned connect_timeout;     /* seconds */
-  unsigned request_timeout;     /* seconds, 0 = none */
-  unsigned connections;         /* per client (or shared), multi-conn only */
-  char *description;            /* for messages and the nbd_connect probe */
-} cfg = {
-  .fd = -1, .shared = -1, .tls = -1, .tls_verify = -1,
-  .connect_timeout = 60, .request_timeout = 300, .connections = 1,
-};
 
 /* The connection of shared mode, made in after_fork. */
 static struct proxy *shared_up;
 
-static void
-proxy_unload (void)
-{
-  free (cfg.uri);
-  free (cfg.socket);
-  free (cfg.hostname);
-  free (cfg.port);
-  string_vector_free_all (&cfg.argv);
-  free (cfg.export);
-  free (cfg.tls_certificates);
-  free (cfg.tls_psk);
-  free (cfg.tls_username);
-  free (cfg.description);
-}
-
-static int
-set_transport (enum transport by)
-{
-  cfg.by = by;
-  cfg.by_count++;
-  return 0;
-}
-
-static int
-set_string (char **dst, const char *key, const char *value)
-{
-  if (*dst) {
-    nbdkit_error ("%s= given twice", key);
-    return -1;
-  }
-  *dst = strdup (value);
-  if (*dst == NULL) {
-    nbdkit_error ("strdup: %m");
-    return -1;
-  }
-  return 0;
-}
-
-static int
-set_path (char **dst, const char *key, const char *value)
-{
-  if (*dst) {
-    nbdkit_error ("%s= given twice", key);
-    return -1;
-  }
-  *dst = nbdkit_absolute_path (value);
-  return *dst ? 0 : -1;
-}
-
-static int
-append_arg (const char *value)
-{
-  char *s = strdup (value);
-
-  if (s == NULL || string_vector_append (&cfg.argv, s) == -1) {
-    free (s);
-    nbdkit_error ("%m");
-    return -1;
-  }
-  return 0;
-}
-
-/* Is WORD one of the NULL-ended list (ignoring case)? */
-static bool
-word_in (const char *word, ...)
-{
-  va_list ap;
-  const char *w;
-  bool found = false;
-
-  va_start (ap, word);
-  while (!found && (w = va_arg (ap, const char *)) != NULL)
-    found = strcasecmp (word, w) == 0;
-  va_end (ap);
-  return found;
-}
-
-static int
-proxy_config (const char *key, const char *value)
-{
-  int r;
-
-  if (strcmp (key, "uri") == 0) {
-    if (set_string (&cfg.uri, key, value) == -1)
-      return -1;
-    return set_transport (BY_URI);
-  }
-  else if (strcmp (key, "socket") == 0) {
-    if (set_path (&cfg.socket, key, value) == -1)
-      return -1;
-    return set_transport (BY_UNIX);
-  }
-  else if (strcmp (key, "hostname") == 0) {
-    if (set_string (&cfg.hostname, key, value) == -1)
-      return -1;
-    return set_transport (BY_TCP);
-  }
-  else if (strcmp (key, "port") == 0)
-    return set_string (&cfg.port, key, value);
-  else if (strcmp (key, "vsock") == 0) {
-    if (nbdkit_parse_uint32_t ("vsock", value, &cfg.cid) == -1)
-      return -1;
-    return set_transport (BY_VSOCK);
-  }
-  else if (strcmp (key, "command") == 0) {
-    if (cfg.argv.len > 0) {
-      nbdkit_error ("command= given twice, or after arg=");
-      return -1;
-    }
-    if (append_arg (value) == -1)
-      return -1;
-    return set_transport (BY_COMMAND);
-  }
-  else if (strcmp (key, "arg") == 0) {
-    if (cfg.argv.len == 0) {
-      nbdkit_error ("arg= must come after command=");
-      return -1;
-    }
-    return append_arg (value);
-  }
-  else if (strcmp (key, "socket-fd") == 0) {
-    if (nbdkit_parse_int ("socket-fd", value, &cfg.fd) == -1)
-      return -1;
-    if (cfg.fd < 0 || fcntl (cfg.fd, F_GETFD) == -1) {
-      nbdkit_error ("socket-fd=%s is not an open file descriptor",
-                    value);
-      return -1;
-    }
-    return set_transport (BY_FD);
-  }
-  else if (strcmp (key, "export") == 0)
-    return set_string (&cfg.export, key, value);
-  else if (strcmp (key, "shared") == 0) {
-    if ((r = nbdkit_parse_bool (value)) == -1)
-      return -1;
-    cfg.shared = r;
-  }
-  else if (strcmp (key, "retry") == 0)
-    return nbdkit_parse_unsigned ("retry", value, &cfg.retry);
-  else if (strcmp (key, "connect-timeout") == 0) {
-    if (nbdkit_parse_unsigned ("connect-timeout", value,
-                               &cfg.connect_timeout) == -1)
-      return -1;
-    if (cfg.connect_timeout == 0 || cfg.connect_timeout > 86400) {
-      nbdkit_error ("connect-timeout must be 1 to 86400 seconds");
-      return -1;
-    }
-  }
-  else if (strcmp (key, "connections") == 0) {
-    if (nbdkit_parse_unsigned ("connections", value, &cfg.connections) == -1)
-      return -1;
-    if (cfg.connections < 1 || cfg.connections > 64) {
-      nbdkit_error ("connections must be 1 to 64");
-      return -1;
-    }
-  }
-  else if (strcmp (key, "request-timeout") == 0) {
-    if (nbdkit_parse_unsigned ("request-timeout", value,
-                               &cfg.request_timeout) == -1)
-      return -1;
-    if (cfg.request_timeout > 86400) {
-      nbdkit_error ("request-timeout must be 0 to 86400 seconds");
-      return -1;
-    }
-  }
-  else if (strcmp (key, "dynamic-export") == 0) {
-    if ((r = nbdkit_parse_bool (value)) == -1)
-      return -1;
-    cfg.dynamic_export = r;
-  }
-  else if (strcmp (key, "tls") == 0) {
-    if (strcmp (value, "require") == 0 || strcmp (value, "required") == 0 ||
-        strcmp (value, "force") == 0)
-      cfg.tls = LIBNBD_TLS_REQUIRE;
-    else if (word_in (value, "on", "yes", "true", "1", NULL))
-      cfg.tls = LIBNBD_TLS_ALLOW;
-    else if (word_in (value, "off", "no", "false", "0", NULL))
-      cfg.tls = LIBNBD_TLS_DISABLE;
-    else {
-      nbdkit_error ("tls= must be off, on or require, not '%s'", value);
-      return -1;
-    }
-  }
-  else if (strcmp (key, "tls-certificates") == 0)
-    return set_path (&cfg.tls_certificates, key, value);
-  else if (strcmp (key, "tls-psk") == 0)
-    return set_path (&cfg.tls_psk, key, value);
-  else if (strcmp (key, "tls-username") == 0)
-    return set_string (&cfg.tls_username, key, value);
-  else if (strcmp (key, "tls-verify") == 0) {
-    if ((r = nbdkit_parse_bool (value)) == -1)
-      return -1;
-    cfg.tls_verify = r;
-  }
-  else {
-    nbdkit_error ("unknown parameter '%s'", key);
-    return -1;
-  }
-  return 0;
-}
-
-/* What this libnbd can do (its answers need a handle). */
-static int
-supports (int (*query) (struct nbd_handle *))
-{
-  struct nbd_handle *nbd = nbd_create ();
-  int r;
-
-  if (nbd == NULL)
-    return 0;
-  r = query (nbd);
-  nbd_close (nbd);
-  return r == 1;
-}
-
-#ifdef AF_VSOCK
-#define HAVE_VSOCK 1
-#else
-#define HAVE_VSOCK 0
-#endif
-
-/* The checks libnbd would make only when connecting, made at start-up
- * so that a mistyped uri= stops the server rather than every client.
- */
-static int
-check_uri (const char *uri)
-{
-  static const char *const schemes[] = {
-    "nbd://", "nbds://", "nbd+unix://", "nbds+unix://",
-    "nbd+vsock://", "nbds+vsock://",
-  };
-  size_t i;
-
-  for (i = 0; i < sizeof schemes / sizeof schemes[0]; i++) {
-    if (strncmp (uri, schemes[i], strlen (schemes[i])) == 0) {
-      if (strstr (schemes[i], "+unix") && !strstr (uri, "socket=")) {
-        nbdkit_error ("uri '%s': a +unix URI needs ?socket=PATH", uri);
-        return -1;
-      }
-      if (strstr (schemes[i], "+vsock") && !HAVE_VSOCK) {
-        nbdkit_error ("uri '%s': this libnbd has no vsock support", uri);
-        return -1;
-      }
-      if (strncmp (uri, "nbds", 4) == 0 && !supports (nbd_supports_tls)) {
-        nbdkit_error ("uri '%s': this libnbd has no TLS support", uri);
-        return -1;
-      }
-      return 0;
-    }
-  }
-  nbdkit_error ("uri '%s' is not an NBD URI (nbd://, nbds://, "
-                "nbd+unix://, nbd+vsock://...)", uri);
-  return -1;
-}
-
-static int
-proxy_config_complete (void)
-{
-  int n;
-
-  if (cfg.by_count == 0) {
-    nbdkit_error ("say where the server is: uri=, socket=, hostname=, "
-                  "vsock=, command= or socket-fd=");
-    return -1;
-  }
-  if (cfg.by_count > 1) {
-    nbdkit_error ("give only one of uri=, socket=, hostname=, vsock=, "
-                  "command= and socket-fd=");
-    return -1;
-  }
-  if (cfg.port && cfg.by != BY_TCP && cfg.by != BY_VSOCK) {
-    nbdkit_error ("port= goes with hostname= or vsock=");
-    return -1;
-  }
-  if (cfg.by == BY_URI) {
-    if (!supports (nbd_supports_uri)) {
-      nbdkit_error ("this libnbd has no URI support");
-      return -1;
-    }
-    if (check_uri (cfg.uri) == -1)
-      return -1;
-    if (cfg.export) {
-      nbdkit_error ("with uri=, put the export name in the URI, "
-                    "not in export=");
-      return -1;
-    }
-  }
-  if (cfg.by == BY_VSOCK && !HAVE_VSOCK) {
-    nbdkit_error ("this libnbd has no vsock support");
-    return -1;
-  }
-  if (cfg.by == BY_VSOCK && cfg.port) {
-    uint32_t p;
-    if (nbdkit_parse_uint32_t ("port", cfg.port, &p) == -1)
-      return -1;
-  }
-  if (cfg.dynamic_export && cfg.export) {
-    nbdkit_error ("export= and dynamic-export=true do not go together");
-    return -1;
-  }
-
-  /* Only one connection can be made through a command or an inherited
-   * socket, so those are shared.
-   */
-  if (cfg.shared == -1)
-    cfg.shared = cfg.by == BY_COMMAND || cfg.by == BY_FD;
-  if (!cfg.shared && (cfg.by == BY_COMMAND || cfg.by == BY_FD)) {
-    nbdkit_error ("command= and socket-fd= need shared=true");
-    return -1;
-  }
-  if (cfg.connections > 1 && (cfg.by == BY_COMMAND || cfg.by == BY_FD)) {
-    nbdkit_error ("connections= needs an upstream that can be connected "
-                  "to again: not command= or socket-fd=");
-    return -1;
-  }
-  if (cfg.shared && cfg.dynamic_export) {
-    nbdkit_error ("dynamic-export=true needs a connection per client: "
-                  "not with shared=true, command= or socket-fd=");
-    return -1;
-  }
-
-  if (cfg.tls == -1 && (cfg.tls_certificates || cfg.tls_psk ||
-                        cfg.tls_username || cfg.tls_verify != -1))
-    cfg.tls = LIBNBD_TLS_ALLOW;
-  if (cfg.tls > 0 && !supports (nbd_supports_tls)) {
-    nbdkit_error ("tls= was given but this libnbd has no TLS support");
-    return -1;
-  }
-
-  if (cfg.by == BY_COMMAND && string_vector_append (&cfg.argv, NULL) == -1) {
-    nbdkit_error ("%m");
-    return -1;
-  }
-
-  switch (cfg.by) {
-  case BY_URI:
-    n = asprintf (&cfg.description, "%s", cfg.uri);
-    break;
-  case BY_UNIX:
-    n = asprintf (&cfg.description, "unix:%s", cfg.socket);
-    break;
-  case BY_TCP:
-    n = asprintf (&cfg.description, "tcp:%s:%s", cfg.hostname,
-                  cfg.port ? cfg.port : "10809");
-    break;
-  case BY_VSOCK:
-    n = asprintf (&cfg.description, "vsock:%" PRIu32 ":%s", cfg.cid,
-                  cfg.port ? cfg.port : "10809");
-    break;
-  case BY_COMMAND:
-    n = asprintf (&cfg.description, "command:%s", cfg.argv.ptr[0]);
-    break;
-  case BY_FD:
-    n = asprintf (&cfg.description, "fd:%d", cfg.fd);
-    break;
-  default:
-    abort ();
-  }
-  if (n == -1) {
-    cfg.description = NULL;
-    nbdkit_error ("asprintf: %m");
-    return -1;
-  }
-  return 0;
-}
-
-#define proxy_config_help \
-  "[uri=]URI               nbd://HOST[:PORT]/EXPORT, nbd+unix:///EXPORT?socket=PATH ...\n" \
-  "socket=PATH             Unix socket of the server.\n" \
-  "hostname=HOST [port=PORT]  TCP address of the server.\n" \
-  "vsock=CID [port=PORT]   AF_VSOCK address of the server.\n" \
-  "command=PROG [arg=ARG]...  Run the server, by socket activation.\n" \
-  "socket-fd=FD            An inherited socket connected to the server.\n" \
-  "export=NAME             The export to use (default \"\").\n" \
-  "dynamic-export=BOOL     Pass each client's export name through.\n" \
-  "shared=BOOL             One upstream connection for all clients.\n" \
-  "retry=N                 Retry a failed connection N times, 1 s apart.\n" \
-  "connections=N           Upstream connections per client (multi-conn).\n" \
-  "connect-timeout=SECS    Give up a connection attempt after SECS (60).\n" \
-  "request-timeout=SECS    Drop an upstream silent for SECS (300; 0: never).\n" \
-  "tls=off|on|require      TLS to the server.\n" \
-  "tls-certificates=DIR    X.509 client certificates.\n" \
-  "tls-psk=FILE            Pre-shared keys.\n" \
-  "tls-username=NAME       User name for TLS.\n" \
-  "tls-verify=BOOL         Check the server's certificate (default true)."
-
-static void
-proxy_dump_plugin (void)
-{
-  struct nbd_handle *nbd = nbd_create ();
-
-  if (nbd) {
-    printf ("libnbd_version=%s\n", nbd_get_version (nbd));
-    nbd_close (nbd);
-  }
-  printf ("libnbd_tls=%d\n", supports (nbd_supports_tls));
-  printf ("libnbd_uri=%d\n", supports (nbd_supports_uri));
-  printf ("libnbd_vsock=%d\n", HAVE_VSOCK);
-  printf ("libnbd_dynamic_list=1\n");
-}
 
 /* --- Connecting ---------------------------------------------------------- */
 
@@ -545,14 +112,14 @@ drive (struct nbd_handle *nbd, bool (*done) (struct nbd_handle *, void *),
     int r;
 
     if (nbd_aio_is_dead (nbd) || nbd_aio_is_closed (nbd)) {
-      connect_error ("%s: %s: %s", cfg.description, what,
+      connect_error ("%s: %s: %s", nbd_cfg.description, what,
                     nbd_get_error () ? nbd_get_error ()
                     : "the connection was closed");
       return -1;
     }
     if (now >= deadline) {
-      connect_error ("%s: %s: timed out after %u s", cfg.description,
-                    what, cfg.connect_timeout);
+      connect_error ("%s: %s: timed out after %u s", nbd_cfg.description,
+                    what, nbd_cfg.connect_timeout);
       errno = ETIMEDOUT;
       return -1;
     }
@@ -562,7 +129,7 @@ drive (struct nbd_handle *nbd, bool (*done) (struct nbd_handle *, void *),
       ((dir & LIBNBD_AIO_DIRECTION_WRITE) ? POLLOUT : 0);
     if (p.fd == -1 || p.events == 0) {
       connect_error ("%s: %s: the connection is in no state to go on",
-                    cfg.description, what);
+                    nbd_cfg.description, what);
       errno = EIO;
       return -1;
     }
@@ -584,7 +151,7 @@ drive (struct nbd_handle *nbd, bool (*done) (struct nbd_handle *, void *),
       r = nbd_aio_notify_write (nbd);
     if (r == -1) {
       int err = nbd_get_errno ();
-      connect_error ("%s: %s: %s", cfg.description, what,
+      connect_error ("%s: %s: %s", nbd_cfg.description, what,
                     nbd_get_error ());
       errno = err ? err : EIO;
       return -1;
@@ -654,45 +221,45 @@ start_connect (const char *export)
     goto fail;
   if (export && nbd_set_export_name (nbd, export) == -1)
     goto fail;
-  if (cfg.tls != -1 && nbd_set_tls (nbd, cfg.tls) == -1)
+  if (nbd_cfg.tls != -1 && nbd_set_tls (nbd, nbd_cfg.tls) == -1)
     goto fail;
-  if (cfg.tls_certificates &&
-      nbd_set_tls_certificates (nbd, cfg.tls_certificates) == -1)
+  if (nbd_cfg.tls_certificates &&
+      nbd_set_tls_certificates (nbd, nbd_cfg.tls_certificates) == -1)
     goto fail;
-  if (cfg.tls_psk && nbd_set_tls_psk_file (nbd, cfg.tls_psk) == -1)
+  if (nbd_cfg.tls_psk && nbd_set_tls_psk_file (nbd, nbd_cfg.tls_psk) == -1)
     goto fail;
-  if (cfg.tls_username && nbd_set_tls_username (nbd, cfg.tls_username) == -1)
+  if (nbd_cfg.tls_username && nbd_set_tls_username (nbd, nbd_cfg.tls_username) == -1)
     goto fail;
-  if (cfg.tls_verify != -1 &&
-      nbd_set_tls_verify_peer (nbd, cfg.tls_verify) == -1)
+  if (nbd_cfg.tls_verify != -1 &&
+      nbd_set_tls_verify_peer (nbd, nbd_cfg.tls_verify) == -1)
     goto fail;
 
-  switch (cfg.by) {
+  switch (nbd_cfg.by) {
   case BY_URI:
-    r = nbd_aio_connect_uri (nbd, cfg.uri);
+    r = nbd_aio_connect_uri (nbd, nbd_cfg.uri);
     /* The URI named its export; a dynamic export overrides it. */
     if (r == 0 && export && nbd_set_export_name (nbd, export) == -1)
       r = -1;
     break;
   case BY_UNIX:
-    r = nbd_aio_connect_unix (nbd, cfg.socket);
+    r = nbd_aio_connect_unix (nbd, nbd_cfg.socket);
     break;
   case BY_TCP:
-    r = nbd_aio_connect_tcp (nbd, cfg.hostname,
-                             cfg.port ? cfg.port : "10809");
+    r = nbd_aio_connect_tcp (nbd, nbd_cfg.hostname,
+                             nbd_cfg.port ? nbd_cfg.port : "10809");
     break;
   case BY_VSOCK: {
     uint32_t port = 10809;
-    if (cfg.port)
-      nbdkit_parse_uint32_t ("port", cfg.port, &port);
-    r = nbd_aio_connect_vsock (nbd, cfg.cid, port);
+    if (nbd_cfg.port)
+      nbdkit_parse_uint32_t ("port", nbd_cfg.port, &port);
+    r = nbd_aio_connect_vsock (nbd, nbd_cfg.cid, port);
     break;
   }
   case BY_COMMAND:
-    r = nbd_aio_connect_systemd_socket_activation (nbd, cfg.argv.ptr);
+    r = nbd_aio_connect_systemd_socket_activation (nbd, nbd_cfg.argv.ptr);
     break;
   case BY_FD:
-    r = nbd_aio_connect_socket (nbd, cfg.fd);
+    r = nbd_aio_connect_socket (nbd, nbd_cfg.fd);
     break;
   default:
     abort ();
@@ -704,7 +271,7 @@ start_connect (const char *export)
  fail:
   {
     int err = nbd_get_errno ();
-    connect_error ("%s: %s", cfg.description, nbd_get_error ());
+    connect_error ("%s: %s", nbd_cfg.description, nbd_get_error ());
     nbd_close (nbd);
     errno = err ? err : EIO;
     return NULL;
@@ -722,22 +289,22 @@ finish_connect (struct nbd_handle *nbd, uint64_t deadline)
   if (nbd_aio_is_ready (nbd))   /* an oldstyle server: no options */
     return 0;
   if (!nbd_aio_is_negotiating (nbd)) {
-    connect_error ("%s: the handshake failed: %s", cfg.description,
+    connect_error ("%s: the handshake failed: %s", nbd_cfg.description,
                   nbd_get_error () ? nbd_get_error () : "unknown state");
     errno = EIO;
     return -1;
   }
   if (nbd_aio_opt_go (nbd, OPTION_COMPLETION (&go)) == -1) {
-    connect_error ("%s: %s", cfg.description, nbd_get_error ());
+    connect_error ("%s: %s", nbd_cfg.description, nbd_get_error ());
     return -1;
   }
   if (drive (nbd, option_done, &go, deadline, "choosing the export") == -1)
     return -1;
   if (go.err || !nbd_aio_is_ready (nbd)) {
     connect_error ("%s: the server refused the export: %s%s",
-                  cfg.description,
+                  nbd_cfg.description,
                   go.err ? strerror (go.err) : "unknown reason",
-                  go.err == ENOTSUP && cfg.tls <= 0
+                  go.err == ENOTSUP && nbd_cfg.tls <= 0
                   ? " (does it require TLS? see tls=)" : "");
     errno = go.err ? go.err : EIO;
     return -1;
@@ -750,7 +317,7 @@ static struct nbd_handle *
 connect_once (const char *export)
 {
   uint64_t start = now_ns ();
-  uint64_t deadline = start + cfg.connect_timeout * UINT64_C (1000000000);
+  uint64_t deadline = start + nbd_cfg.connect_timeout * UINT64_C (1000000000);
   struct nbd_handle *nbd;
   int err = 0;
 
@@ -762,7 +329,7 @@ connect_once (const char *export)
     nbd_close (nbd);
     nbd = NULL;
   }
-  NBDKIT_PROBE (nbd_connect, nbdkit_connection_id (), cfg.description,
+  NBDKIT_PROBE (nbd_connect, nbdkit_connection_id (), nbd_cfg.description,
                 now_ns () - start, (int64_t) err);
   errno = err;
   return nbd;
@@ -779,19 +346,19 @@ connect_upstream (const char *export)
   unsigned attempt;
 
   if (export == NULL)
-    export = cfg.by == BY_URI ? NULL : cfg.export ? cfg.export : "";
+    export = nbd_cfg.by == BY_URI ? NULL : nbd_cfg.export ? nbd_cfg.export : "";
 
   for (attempt = 0;; attempt++) {
-    attempts_remain = attempt < cfg.retry;
+    attempts_remain = attempt < nbd_cfg.retry;
     nbd = connect_once (export);
     attempts_remain = false;
     if (nbd != NULL)
       break;
-    if (attempt >= cfg.retry)
+    if (attempt >= nbd_cfg.retry)
       return NULL;
     NBDKIT_PROBE (nbd_reconnect, nbdkit_connection_id (),
                   (uint64_t) attempt + 1, (int64_t) errno);
-    nbdkit_debug ("retrying in 1 s (%u of %u)", attempt + 1, cfg.retry);
+    nbdkit_debug ("retrying in 1 s (%u of %u)", attempt + 1, nbd_cfg.retry);
     if (nbdkit_nanosleep (1, 0) == -1)
       return NULL;
   }
@@ -804,7 +371,7 @@ connect_upstream (const char *export)
   }
   up->nbd = nbd;
   up->wake[0] = up->wake[1] = -1;
-  up->request_timeout = cfg.request_timeout;
+  up->request_timeout = nbd_cfg.request_timeout;
   if (nbd_up_start_poller (up) == -1) {
     nbd_close (nbd);
     free (up);
@@ -847,8 +414,8 @@ static struct proxy *
 connect_proxy (const char *export)
 {
   struct proxy *p = calloc (1, sizeof *p +
-                            cfg.connections * sizeof (struct upstream *));
-  unsigned want = cfg.connections;
+                            nbd_cfg.connections * sizeof (struct upstream *));
+  unsigned want = nbd_cfg.connections;
 
   if (p == NULL) {
     nbdkit_error ("calloc: %m");
@@ -862,7 +429,7 @@ connect_proxy (const char *export)
   p->n = 1;
   if (want > 1 && nbd_can_multi_conn (p->up[0]->nbd) != 1) {
     nbdkit_debug ("%s: no multi-conn upstream: one connection, not %u",
-                  cfg.description, want);
+                  nbd_cfg.description, want);
     want = 1;
   }
   for (; p->n < want; p->n++) {
@@ -880,7 +447,7 @@ connect_proxy (const char *export)
 static int
 proxy_after_fork (void)
 {
-  if (!cfg.shared)
+  if (!nbd_cfg.shared)
     return 0;
   shared_up = connect_proxy (NULL);
   return shared_up ? 0 : -1;
@@ -896,15 +463,15 @@ proxy_cleanup (void)
 static void *
 proxy_open (int readonly)
 {
-  if (cfg.shared)
+  if (nbd_cfg.shared)
     return shared_up;
-  return connect_proxy (cfg.dynamic_export ? nbdkit_export_name () : NULL);
+  return connect_proxy (nbd_cfg.dynamic_export ? nbdkit_export_name () : NULL);
 }
 
 static void
 proxy_close_handle (void *handle)
 {
-  if (!cfg.shared)
+  if (!nbd_cfg.shared)
     close_proxy (handle);
 }
 
@@ -943,10 +510,10 @@ proxy_list_exports (int readonly, int is_tls, struct nbdkit_exports *exports)
   uint64_t deadline;
   int ret = -1;
 
-  if (!cfg.dynamic_export)
+  if (!nbd_cfg.dynamic_export)
     return nbdkit_use_default_export (exports);
 
-  deadline = now_ns () + cfg.connect_timeout * UINT64_C (1000000000);
+  deadline = now_ns () + nbd_cfg.connect_timeout * UINT64_C (1000000000);
   nbd = start_connect (NULL);
   if (nbd == NULL)
     return -1;
@@ -954,19 +521,19 @@ proxy_list_exports (int readonly, int is_tls, struct nbdkit_exports *exports)
     goto out;
   if (!nbd_aio_is_negotiating (nbd)) {
     nbdkit_error ("%s: the server cannot list its exports",
-                  cfg.description);
+                  nbd_cfg.description);
     goto out;
   }
   if (nbd_aio_opt_list (nbd, (nbd_list_callback) {
         .callback = list_entry, .user_data = &ctx },
       OPTION_COMPLETION (&list)) == -1) {
-    nbdkit_error ("%s: %s", cfg.description, nbd_get_error ());
+    nbdkit_error ("%s: %s", nbd_cfg.description, nbd_get_error ());
     goto out;
   }
   if (drive (nbd, option_done, &list, deadline, "listing exports") == -1)
     goto out;
   if (list.err || ctx.err) {
-    nbdkit_error ("%s: listing exports: %s", cfg.description,
+    nbdkit_error ("%s: listing exports: %s", nbd_cfg.description,
                   strerror (list.err ? list.err : ctx.err));
     goto out;
   }

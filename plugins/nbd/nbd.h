@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
-/* The nbd plugin: what its two files share.
+/* The nbd plugin: what its files share.
  *
- * nbd.c owns the configuration, connecting to the upstream server (with
- * retries and a deadline) and the per-connection metadata callbacks;
- * io.c owns a connected upstream's background poller and the data
- * callbacks that run through it.
+ * config.c owns the parameters (struct nbd_config); nbd.c owns
+ * connecting to the upstream server (with retries and a deadline), the
+ * connections' lifecycle and the callbacks that answer from the
+ * handshake; io.c owns a connected upstream's background poller and
+ * the data callbacks that run through it.
  */
 #ifndef NBDKIT_NBD_PLUGIN_H
 #define NBDKIT_NBD_PLUGIN_H
@@ -15,6 +16,67 @@
 #include <stdint.h>
 
 #include <libnbd.h>
+
+#include "vector.h"
+
+enum transport {
+  BY_NONE, BY_URI, BY_UNIX, BY_TCP, BY_VSOCK, BY_COMMAND, BY_FD,
+};
+
+/* The plugin's configuration: filled by config and config_complete
+ * (config.c), read-only afterwards.
+ */
+struct nbd_config {
+  enum transport by;
+  int by_count;                 /* how many transports were given */
+  char *uri;
+  char *socket;
+  char *hostname;
+  char *port;
+  uint32_t cid;
+  string_vector argv;           /* command= then each arg=, NULL-ended */
+  int fd;
+  char *export;
+  int shared;                   /* -1 until decided */
+  unsigned retry;
+  bool dynamic_export;
+  int tls;                      /* LIBNBD_TLS_*, -1 if not given */
+  char *tls_certificates;
+  char *tls_psk;
+  char *tls_username;
+  int tls_verify;               /* -1 if not given */
+  unsigned connect_timeout;     /* seconds */
+  unsigned request_timeout;     /* seconds, 0 = none */
+  unsigned connections;         /* per client (or shared), multi-conn only */
+  char *description;            /* for messages and the nbd_connect probe */
+};
+extern struct nbd_config nbd_cfg;
+
+#define proxy_config_help \
+  "[uri=]URI               nbd://HOST[:PORT]/EXPORT, nbd+unix:///EXPORT?socket=PATH ...\n" \
+  "socket=PATH             Unix socket of the server.\n" \
+  "hostname=HOST [port=PORT]  TCP address of the server.\n" \
+  "vsock=CID [port=PORT]   AF_VSOCK address of the server.\n" \
+  "command=PROG [arg=ARG]...  Run the server, by socket activation.\n" \
+  "socket-fd=FD            An inherited socket connected to the server.\n" \
+  "export=NAME             The export to use (default \"\").\n" \
+  "dynamic-export=BOOL     Pass each client's export name through.\n" \
+  "shared=BOOL             One upstream connection for all clients.\n" \
+  "retry=N                 Retry a failed connection N times, 1 s apart.\n" \
+  "connections=N           Upstream connections per client (multi-conn).\n" \
+  "connect-timeout=SECS    Give up a connection attempt after SECS (60).\n" \
+  "request-timeout=SECS    Drop an upstream silent for SECS (300; 0: never).\n" \
+  "tls=off|on|require      TLS to the server.\n" \
+  "tls-certificates=DIR    X.509 client certificates.\n" \
+  "tls-psk=FILE            Pre-shared keys.\n" \
+  "tls-username=NAME       User name for TLS.\n" \
+  "tls-verify=BOOL         Check the server's certificate (default true)."
+
+/* config.c: the configuration callbacks. */
+extern void proxy_unload (void);
+extern int proxy_config (const char *key, const char *value);
+extern int proxy_config_complete (void);
+extern void proxy_dump_plugin (void);
 
 /* One connection to the upstream server.  In shared mode one of these
  * serves every client; otherwise each client connection has its own.
