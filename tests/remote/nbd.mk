@@ -1,2 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # Tests of the nbd plugin (libnbd): proxy to another NBD server.
+TESTS += test-nbd-plugin.sh test-nbd-commands.sh \
+	test-nbd-tls.sh test-nbd-command.sh \
+	test-nbd-dynamic-export.sh test-nbd-retry.sh test-nbd-fault.sh \
+	test-nbd-errors.sh test-nbd-probes.sh test-nbd-parallel.sh
+EXTRA_DIST += nbd-plugin-functions.sh

@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
+/* The nbd plugin: what its files share.
+ *
+ * config.c owns the parameters (struct nbd_config); nbd.c owns
+ * connecting to the upstream server (with retries and a deadline), the
+ * connections' lifecycle and the callbacks that answer from the
+ * handshake; io.c owns a connected upstream's background poller and
+ * the data callbacks that run through it.
+ */
+#ifndef NBDKIT_NBD_PLUGIN_H
+#define NBDKIT_NBD_PLUGIN_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <libnbd.h>
+
+#include "vector.h"
+
+enum transport {
+  BY_NONE, BY_URI, BY_UNIX, BY_TCP, BY_VSOCK, BY_COMMAND, BY_FD,
+};
+
+/* The plugin's configuration: filled by config and config_complete
+ * (config.c), read-only afterwards.
+ */
+struct nbd_config {
+  enum transport by;
+  int by_count;                 /* how many transports were given */
+  char *uri;
+  char *socket;
+  char *hostname;
+  char *port;
+  uint32_t cid;
+  string_vector argv;           /* command= then each arg=, NULL-ended */
+  int fd;
+  char *export;
+  int shared;                   /* -1 until decided */
+  unsigned retry;
+  bool dynamic_export;
+  int tls;                      /* LIBNBD_TLS_*, -1 if not given */
+  char *tls_certificates;
+  char *tls_psk;
+  char *tls_username;
+  int tls_verify;               /* -1 if not given */
+  unsigned connect_timeout;     /* seconds */
+  unsigned request_timeout;     /* seconds, 0 = none */
+  unsigned connections;         /* per client (or shared), multi-conn only */
+  char *description;            /* for messages and the nbd_connect probe */
+};
+extern struct nbd_config nbd_cfg;
+
+#define proxy_config_help \
+  "[uri=]URI               nbd://HOST[:PORT]/EXPORT, nbd+unix:///EXPORT?socket=PATH ...\n" \
+  "socket=PATH             Unix socket of the server.\n" \
+  "hostname=HOST [port=PORT]  TCP address of the server.\n" \
+  "vsock=CID [port=PORT]   AF_VSOCK address of the server.\n" \
+  "command=PROG [arg=ARG]...  Run the server, by socket activation.\n" \
+  "socket-fd=FD            An inherited socket connected to the server.\n" \
+  "export=NAME             The export to use (default \"\").\n" \
+  "dynamic-export=BOOL     Pass each client's export name through.\n" \
+  "shared=BOOL             One upstream connection for all clients.\n" \
+  "retry=N                 Retry a failed connection N times, 1 s apart.\n" \
+  "connections=N           Upstream connections per client (multi-conn).\n" \
+  "connect-timeout=SECS    Give up a connection attempt after SECS (60).\n" \
+  "request-timeout=SECS    Drop an upstream silent for SECS (300; 0: never).\n" \
+  "tls=off|on|require      TLS to the server.\n" \
+  "tls-certificates=DIR    X.509 client certificates.\n" \
+  "tls-psk=FILE            Pre-shared keys.\n" \
+  "tls-username=NAME       User name for TLS.\n" \
+  "tls-verify=BOOL         Check the server's certificate (default true)."
+
+/* config.c: the configuration callbacks. */
+extern void proxy_unload (void);
+extern int proxy_config (const char *key, const char *value);
+extern int proxy_config_complete (void);
+extern void proxy_dump_plugin (void);
+
+/* One connection to the upstream server.  In shared mode one of these
+ * serves every client; otherwise each client connection has its own.
+ * libnbd's handle does its own locking, so any number of worker threads
+ * issue commands on it at once while the poller thread moves the bytes.
+ */
+struct upstream {
+  struct nbd_handle *nbd;
+  int wake[2];                  /* pipe: a worker kicks the poller */
+  pthread_t poller;
+  bool poller_running;
+  atomic_bool stopping;         /* the poller should return */
+  unsigned request_timeout;     /* seconds, 0 = wait for ever */
+};
+
+/* The plugin's handle: one or more connections to the same export
+ * (more only to an upstream that allows multi-conn, so that what one
+ * connection wrote the others read, and one flush covers them all).
+ * Requests go round the connections in turn; the handshake's answers
+ * come from the first.
+ */
+struct proxy {
+  unsigned n;
+  atomic_uint next;
+  struct upstream *up[];
+};
+
+/* io.c: the poller, and the data callbacks (their handle is a struct
+ * proxy).
+ */
+extern int nbd_up_start_poller (struct upstream *up);
+extern void nbd_up_stop_poller (struct upstream *up);
+extern int nbd_io_pread (void *handle, void *buf, uint32_t count,
+                         uint64_t offset, uint32_t flags);
+extern int nbd_io_pwrite (void *handle, const void *buf, uint32_t count,
+                          uint64_t offset, uint32_t flags);
+extern int nbd_io_flush (void *handle, uint32_t flags);
+extern int nbd_io_trim (void *handle, uint32_t count, uint64_t offset,
+                        uint32_t flags);
+extern int nbd_io_zero (void *handle, uint32_t count, uint64_t offset,
+                        uint32_t flags);
+extern int nbd_io_cache (void *handle, uint32_t count, uint64_t offset,
+                         uint32_t flags);
+struct nbdkit_extents;
+extern int nbd_io_extents (void *handle, uint32_t count, uint64_t offset,
+                           uint32_t flags, struct nbdkit_extents *extents);
+
+#endif /* NBDKIT_NBD_PLUGIN_H */
