@@ -22,6 +22,11 @@
 #   skip_under_sanitizers WHY  skip (exit 77) in a sanitizer build
 #   install_to_destdir       make install into $tmpdir/inst; sets $dest,
 #                            $prefix and $libdir (as configured)
+#   requires_ceph            skip unless the ceph packages are installed;
+#                            start (or reuse) the one-node test cluster of
+#                            tests/ceph-cluster.sh and source its env
+#                            (CEPH_CONF, CEPH_KEYRING, CEPH_ID, RBD_POOL,
+#                            S3_ENDPOINT, S3_ACCESS_KEY, ...)
 #
 # Sanitizer builds: NBDKIT_SANITIZERS names the sanitizers compiled in
 # ("address,undefined"); make check sets it in a tree configured with
@@ -179,6 +184,52 @@ skip_under_sanitizers ()
     echo "$0: SKIP (sanitizer build: $NBDKIT_SANITIZERS): $*"
     exit 77
   fi
+}
+
+# The Ceph cluster lives once per "make check" run: the first test that
+# needs it starts it in $abs_builddir/ceph-cluster with the make running
+# the tests as its owner (the cluster's watchdog stops it when that make
+# exits), and later tests of the same run reuse it.  A test run by hand,
+# with no make above it, starts a private cluster in $tmpdir and stops
+# it at exit.  The flock makes concurrent tests start one cluster; the
+# script and its daemons do not inherit the lock's fd.
+requires_ceph ()
+{
+  local c dir owner= pid comm script="$abs_top_srcdir/tests/ceph-cluster.sh"
+  for c in ceph-mon ceph-mgr ceph-osd radosgw ceph rbd; do
+    if ! command -v "$c" >/dev/null 2>&1; then
+      echo "$0: SKIP: $c not found (the ceph packages are not installed)"
+      exit 77
+    fi
+  done
+  pid=$PPID
+  while [ "$pid" -gt 1 ] 2>/dev/null; do
+    comm=$(cat "/proc/$pid/comm" 2>/dev/null) || break
+    if [ "$comm" = make ]; then owner=$pid; break; fi
+    pid=$(awk '{ print $4 }' "/proc/$pid/stat" 2>/dev/null) || break
+  done
+  if [ -z "$owner" ]; then
+    dir="$tmpdir/ceph"
+    cleanup_fn "$script" stop "$dir"
+    "$script" start "$dir" --owner $$ 9>&- >&2 ||
+      fail "the Ceph test cluster did not start"
+  else
+    dir="$abs_builddir/ceph-cluster"
+    (
+      flock -w 120 8 || { echo "$0: could not take $dir.lock" >&2; exit 1; }
+      # Reuse the cluster only if this make run started it and it runs.
+      if [ -f "$dir/env" ] && [ "$(cat "$dir/owner" 2>/dev/null)" = "$owner" ]
+      then
+        pid=$(awk '$1 == "mon.a" { print $2 }' "$dir/pids" 2>/dev/null)
+        if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then exit 0; fi
+      fi
+      "$script" stop "$dir" 8>&- 9>&-
+      "$script" start "$dir" --owner "$owner" 8>&- 9>&- >&2 || exit 1
+    ) 8>>"$dir.lock" ||
+      fail "the Ceph test cluster did not start"
+  fi
+  # shellcheck disable=SC1091
+  . "$dir/env"
 }
 
 tracing_lock ()
