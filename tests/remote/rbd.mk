@@ -1,2 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
-# Tests of the rbd plugin (librbd): a Ceph RBD image.
+# Tests of the rbd plugin (librbd): a Ceph RBD image.  They share the
+# one-node cluster of ceph-cluster.sh (requires_ceph in functions.sh).
+TESTS += \
+	test-rbd-plugin.sh \
+	test-rbd-errors.sh
+EXTRA_DIST += ceph-cluster.sh rbd-functions.sh
