@@ -3,5 +3,8 @@
 # one-node cluster of ceph-cluster.sh (requires_ceph in functions.sh).
 TESTS += \
 	test-rbd-plugin.sh \
-	test-rbd-errors.sh
+	test-rbd-errors.sh \
+	test-rbd-zero-trim.sh \
+	test-rbd-snapshot.sh \
+	test-rbd-exports.sh
 EXTRA_DIST += ceph-cluster.sh rbd-functions.sh
