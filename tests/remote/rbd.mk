@@ -6,5 +6,6 @@ TESTS += \
 	test-rbd-errors.sh \
 	test-rbd-zero-trim.sh \
 	test-rbd-snapshot.sh \
-	test-rbd-exports.sh
+	test-rbd-exports.sh \
+	test-rbd-probes.sh
 EXTRA_DIST += ceph-cluster.sh rbd-functions.sh
