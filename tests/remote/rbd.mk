@@ -7,5 +7,6 @@ TESTS += \
 	test-rbd-zero-trim.sh \
 	test-rbd-snapshot.sh \
 	test-rbd-exports.sh \
-	test-rbd-probes.sh
+	test-rbd-probes.sh \
+	test-rbd-osd-fault.sh
 EXTRA_DIST += ceph-cluster.sh rbd-functions.sh
