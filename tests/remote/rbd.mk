@@ -8,5 +8,6 @@ TESTS += \
 	test-rbd-snapshot.sh \
 	test-rbd-exports.sh \
 	test-rbd-probes.sh \
-	test-rbd-osd-fault.sh
+	test-rbd-osd-fault.sh \
+	test-rbd-two-servers.sh
 EXTRA_DIST += ceph-cluster.sh rbd-functions.sh
