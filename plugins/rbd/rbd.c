@@ -324,6 +324,8 @@ open_rbd (const char *name, bool readonly, rbd_image_t *rbd)
   return 0;
 }
 
+static void plugin_cleanup (void);
+
 static int
 plugin_after_fork (void)
 {
@@ -334,17 +336,24 @@ plugin_after_fork (void)
   r = connect_cluster ();
   NBDKIT_PROBE (rbd_connect, pool, "", now_ns () - start, r);
   if (r < 0)
-    return -1;
+    goto error;
 
   /* A named image must exist now: say so at start-up, not at the first
    * client.  It is opened read-only, which takes no lock.
    */
   if (image_name) {
     if (open_rbd (image_name, true, &rbd) == -1)
-      return -1;
+      goto error;
     rbd_close (rbd);
   }
   return 0;
+
+ error:
+  /* The server exits next, without calling cleanup: librados's threads
+   * must be stopped first, or its static destructors race them.
+   */
+  plugin_cleanup ();
+  return -1;
 }
 
 static void
