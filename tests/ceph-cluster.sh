@@ -247,7 +247,6 @@ auth client required = cephx
 auth allow insecure global id reclaim = false
 keyring = $dir/keyring
 run dir = $dir/run
-admin socket = $dir/run/\$name.asok
 log file = $dir/log/\$name.log
 log to stderr = false
 err to stderr = true

@@ -1,2 +1,13 @@
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
-# Tests of the rbd plugin (librbd): a Ceph RBD image.
+# Tests of the rbd plugin (librbd): a Ceph RBD image.  They share the
+# one-node cluster of ceph-cluster.sh (requires_ceph in functions.sh).
+TESTS += \
+	test-rbd-plugin.sh \
+	test-rbd-errors.sh \
+	test-rbd-zero-trim.sh \
+	test-rbd-snapshot.sh \
+	test-rbd-exports.sh \
+	test-rbd-probes.sh \
+	test-rbd-osd-fault.sh \
+	test-rbd-two-servers.sh
+EXTRA_DIST += ceph-cluster.sh rbd-functions.sh

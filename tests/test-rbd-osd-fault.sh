@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
+# The rbd plugin when the OSD fails under a copy, on a private cluster
+# (the shared one must not lose its only OSD under other tests):
+#  1. the OSD freezes (SIGSTOP) for longer than timeout= during an
+#     nbdcopy through the retry filter: the reads fail with a timeout,
+#     the filter reopens and retries, the OSD resumes (SIGCONT) and the
+#     copy completes with the right bytes;
+#  2. the OSD is killed (SIGKILL; memstore loses its data, so it cannot
+#     come back) during a copy: the client gets EIO within the timeout
+#     rather than a hang, and the server stays up and exits when asked.
+# Would catch: a wait on librados without a bound, an error that kills
+# the server, a timeout not reported as EIO, a retry that serves wrong
+# bytes.
+source "$(dirname "$0")/functions.sh"
+requires_cmd ceph-mon ceph-mgr ceph-osd radosgw ceph rbd nbdcopy nbdsh cmp
+rbd_so="$abs_top_builddir/plugins/rbd/.libs/nbdkit-rbd-plugin.so"
+requires test -f "$rbd_so"
+requires test -d "$abs_top_builddir/filters/retry"
+
+cluster="$tmpdir/ceph"
+cleanup_fn "$abs_top_srcdir/tests/ceph-cluster.sh" stop "$cluster"
+"$abs_top_srcdir/tests/ceph-cluster.sh" start "$cluster" --owner $$ 9>&- ||
+  fail "the private Ceph cluster did not start"
+. "$cluster/env"
+osd=$(awk '$1 == "osd.0" { print $2 }' "$cluster/pids")
+img=fault
+head -c 24M /dev/urandom > "$tmpdir/src"
+timeout 60 rbd import --no-progress "$tmpdir/src" "$RBD_POOL/$img" 9>&- ||
+  fail "rbd import failed"
+args=(conf="$CEPH_CONF" id="$CEPH_ID" keyring="$CEPH_KEYRING" timeout=3
+      image="$img")
+
+# serve LOG ARGS...: a server on $sock with its stderr in LOG.
+serve ()
+{
+  local log=$1
+  shift
+  sock="$tmpdir/sock"
+  rm -f "$sock" "$tmpdir/pid"
+  "$NBDKIT" -f -U "$sock" -P "$tmpdir/pid" "$@" 2> "$log" 9>&- &
+  server_pid=$!
+  cleanup_fn _kill_pid "$server_pid"
+  wait_for 20 -s "$tmpdir/pid" || { cat "$log"; fail "server did not start"; }
+  uri="nbd+unix:///?socket=$sock"
+}
+
+# 1. Freeze and resume, through the retry filter.  The delay filter
+# makes the copy last long enough (96 reads of 256 KiB, 40 ms each).
+serve "$tmpdir/server1.log" -r --filter=retry --filter=delay \
+  rbd "${args[@]}" retries=20 retry-delay=1 rdelay=40ms
+timeout 120 nbdcopy --connections=1 --requests=1 "$uri" "$tmpdir/copy" \
+  9>&- &
+copy=$!
+sleep 1
+kill -STOP "$osd"
+sleep 4.5
+kill -CONT "$osd"
+SECONDS=0
+wait "$copy" || fail "the copy through the retry filter failed"
+echo "copy done ${SECONDS}s after the OSD resumed"
+cmp "$tmpdir/src" "$tmpdir/copy" || fail "the retried copy has wrong bytes"
+cat "$tmpdir/server1.log"
+grep -q 'rbd.*read at .*: Connection timed out' "$tmpdir/server1.log" ||
+  fail "no read timed out while the OSD was frozen (the test proved nothing)"
+stop_server
+
+# 2. Kill the OSD during a copy (no retry filter this time).
+serve "$tmpdir/server2.log" -v --filter=delay rbd "${args[@]}" rdelay=40ms
+timeout 60 nbdcopy --connections=1 --requests=1 "$uri" "$tmpdir/copy2" \
+  9>&- 2> "$tmpdir/copy2.err" &
+copy=$!
+sleep 1
+kill -9 "$osd"
+SECONDS=0
+st=0
+wait "$copy" || st=$?
+cat "$tmpdir/copy2.err"
+echo "the copy ended (status $st) ${SECONDS}s after the kill"
+[ $st -ne 0 ] || fail "the copy succeeded with the OSD dead"
+[ $st -ne 124 ] || fail "the copy hung with the OSD dead"
+grep -q 'Input/output error' "$tmpdir/copy2.err" ||
+  fail "the client did not get EIO"
+[ $SECONDS -lt 15 ] || fail "the client waited ${SECONDS}s for EIO"
+kill -0 "$server_pid" || fail "the server died with the OSD"
+grep -q 'rbd.*read at .*: Connection timed out' "$tmpdir/server2.log" ||
+  { cat "$tmpdir/server2.log"; fail "the server did not say why the read failed"; }
+grep -Ev 'debug: (pread|.*NBD_OPT|.*handshake)' "$tmpdir/server2.log" | tail -n 20
+# Asked to stop, the server exits within the bound of its waits.
+kill "$server_pid"
+for (( i = 0; i < 150; i++ )); do
+  kill -0 "$server_pid" 2>/dev/null || break
+  sleep 0.1
+done
+kill -0 "$server_pid" 2>/dev/null && fail "the server did not exit 15 s after SIGTERM"
+echo "the server exited $((i / 10)).$((i % 10))s after SIGTERM"

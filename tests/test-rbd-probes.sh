@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
+# The rbd plugin's probes, seen by bpftrace: rbd_connect fires when the
+# server joins the cluster (image "") and opens the image, with a
+# duration and result 0; rbd_op_done fires once per librbd call of a
+# request, with the connection id and cookie of the server's own
+# request_start for that request, the op, offset and count, a non-zero
+# latency and librbd's result, and a FUA write fires a write then a
+# flush.  bpftrace 0.17 reads at most six USDT arguments, so the
+# seventh, librbd's result, is checked with perf: the bytes for a read,
+# 0 for the rest.  Would catch: probes missing or misplaced, arguments swapped,
+# a cookie that does not join to request_start, a latency never
+# measured, the semaphore ignored.
+source "$(dirname "$0")/functions.sh"
+requires_root
+requires_probes
+requires_cmd bpftrace nbdsh nbdinfo
+source "$srcdir/rbd-functions.sh"
+requires sh -c "readelf -n '$rbd_so' | grep -q 'Name: rbd_op_done'"
+img=$(new_image probes 8M)
+tracing_lock
+
+cat > "$tmpdir/trace.bt" <<EOT
+usdt:$rbd_so:nbdkit:rbd_connect {
+  printf("%lld connect %s %s %d %d\n", nsecs, str(arg0), str(arg1),
+         arg2 > 0, arg3); }
+usdt:$rbd_so:nbdkit:rbd_op_done {
+  printf("%lld op %d %d %s %d %d %d\n", nsecs, arg0, arg1, str(arg2),
+         arg3, arg4, arg5 > 0); }
+usdt:$server_binary:nbdkit:request_start {
+  printf("%lld req %d %d %s %d\n", nsecs, arg0, arg1, str(arg3), arg5); }
+EOT
+timeout -k 120 90 bpftrace "$tmpdir/trace.bt" > "$tmpdir/trace" \
+  2> "$tmpdir/trace.err" &
+bt=$!
+cleanup_fn _kill_pid "$bt"
+wait_for_bpftrace "$bt" "$tmpdir/trace" "$tmpdir/trace.err"
+
+start_server rbd "${rbd_args[@]}" image="$img"
+t nbdsh --base-allocation -u "$uri" -c '
+h.pwrite(b"p" * 4096, 8192, nbd.CMD_FLAG_FUA)
+assert h.pread(4096, 8192) == b"p" * 4096
+h.trim(65536, 1048576)
+h.zero(4096, 2 * 1048576)
+h.flush()
+h.block_status(8 * 1048576, 0, lambda *args: 0)
+'
+stop_server
+sleep 1
+interrupt_tracer "$bt"
+trace_in_order "$tmpdir/trace" > "$tmpdir/events"
+cat "$tmpdir/events"
+
+# Start-up: the cluster, then the check that image= exists; then the
+# first connection opens it.
+grep -c "^connect $RBD_POOL  1 0\$" "$tmpdir/events" | grep -qx 1 ||
+  fail "no rbd_connect (pool, \"\", duration > 0, 0) for the cluster"
+[ "$(grep -c "^connect $RBD_POOL $img 1 0\$" "$tmpdir/events")" -eq 2 ] ||
+  fail "want two rbd_connect ($RBD_POOL, $img, duration > 0, 0)"
+
+# Each op in order, without id and cookie, which are checked below.
+grep '^op ' "$tmpdir/events" | cut -d' ' -f4- > "$tmpdir/ops"
+cat > "$tmpdir/want" <<EOT
+write 8192 4096 1
+flush 0 0 1
+read 8192 4096 1
+discard 1048576 65536 1
+write_zeroes 2097152 4096 1
+flush 0 0 1
+diff_iterate 0 8388608 1
+EOT
+diff -u "$tmpdir/want" "$tmpdir/ops" || fail "rbd_op_done: wrong ops or arguments"
+
+# Each op's (id, cookie) is that of a request_start of the right kind.
+/usr/bin/python3 - "$tmpdir/events" <<'EOT' || fail "rbd_op_done does not join to request_start"
+import sys
+reqs = {}
+kind = {"write": "write", "read": "read", "discard": "trim",
+        "write_zeroes": "write_zeroes", "flush": ("flush", "write"),
+        "diff_iterate": "block_status"}
+for line in open(sys.argv[1]):
+    f = line.split()
+    if f[0] == "req":
+        reqs[(f[1], f[2])] = f[3].lower()
+for line in open(sys.argv[1]):
+    f = line.split()
+    if f[0] != "op":
+        continue
+    name = reqs.get((f[1], f[2]))
+    want = kind[f[3]]
+    ok = name is not None and (name in want if isinstance(want, tuple)
+                               else name == want)
+    if not ok:
+        sys.exit("op %s id %s cookie %s: request %s" % (f[3], f[1], f[2], name))
+EOT
+
+# The result (the seventh argument) through perf, which reads them all.
+requires_cmd perf
+export HOME="$tmpdir/home" PERF_PAGER=cat
+mkdir -p "$HOME"
+perf buildid-cache --add "$rbd_so"
+cleanup_fn perf buildid-cache --remove "$rbd_so"
+cleanup_fn perf probe -q -d 'sdt_nbdkit:rbd_op_done'
+perf probe -q -d 'sdt_nbdkit:rbd_op_done' 2>/dev/null || :
+perf probe -x "$rbd_so" 'sdt_nbdkit:rbd_op_done' > "$tmpdir/probe" 2>&1 ||
+  { cat "$tmpdir/probe"; fail "perf probe sdt_nbdkit:rbd_op_done failed"; }
+t perf record -q -o "$tmpdir/perf.data" -e sdt_nbdkit:rbd_op_done -- \
+  "$NBDKIT" -U - rbd "${rbd_args[@]}" image="$img" \
+    --run 'nbdsh -u "$uri" -c "h.pread(3000, 8192); h.pwrite(b\"q\" * 512, 0)"' \
+  9>&-
+perf script -i "$tmpdir/perf.data" > "$tmpdir/script" 2>&1
+cat "$tmpdir/script"
+# arg4 offset, arg5 count, arg7 result.
+grep -Eq 'arg4=8192 arg5=3000 arg6=[0-9]+ arg7=3000( |$)' "$tmpdir/script" ||
+  fail "perf: no rbd_op_done for the read with result 3000"
+grep -Eq 'arg4=0 arg5=512 arg6=[0-9]+ arg7=0( |$)' "$tmpdir/script" ||
+  fail "perf: no rbd_op_done for the write with result 0"
