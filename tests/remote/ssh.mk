@@ -1,2 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
-# Tests of the ssh plugin (libssh): a file over SFTP.
+# Tests of the ssh plugin (libssh): a file over SFTP.  Each test starts
+# its own sshd with tests/sshd-start.sh.
+EXTRA_DIST += sshd-start.sh
+if HAVE_SSH
+TESTS += test-ssh-plugin.sh
+endif

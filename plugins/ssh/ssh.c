@@ -1,0 +1,794 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
+/* The ssh plugin: one remote file served over SFTP, through libssh.
+ *
+ * This file owns the parameters (set by config, read-only once the
+ * server is ready) and, per NBD connection, one SSH session with one
+ * SFTP session and the open remote file (struct handle).  libssh
+ * sessions must not be used by two threads at once, so the thread
+ * model serialises the requests of a connection; connections run in
+ * parallel, each on its own session.
+ *
+ * Data enters and leaves through sftp_read and sftp_write in pieces of
+ * at most SFTP_CHUNK bytes (OpenSSH's server refuses messages over
+ * 256 KiB); flush is fsync@openssh.com where the server offers it.
+ *
+ * At start-up (get_ready) the plugin connects once, checks the host
+ * key and the credentials and, unless create=true, that the file
+ * exists, so that these mistakes stop the server with one line rather
+ * than failing each client.  The file named by create=true is made on
+ * the first NBD connection, as nbdkit 1.32 documents.
+ *
+ * Probes: ssh_connect after each connection attempt, ssh_request after
+ * each read, write or flush, ssh_sftp_error for each failed SFTP or
+ * channel call (see nbdkit-ssh-plugin(1)).
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <libssh/callbacks.h>
+#include <libssh/libssh.h>
+#include <libssh/sftp.h>
+
+#define NBDKIT_API_VERSION 2
+#include <nbdkit-plugin.h>
+#define NBDKIT_PROBE_SEMAPHORES 1
+#include <nbdkit-probe.h>
+
+#include "include/minmax.h"
+#include "vector.h"
+
+NBDKIT_PROBE_SEMAPHORE (ssh_connect);
+NBDKIT_PROBE_SEMAPHORE (ssh_request);
+NBDKIT_PROBE_SEMAPHORE (ssh_sftp_error);
+
+/* The largest read or write sent in one SFTP message. */
+#define SFTP_CHUNK UINT32_C (65536)
+
+/* Seconds any wait on the remote may take, unless timeout= says. */
+#define DEFAULT_TIMEOUT 60
+
+/* -D ssh.log=N: libssh's log level (0 = off .. 4 = functions). */
+NBDKIT_DLL_PUBLIC int ssh_debug_log = 0;
+
+/* The parameters, owned here (strdup'd), read-only after config. */
+static char *host;
+static char *port;
+static char *user;
+static char *password;
+static char *path;
+static char *config_file;
+static bool config_set;         /* config= given, even empty */
+static char *known_hosts;
+static string_vector identities = empty_vector;
+static bool verify_remote_host = true;
+static bool compression;
+static long timeout = DEFAULT_TIMEOUT;
+static bool create;
+static int64_t create_size = -1;
+static unsigned create_mode = 0600;
+
+/* create=true makes the file on the first NBD connection only. */
+static pthread_mutex_t create_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool created;            /* protected by create_lock */
+
+struct handle {
+  ssh_session session;
+  sftp_session sftp;
+  sftp_file file;
+  bool can_fsync;               /* the server offers fsync@openssh.com */
+};
+
+static uint64_t
+now_ns (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (uint64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void
+ssh_unload (void)
+{
+  free (host);
+  free (port);
+  free (user);
+  free (password);
+  free (path);
+  free (config_file);
+  free (known_hosts);
+  string_vector_free_all (&identities);
+}
+
+/* Replace *FIELD with a copy of VALUE. */
+static int
+set_string (char **field, const char *value)
+{
+  char *copy = strdup (value);
+
+  if (copy == NULL) {
+    nbdkit_error ("strdup: %m");
+    return -1;
+  }
+  free (*field);
+  *field = copy;
+  return 0;
+}
+
+static int
+parse_flag (const char *value, bool *flag)
+{
+  int r = nbdkit_parse_bool (value);
+
+  if (r == -1)
+    return -1;
+  *flag = r;
+  return 0;
+}
+
+static int
+ssh_config (const char *key, const char *value)
+{
+  if (strcmp (key, "host") == 0)
+    return set_string (&host, value);
+  if (strcmp (key, "port") == 0)
+    return set_string (&port, value);
+  if (strcmp (key, "user") == 0)
+    return set_string (&user, value);
+  if (strcmp (key, "path") == 0)
+    return set_string (&path, value);
+  if (strcmp (key, "known-hosts") == 0)
+    return set_string (&known_hosts, value);
+  if (strcmp (key, "config") == 0) {
+    config_set = true;
+    return set_string (&config_file, value);
+  }
+  if (strcmp (key, "password") == 0) {
+    free (password);
+    password = NULL;
+    return nbdkit_read_password (value, &password);
+  }
+  if (strcmp (key, "identity") == 0) {
+    char *copy = strdup (value);
+
+    if (copy == NULL || string_vector_append (&identities, copy) == -1) {
+      nbdkit_error ("identity: %m");
+      free (copy);
+      return -1;
+    }
+    return 0;
+  }
+  if (strcmp (key, "verify-remote-host") == 0)
+    return parse_flag (value, &verify_remote_host);
+  if (strcmp (key, "compression") == 0)
+    return parse_flag (value, &compression);
+  if (strcmp (key, "create") == 0)
+    return parse_flag (value, &create);
+  if (strcmp (key, "create-size") == 0) {
+    create_size = nbdkit_parse_size (value);
+    return create_size == -1 ? -1 : 0;
+  }
+  if (strcmp (key, "create-mode") == 0) {
+    char *end;
+    unsigned long m;
+
+    errno = 0;
+    m = strtoul (value, &end, 8);
+    if (errno != 0 || end == value || *end != '\0' || m > 07777) {
+      nbdkit_error ("create-mode: '%s' is not an octal mode (0 to 07777)",
+                    value);
+      return -1;
+    }
+    create_mode = m;
+    return 0;
+  }
+  if (strcmp (key, "timeout") == 0) {
+    uint32_t secs;
+
+    if (nbdkit_parse_uint32_t ("timeout", value, &secs) == -1)
+      return -1;
+    if (secs == 0 || secs > 86400) {
+      nbdkit_error ("timeout: %s seconds is out of range (1 to 86400)",
+                    value);
+      return -1;
+    }
+    timeout = secs;
+    return 0;
+  }
+  nbdkit_error ("unknown parameter '%s'", key);
+  return -1;
+}
+
+static int
+ssh_config_complete (void)
+{
+  if (host == NULL || host[0] == '\0') {
+    nbdkit_error ("host= is required (the SSH server to connect to)");
+    return -1;
+  }
+  if (path == NULL || path[0] == '\0') {
+    nbdkit_error ("path= is required (the remote file to serve)");
+    return -1;
+  }
+  if (create && create_size < 0) {
+    nbdkit_error ("create=true needs create-size=SIZE");
+    return -1;
+  }
+  if (!create && create_size >= 0) {
+    nbdkit_error ("create-size= is only used with create=true");
+    return -1;
+  }
+  return 0;
+}
+
+#define ssh_config_help \
+  "host=<HOST>          (required) The SSH server.\n" \
+  "[path=]<PATH>        (required) The remote file.\n" \
+  "port=<PORT>          The SSH port.\n" \
+  "user=<USER>          The remote user name.\n" \
+  "password=<PASSWORD>  Password (or - to ask, +FILE, -FD).\n" \
+  "identity=<FILENAME>  A private key to try first (repeatable).\n" \
+  "known-hosts=<FILE>   The known hosts file.\n" \
+  "verify-remote-host=false  Do not check the host key (dangerous).\n" \
+  "config=<FILE>        SSH client config file (empty: none).\n" \
+  "compression=true     Compress the SSH traffic.\n" \
+  "timeout=<SECS>       Limit on each wait for the server.\n" \
+  "create=true          Create (replace) the file, with\n" \
+  "create-size=<SIZE>   its size and\n" \
+  "create-mode=<MODE>   its permissions (default 0600)."
+
+/* libssh's log lines, for -D ssh.log=N. */
+static void
+log_to_debug (int priority, const char *function, const char *buffer,
+              void *opaque)
+{
+  (void) opaque;
+  nbdkit_debug ("libssh[%d] %s: %s", priority, function, buffer);
+}
+
+/* The user name libssh will log in as (ours if user= was not given),
+ * for messages.  Free with ssh_string_free_char.
+ */
+static char *
+session_user (ssh_session s)
+{
+  char *u = NULL;
+
+  if (ssh_options_get (s, SSH_OPTIONS_USER, &u) != SSH_OK)
+    return NULL;
+  return u;
+}
+
+/* Check the server's host key against the known hosts files. */
+static int
+verify_host (ssh_session s)
+{
+  switch (ssh_session_is_known_server (s)) {
+  case SSH_KNOWN_HOSTS_OK:
+    return 0;
+  case SSH_KNOWN_HOSTS_CHANGED:
+    nbdkit_error ("the host key of %s does not match the one in the known "
+                  "hosts file (it changed, or someone is in between): "
+                  "refusing to connect", host);
+    return -1;
+  case SSH_KNOWN_HOSTS_OTHER:
+    nbdkit_error ("%s offered a host key of another type than the one in "
+                  "the known hosts file: refusing to connect", host);
+    return -1;
+  case SSH_KNOWN_HOSTS_NOT_FOUND:
+    nbdkit_error ("no known hosts file to check the host key of %s "
+                  "(give known-hosts=FILE, or verify-remote-host=false)",
+                  host);
+    return -1;
+  case SSH_KNOWN_HOSTS_UNKNOWN:
+    nbdkit_error ("%s is not in the known hosts file, so its host key "
+                  "cannot be checked (add it, give known-hosts=FILE, or "
+                  "verify-remote-host=false)", host);
+    return -1;
+  case SSH_KNOWN_HOSTS_ERROR:
+  default:
+    nbdkit_error ("checking the host key of %s: %s", host, ssh_get_error (s));
+    return -1;
+  }
+}
+
+/* Try none, then public keys (identity=, the default keys, the agent),
+ * then the password if one was given, as far as the server offers
+ * them.
+ */
+static int
+authenticate (ssh_session s)
+{
+  char tried[64] = "";
+  char *u;
+  int rc, methods;
+
+  rc = ssh_userauth_none (s, NULL);
+  if (rc == SSH_AUTH_SUCCESS)
+    return 0;
+  if (rc == SSH_AUTH_ERROR)
+    goto error;
+  methods = ssh_userauth_list (s, NULL);
+
+  if (methods & SSH_AUTH_METHOD_PUBLICKEY) {
+    strcat (tried, " publickey");
+    rc = ssh_userauth_publickey_auto (s, NULL, NULL);
+    if (rc == SSH_AUTH_SUCCESS)
+      return 0;
+    if (rc == SSH_AUTH_ERROR)
+      goto error;
+  }
+  if (password != NULL && (methods & SSH_AUTH_METHOD_PASSWORD)) {
+    strcat (tried, " password");
+    rc = ssh_userauth_password (s, NULL, password);
+    if (rc == SSH_AUTH_SUCCESS)
+      return 0;
+    if (rc == SSH_AUTH_ERROR)
+      goto error;
+  }
+
+  u = session_user (s);
+  nbdkit_error ("%s refused the login of %s (tried:%s; the server "
+                "accepts:%s%s%s)", host, u ? u : "the local user",
+                tried[0] ? tried : " none",
+                methods & SSH_AUTH_METHOD_PUBLICKEY ? " publickey" : "",
+                methods & SSH_AUTH_METHOD_PASSWORD ? " password" : "",
+                methods & SSH_AUTH_METHOD_INTERACTIVE
+                ? " keyboard-interactive (not supported)" : "");
+  ssh_string_free_char (u);
+  return -1;
+
+ error:
+  nbdkit_error ("authenticating to %s: %s", host, ssh_get_error (s));
+  return -1;
+}
+
+/* A connected, verified and authenticated SSH session, or NULL after
+ * reporting why.  Fires ssh_connect either way.
+ */
+static ssh_session
+connect_session (void)
+{
+  const uint64_t start = NBDKIT_PROBE_ENABLED (ssh_connect) ? now_ns () : 0;
+  ssh_session s;
+  const char *stage = "ssh_new";
+  int r = -1;
+  size_t i;
+
+  s = ssh_new ();
+  if (s == NULL) {
+    nbdkit_error ("ssh_new: %m");
+    goto out;
+  }
+  if (ssh_debug_log > 0) {
+    int level = MIN (ssh_debug_log, 4);
+
+    /* libssh keeps its log callback per thread. */
+    ssh_set_log_callback (log_to_debug);
+    stage = "log level";
+    if (ssh_options_set (s, SSH_OPTIONS_LOG_VERBOSITY, &level) != SSH_OK)
+      goto option_error;
+  }
+
+  stage = "host";
+  if (ssh_options_set (s, SSH_OPTIONS_HOST, host) != SSH_OK)
+    goto option_error;
+  /* The config file first, so that the parameters override it. */
+  if (config_set) {
+    if (config_file[0] == '\0') {
+      bool no = false;
+
+      stage = "config";
+      if (ssh_options_set (s, SSH_OPTIONS_PROCESS_CONFIG, &no) != SSH_OK)
+        goto option_error;
+    }
+    else if (ssh_options_parse_config (s, config_file) != SSH_OK) {
+      stage = "config";
+      goto option_error;
+    }
+  }
+  stage = "port";
+  if (port && ssh_options_set (s, SSH_OPTIONS_PORT_STR, port) != SSH_OK)
+    goto option_error;
+  stage = "user";
+  if (user && ssh_options_set (s, SSH_OPTIONS_USER, user) != SSH_OK)
+    goto option_error;
+  stage = "known-hosts";
+  if (known_hosts &&
+      ssh_options_set (s, SSH_OPTIONS_KNOWNHOSTS, known_hosts) != SSH_OK)
+    goto option_error;
+  /* ADD_IDENTITY puts each in front of the list: add the last first so
+   * that they are tried in the order given.
+   */
+  stage = "identity";
+  for (i = identities.len; i-- > 0;)
+    if (ssh_options_set (s, SSH_OPTIONS_ADD_IDENTITY,
+                         identities.ptr[i]) != SSH_OK)
+      goto option_error;
+  stage = "compression";
+  if (compression &&
+      ssh_options_set (s, SSH_OPTIONS_COMPRESSION, "yes") != SSH_OK)
+    goto option_error;
+  stage = "timeout";
+  if (ssh_options_set (s, SSH_OPTIONS_TIMEOUT, &timeout) != SSH_OK)
+    goto option_error;
+
+  if (ssh_connect (s) != SSH_OK) {
+    nbdkit_error ("could not connect to %s%s%s: %s", host,
+                  port ? " port " : "", port ? port : "", ssh_get_error (s));
+    goto out;
+  }
+  if (verify_remote_host && verify_host (s) == -1)
+    goto out;
+  if (authenticate (s) == -1)
+    goto out;
+  r = 0;
+  goto out;
+
+ option_error:
+  nbdkit_error ("%s: %s", stage, ssh_get_error (s));
+ out:
+  if (NBDKIT_PROBE_ENABLED (ssh_connect)) {
+    char *u = s ? session_user (s) : NULL;
+
+    NBDKIT_PROBE (ssh_connect, nbdkit_connection_id (), host,
+                  u ? u : "", now_ns () - start, r);
+    ssh_string_free_char (u);
+  }
+  if (r == -1 && s) {
+    ssh_disconnect (s);
+    ssh_free (s);
+    s = NULL;
+  }
+  return s;
+}
+
+/* The errno for an SFTP status code. */
+static int
+status_errno (int code)
+{
+  switch (code) {
+  case SSH_FX_NO_SUCH_FILE:
+  case SSH_FX_NO_SUCH_PATH:
+    return ENOENT;
+  case SSH_FX_PERMISSION_DENIED:
+    return EACCES;
+  case SSH_FX_WRITE_PROTECT:
+    return EROFS;
+  case SSH_FX_FILE_ALREADY_EXISTS:
+    return EEXIST;
+  case SSH_FX_OP_UNSUPPORTED:
+    return EOPNOTSUPP;
+  default:
+    return EIO;
+  }
+}
+
+/* An SFTP call failed: say which and why, fire ssh_sftp_error, and
+ * return the errno the client should get.  The SFTP status is 0 when
+ * the failure was below SFTP (the channel or the connection).
+ */
+static int
+sftp_failed (ssh_session s, sftp_session sftp, const char *what)
+{
+  int code = sftp ? sftp_get_error (sftp) : 0;
+  const char *msg = ssh_get_error (s);
+
+  NBDKIT_PROBE (ssh_sftp_error, nbdkit_connection_id (), code, msg);
+  nbdkit_error ("%s: %s: %s (SFTP status %d)", path, what, msg, code);
+  return code == 0 ? EIO : status_errno (code);
+}
+
+static void
+close_handle (struct handle *h)
+{
+  if (h->file)
+    sftp_close (h->file);
+  if (h->sftp)
+    sftp_free (h->sftp);
+  if (h->session) {
+    ssh_disconnect (h->session);
+    ssh_free (h->session);
+  }
+  free (h);
+}
+
+/* A connected SFTP session on a new handle, or NULL. */
+static struct handle *
+open_sftp (void)
+{
+  struct handle *h = calloc (1, sizeof *h);
+
+  if (h == NULL) {
+    nbdkit_error ("calloc: %m");
+    return NULL;
+  }
+  h->session = connect_session ();
+  if (h->session == NULL)
+    goto err;
+  h->sftp = sftp_new (h->session);
+  if (h->sftp == NULL) {
+    sftp_failed (h->session, NULL, "starting SFTP");
+    goto err;
+  }
+  if (sftp_init (h->sftp) != SSH_OK) {
+    sftp_failed (h->session, h->sftp, "starting SFTP");
+    goto err;
+  }
+  return h;
+
+ err:
+  close_handle (h);
+  return NULL;
+}
+
+/* Check at start-up what every connection will need: the host key,
+ * the login and, unless it is to be created, the file.
+ */
+static int
+ssh_get_ready (void)
+{
+  struct handle *h = open_sftp ();
+  int r = 0;
+
+  if (h == NULL)
+    return -1;
+  if (!create) {
+    sftp_attributes a = sftp_stat (h->sftp, path);
+
+    if (a == NULL) {
+      sftp_failed (h->session, h->sftp, "stat");
+      r = -1;
+    }
+    else if (a->type == SSH_FILEXFER_TYPE_DIRECTORY) {
+      nbdkit_error ("%s: is a directory on %s", path, host);
+      r = -1;
+    }
+    sftp_attributes_free (a);
+  }
+  close_handle (h);
+  return r;
+}
+
+/* create=true: replace the file with an empty one of create-size bytes. */
+static int
+create_file (struct handle *h)
+{
+  struct sftp_attributes_struct attrs = {
+    .flags = SSH_FILEXFER_ATTR_SIZE,
+    .size = create_size,
+  };
+
+  h->file = sftp_open (h->sftp, path, O_RDWR | O_CREAT | O_TRUNC,
+                       create_mode);
+  if (h->file == NULL) {
+    sftp_failed (h->session, h->sftp, "create");
+    return -1;
+  }
+  if (sftp_setstat (h->sftp, path, &attrs) != SSH_OK) {
+    sftp_failed (h->session, h->sftp, "setting the size");
+    return -1;
+  }
+  nbdkit_debug ("created %s on %s, %" PRIi64 " bytes, mode 0%o",
+                path, host, create_size, create_mode);
+  return 0;
+}
+
+static void *
+ssh_open (int readonly)
+{
+  struct handle *h = open_sftp ();
+
+  if (h == NULL)
+    return NULL;
+
+  if (create) {
+    pthread_mutex_lock (&create_lock);
+    if (!created) {
+      if (create_file (h) == -1) {
+        pthread_mutex_unlock (&create_lock);
+        close_handle (h);
+        return NULL;
+      }
+      created = true;
+    }
+    pthread_mutex_unlock (&create_lock);
+  }
+  if (h->file == NULL) {
+    h->file = sftp_open (h->sftp, path, readonly ? O_RDONLY : O_RDWR, 0);
+    if (h->file == NULL) {
+      sftp_failed (h->session, h->sftp, "open");
+      close_handle (h);
+      return NULL;
+    }
+  }
+  h->can_fsync = sftp_extension_supported (h->sftp, "fsync@openssh.com",
+                                           "1");
+  nbdkit_debug ("opened %s on %s%s", path, host,
+                h->can_fsync ? ", with fsync@openssh.com" : "");
+  return h;
+}
+
+static void
+ssh_close (void *handle)
+{
+  close_handle (handle);
+}
+
+static int64_t
+ssh_get_size (void *handle)
+{
+  struct handle *h = handle;
+  sftp_attributes a = sftp_fstat (h->file);
+  int64_t size;
+
+  if (a == NULL) {
+    nbdkit_set_error (sftp_failed (h->session, h->sftp, "stat"));
+    return -1;
+  }
+  if (!(a->flags & SSH_FILEXFER_ATTR_SIZE) || a->size > INT64_MAX) {
+    nbdkit_error ("%s: the server did not give a usable size", path);
+    sftp_attributes_free (a);
+    nbdkit_set_error (EIO);
+    return -1;
+  }
+  size = a->size;
+  sftp_attributes_free (a);
+  return size;
+}
+
+static int
+ssh_can_flush (void *handle)
+{
+  struct handle *h = handle;
+
+  return h->can_fsync;
+}
+
+/* A request finished with ERR (0 or an errno): fire ssh_request and
+ * turn ERR into the plugin's return value.
+ */
+static int
+request_done (const char *op, uint64_t offset, uint32_t count,
+              uint64_t start, int err)
+{
+  if (NBDKIT_PROBE_ENABLED (ssh_request))
+    NBDKIT_PROBE (ssh_request, nbdkit_connection_id (),
+                  nbdkit_request_cookie (), op, offset, count,
+                  now_ns () - start, err);
+  if (err == 0)
+    return 0;
+  nbdkit_set_error (err);
+  return -1;
+}
+
+static int
+do_read (struct handle *h, char *buf, uint32_t count, uint64_t offset)
+{
+  if (sftp_seek64 (h->file, offset) < 0)
+    return sftp_failed (h->session, h->sftp, "seek");
+  while (count > 0) {
+    ssize_t r = sftp_read (h->file, buf, MIN (count, SFTP_CHUNK));
+
+    if (r < 0)
+      return sftp_failed (h->session, h->sftp, "read");
+    if (r == 0 || (size_t) r > MIN (count, SFTP_CHUNK)) {
+      nbdkit_error ("%s: the file ended at %" PRIu64 " (it shrank?)",
+                    path, offset);
+      return EIO;
+    }
+    buf += r;
+    count -= r;
+    offset += r;
+  }
+  return 0;
+}
+
+static int
+ssh_pread (void *handle, void *buf, uint32_t count, uint64_t offset,
+           uint32_t flags)
+{
+  const uint64_t start = NBDKIT_PROBE_ENABLED (ssh_request) ? now_ns () : 0;
+
+  (void) flags;
+  return request_done ("pread", offset, count, start,
+                       do_read (handle, buf, count, offset));
+}
+
+static int
+do_write (struct handle *h, const char *buf, uint32_t count, uint64_t offset)
+{
+  if (sftp_seek64 (h->file, offset) < 0)
+    return sftp_failed (h->session, h->sftp, "seek");
+  while (count > 0) {
+    const uint32_t n = MIN (count, SFTP_CHUNK);
+    ssize_t r = sftp_write (h->file, buf, n);
+
+    if (r < 0)
+      return sftp_failed (h->session, h->sftp, "write");
+    if (r != n) {
+      nbdkit_error ("%s: short write at %" PRIu64, path, offset);
+      return EIO;
+    }
+    buf += n;
+    count -= n;
+    offset += n;
+  }
+  return 0;
+}
+
+static int
+do_flush (struct handle *h)
+{
+  if (!h->can_fsync)
+    return 0;
+  if (sftp_fsync (h->file) != SSH_OK)
+    return sftp_failed (h->session, h->sftp, "fsync");
+  return 0;
+}
+
+static int
+ssh_pwrite (void *handle, const void *buf, uint32_t count, uint64_t offset,
+            uint32_t flags)
+{
+  const uint64_t start = NBDKIT_PROBE_ENABLED (ssh_request) ? now_ns () : 0;
+  int err = do_write (handle, buf, count, offset);
+
+  if (err == 0 && (flags & NBDKIT_FLAG_FUA))
+    err = do_flush (handle);
+  return request_done ("pwrite", offset, count, start, err);
+}
+
+static int
+ssh_flush (void *handle, uint32_t flags)
+{
+  const uint64_t start = NBDKIT_PROBE_ENABLED (ssh_request) ? now_ns () : 0;
+
+  (void) flags;
+  return request_done ("flush", 0, 0, start, do_flush (handle));
+}
+
+static int
+ssh_can_fua (void *handle)
+{
+  struct handle *h = handle;
+
+  return h->can_fsync ? NBDKIT_FUA_NATIVE : NBDKIT_FUA_NONE;
+}
+
+#define THREAD_MODEL NBDKIT_THREAD_MODEL_SERIALIZE_REQUESTS
+
+static struct nbdkit_plugin plugin = {
+  .name              = "ssh",
+  .version           = PACKAGE_VERSION,
+  .longname          = "nbdkit ssh plugin",
+  .description       = "A remote file over SSH (SFTP)",
+  .unload            = ssh_unload,
+  .config            = ssh_config,
+  .config_complete   = ssh_config_complete,
+  .config_help       = ssh_config_help,
+  .magic_config_key  = "path",
+  .get_ready         = ssh_get_ready,
+  .open              = ssh_open,
+  .close             = ssh_close,
+  .get_size          = ssh_get_size,
+  .can_flush         = ssh_can_flush,
+  .can_fua           = ssh_can_fua,
+  .pread             = ssh_pread,
+  .pwrite            = ssh_pwrite,
+  .flush             = ssh_flush,
+  .errno_is_preserved = 0,
+};
+
+NBDKIT_REGISTER_PLUGIN (plugin)
