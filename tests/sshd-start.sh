@@ -8,6 +8,8 @@
 #                           127.0.0.1, stopped by PID at exit.  With
 #                           "password", root may also log in with the
 #                           password $sshd_password (see below).
+#   kill_sshd               kill -9 sshd and every session it forked
+#   launch_sshd             start it again: same port, keys, config
 #
 # Sets:
 #   $sshd_dir        its files, in $tmpdir/sshd
@@ -33,7 +35,7 @@ sshd_password=nbdkit-ssh-test-password
 
 start_sshd ()
 {
-  local mode="${1:-}" i
+  local mode="${1:-}"
   requires_root
   requires_cmd /usr/sbin/sshd ssh-keygen
   sshd_dir="$tmpdir/sshd"
@@ -63,8 +65,20 @@ EOF
     > "$sshd_dir/known_hosts"
   sshd_known_hosts="$sshd_dir/known_hosts"
 
+  sshd_mode="$mode"
+  launch_sshd
+  sshd_args=(host=127.0.0.1 port="$sshd_port" user=root
+             identity="$sshd_key" known-hosts="$sshd_known_hosts"
+             config=)
+}
+
+# launch_sshd: (re)start the sshd that start_sshd set up, with the
+# same port, keys and config (after kill_sshd, say).
+launch_sshd ()
+{
+  local i
   local -a cmd=(/usr/sbin/sshd -D -e -f "$sshd_dir/sshd_config")
-  if [ "$mode" = password ]; then
+  if [ "$sshd_mode" = password ]; then
     requires_cmd unshare openssl
     local hash
     hash="$(openssl passwd -6 "$sshd_password")"
@@ -87,7 +101,19 @@ EOF
   done
   grep -qs "Server listening" "$sshd_dir/sshd.log" ||
     { cat "$sshd_dir/sshd.log"; fail "sshd did not listen within 10 s"; }
-  sshd_args=(host=127.0.0.1 port="$sshd_port" user=root
-             identity="$sshd_key" known-hosts="$sshd_known_hosts"
-             config=)
+}
+
+# kill_sshd: kill -9 the sshd and all its descendants (the sessions
+# serving clients, and their SFTP servers), by pid, as a crashed or
+# rebooted server would vanish.
+kill_sshd ()
+{
+  local pids=("$sshd_pid") p all=()
+  while [ ${#pids[@]} -gt 0 ]; do
+    all+=("${pids[@]}")
+    p="$(printf '%s,' "${pids[@]}")"
+    mapfile -t pids < <(pgrep -P "${p%,}" || :)
+  done
+  kill -9 "${all[@]}" 2>/dev/null || :
+  wait "$sshd_pid" 2>/dev/null || :
 }

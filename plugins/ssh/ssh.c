@@ -18,9 +18,14 @@
  * than failing each client.  The file named by create=true is made on
  * the first NBD connection, as nbdkit 1.32 documents.
  *
- * Probes: ssh_connect after each connection attempt, ssh_request after
- * each read, write or flush, ssh_sftp_error for each failed SFTP or
- * channel call (see nbdkit-ssh-plugin(1)).
+ * libssh bounds the connection and login by SSH_OPTIONS_TIMEOUT but
+ * not the SFTP calls: watchdog.c bounds those (timeout=, default 60 s)
+ * by shutting down the socket of a session whose reply is overdue.
+ *
+ * Probes: ssh_connect after each connection attempt, ssh_read_done,
+ * ssh_write_done and ssh_flush_done after each request (one probe per
+ * operation: bpftrace reads at most six arguments), ssh_sftp_error for
+ * each failed SFTP or channel call (see nbdkit-ssh-plugin(1)).
  */
 #include <config.h>
 
@@ -47,9 +52,12 @@
 
 #include "include/minmax.h"
 #include "vector.h"
+#include "watchdog.h"
 
 NBDKIT_PROBE_SEMAPHORE (ssh_connect);
-NBDKIT_PROBE_SEMAPHORE (ssh_request);
+NBDKIT_PROBE_SEMAPHORE (ssh_read_done);
+NBDKIT_PROBE_SEMAPHORE (ssh_write_done);
+NBDKIT_PROBE_SEMAPHORE (ssh_flush_done);
 NBDKIT_PROBE_SEMAPHORE (ssh_sftp_error);
 
 /* The largest read or write sent in one SFTP message. */
@@ -87,6 +95,8 @@ struct handle {
   sftp_session sftp;
   sftp_file file;
   bool can_fsync;               /* the server offers fsync@openssh.com */
+  bool watched;                 /* watch is on the watchdog's list */
+  struct ssh_watch watch;       /* bounds each wait for the server */
 };
 
 static uint64_t
@@ -101,6 +111,7 @@ now_ns (void)
 static void
 ssh_unload (void)
 {
+  watch_stop ();
   free (host);
   free (port);
   free (user);
@@ -480,27 +491,53 @@ status_errno (int code)
  * the failure was below SFTP (the channel or the connection).
  */
 static int
-sftp_failed (ssh_session s, sftp_session sftp, const char *what)
+sftp_failed (struct handle *h, const char *what)
 {
-  int code = sftp ? sftp_get_error (sftp) : 0;
-  const char *msg = ssh_get_error (s);
+  /* After the connection is lost libssh's SFTP status is stale. */
+  const bool connected = ssh_is_connected (h->session);
+  const int code = h->sftp && connected ? sftp_get_error (h->sftp) : 0;
+  const char *msg;
+
+  if (h->watched && watch_fired (&h->watch))
+    msg = "no reply from the server in time (timeout=): connection closed";
+  else if (!connected)
+    msg = "the connection to the server is lost";
+  else
+    msg = ssh_get_error (h->session);
 
   NBDKIT_PROBE (ssh_sftp_error, nbdkit_connection_id (), code, msg);
   nbdkit_error ("%s: %s: %s (SFTP status %d)", path, what, msg, code);
   return code == 0 ? EIO : status_errno (code);
 }
 
+/* Bound the waits of the calls between wait_start and wait_end. */
+static void
+wait_start (struct handle *h)
+{
+  watch_arm (&h->watch, timeout);
+}
+
+static void
+wait_end (struct handle *h)
+{
+  watch_disarm (&h->watch);
+}
+
 static void
 close_handle (struct handle *h)
 {
+  if (h->watched)
+    wait_start (h);
   if (h->file)
     sftp_close (h->file);
   if (h->sftp)
     sftp_free (h->sftp);
-  if (h->session) {
+  if (h->session)
     ssh_disconnect (h->session);
+  if (h->watched)
+    watch_remove (&h->watch);
+  if (h->session)
     ssh_free (h->session);
-  }
   free (h);
 }
 
@@ -517,15 +554,20 @@ open_sftp (void)
   h->session = connect_session ();
   if (h->session == NULL)
     goto err;
+  if (watch_add (&h->watch, ssh_get_fd (h->session)) == -1)
+    goto err;
+  h->watched = true;
+  wait_start (h);
   h->sftp = sftp_new (h->session);
   if (h->sftp == NULL) {
-    sftp_failed (h->session, NULL, "starting SFTP");
+    sftp_failed (h, "starting SFTP");
     goto err;
   }
   if (sftp_init (h->sftp) != SSH_OK) {
-    sftp_failed (h->session, h->sftp, "starting SFTP");
+    sftp_failed (h, "starting SFTP");
     goto err;
   }
+  wait_end (h);
   return h;
 
  err:
@@ -542,13 +584,19 @@ ssh_get_ready (void)
   struct handle *h = open_sftp ();
   int r = 0;
 
-  if (h == NULL)
+  if (h == NULL) {
+    watch_stop ();
     return -1;
+  }
   if (!create) {
-    sftp_attributes a = sftp_stat (h->sftp, path);
+    sftp_attributes a;
+
+    wait_start (h);
+    a = sftp_stat (h->sftp, path);
+    wait_end (h);
 
     if (a == NULL) {
-      sftp_failed (h->session, h->sftp, "stat");
+      sftp_failed (h, "stat");
       r = -1;
     }
     else if (a->type == SSH_FILEXFER_TYPE_DIRECTORY) {
@@ -558,26 +606,32 @@ ssh_get_ready (void)
     sftp_attributes_free (a);
   }
   close_handle (h);
+  /* The server may fork next: no thread must be left behind. */
+  watch_stop ();
   return r;
 }
 
-/* create=true: replace the file with an empty one of create-size bytes. */
+/* create=true: replace the file with an empty one of create-size
+ * bytes.  The mode given to open only applies to a new file, so it is
+ * set again with the size for a file that was there.
+ */
 static int
 create_file (struct handle *h)
 {
   struct sftp_attributes_struct attrs = {
-    .flags = SSH_FILEXFER_ATTR_SIZE,
+    .flags = SSH_FILEXFER_ATTR_SIZE | SSH_FILEXFER_ATTR_PERMISSIONS,
     .size = create_size,
+    .permissions = create_mode,
   };
 
   h->file = sftp_open (h->sftp, path, O_RDWR | O_CREAT | O_TRUNC,
                        create_mode);
   if (h->file == NULL) {
-    sftp_failed (h->session, h->sftp, "create");
+    sftp_failed (h, "create");
     return -1;
   }
   if (sftp_setstat (h->sftp, path, &attrs) != SSH_OK) {
-    sftp_failed (h->session, h->sftp, "setting the size");
+    sftp_failed (h, "setting the size and mode");
     return -1;
   }
   nbdkit_debug ("created %s on %s, %" PRIi64 " bytes, mode 0%o",
@@ -593,6 +647,7 @@ ssh_open (int readonly)
   if (h == NULL)
     return NULL;
 
+  wait_start (h);
   if (create) {
     pthread_mutex_lock (&create_lock);
     if (!created) {
@@ -608,11 +663,12 @@ ssh_open (int readonly)
   if (h->file == NULL) {
     h->file = sftp_open (h->sftp, path, readonly ? O_RDONLY : O_RDWR, 0);
     if (h->file == NULL) {
-      sftp_failed (h->session, h->sftp, "open");
+      sftp_failed (h, "open");
       close_handle (h);
       return NULL;
     }
   }
+  wait_end (h);
   h->can_fsync = sftp_extension_supported (h->sftp, "fsync@openssh.com",
                                            "1");
   nbdkit_debug ("opened %s on %s%s", path, host,
@@ -630,11 +686,14 @@ static int64_t
 ssh_get_size (void *handle)
 {
   struct handle *h = handle;
-  sftp_attributes a = sftp_fstat (h->file);
+  sftp_attributes a;
   int64_t size;
 
+  wait_start (h);
+  a = sftp_fstat (h->file);
+  wait_end (h);
   if (a == NULL) {
-    nbdkit_set_error (sftp_failed (h->session, h->sftp, "stat"));
+    nbdkit_set_error (sftp_failed (h, "stat"));
     return -1;
   }
   if (!(a->flags & SSH_FILEXFER_ATTR_SIZE) || a->size > INT64_MAX) {
@@ -656,33 +715,35 @@ ssh_can_flush (void *handle)
   return h->can_fsync;
 }
 
-/* A request finished with ERR (0 or an errno): fire ssh_request and
- * turn ERR into the plugin's return value.
- */
+/* The return value of a request that ended with ERR (0 or an errno). */
 static int
-request_done (const char *op, uint64_t offset, uint32_t count,
-              uint64_t start, int err)
+request_result (int err)
 {
-  if (NBDKIT_PROBE_ENABLED (ssh_request))
-    NBDKIT_PROBE (ssh_request, nbdkit_connection_id (),
-                  nbdkit_request_cookie (), op, offset, count,
-                  now_ns () - start, err);
   if (err == 0)
     return 0;
   nbdkit_set_error (err);
   return -1;
 }
 
+/* The time since START for a probe (0 if the probe was not enabled
+ * when the request started).
+ */
+static uint64_t
+elapsed (uint64_t start)
+{
+  return start ? now_ns () - start : 0;
+}
+
 static int
 do_read (struct handle *h, char *buf, uint32_t count, uint64_t offset)
 {
   if (sftp_seek64 (h->file, offset) < 0)
-    return sftp_failed (h->session, h->sftp, "seek");
+    return sftp_failed (h, "seek");
   while (count > 0) {
     ssize_t r = sftp_read (h->file, buf, MIN (count, SFTP_CHUNK));
 
     if (r < 0)
-      return sftp_failed (h->session, h->sftp, "read");
+      return sftp_failed (h, "read");
     if (r == 0 || (size_t) r > MIN (count, SFTP_CHUNK)) {
       nbdkit_error ("%s: the file ended at %" PRIu64 " (it shrank?)",
                     path, offset);
@@ -699,24 +760,32 @@ static int
 ssh_pread (void *handle, void *buf, uint32_t count, uint64_t offset,
            uint32_t flags)
 {
-  const uint64_t start = NBDKIT_PROBE_ENABLED (ssh_request) ? now_ns () : 0;
+  const uint64_t start =
+    NBDKIT_PROBE_ENABLED (ssh_read_done) ? now_ns () : 0;
+  int err;
 
   (void) flags;
-  return request_done ("pread", offset, count, start,
-                       do_read (handle, buf, count, offset));
+  wait_start (handle);
+  err = do_read (handle, buf, count, offset);
+  wait_end (handle);
+  if (NBDKIT_PROBE_ENABLED (ssh_read_done))
+    NBDKIT_PROBE (ssh_read_done, nbdkit_connection_id (),
+                  nbdkit_request_cookie (), offset, count, elapsed (start),
+                  err);
+  return request_result (err);
 }
 
 static int
 do_write (struct handle *h, const char *buf, uint32_t count, uint64_t offset)
 {
   if (sftp_seek64 (h->file, offset) < 0)
-    return sftp_failed (h->session, h->sftp, "seek");
+    return sftp_failed (h, "seek");
   while (count > 0) {
     const uint32_t n = MIN (count, SFTP_CHUNK);
     ssize_t r = sftp_write (h->file, buf, n);
 
     if (r < 0)
-      return sftp_failed (h->session, h->sftp, "write");
+      return sftp_failed (h, "write");
     if (r != n) {
       nbdkit_error ("%s: short write at %" PRIu64, path, offset);
       return EIO;
@@ -734,7 +803,7 @@ do_flush (struct handle *h)
   if (!h->can_fsync)
     return 0;
   if (sftp_fsync (h->file) != SSH_OK)
-    return sftp_failed (h->session, h->sftp, "fsync");
+    return sftp_failed (h, "fsync");
   return 0;
 }
 
@@ -742,21 +811,37 @@ static int
 ssh_pwrite (void *handle, const void *buf, uint32_t count, uint64_t offset,
             uint32_t flags)
 {
-  const uint64_t start = NBDKIT_PROBE_ENABLED (ssh_request) ? now_ns () : 0;
-  int err = do_write (handle, buf, count, offset);
+  const uint64_t start =
+    NBDKIT_PROBE_ENABLED (ssh_write_done) ? now_ns () : 0;
+  int err;
 
+  wait_start (handle);
+  err = do_write (handle, buf, count, offset);
   if (err == 0 && (flags & NBDKIT_FLAG_FUA))
     err = do_flush (handle);
-  return request_done ("pwrite", offset, count, start, err);
+  wait_end (handle);
+  if (NBDKIT_PROBE_ENABLED (ssh_write_done))
+    NBDKIT_PROBE (ssh_write_done, nbdkit_connection_id (),
+                  nbdkit_request_cookie (), offset, count, elapsed (start),
+                  err);
+  return request_result (err);
 }
 
 static int
 ssh_flush (void *handle, uint32_t flags)
 {
-  const uint64_t start = NBDKIT_PROBE_ENABLED (ssh_request) ? now_ns () : 0;
+  const uint64_t start =
+    NBDKIT_PROBE_ENABLED (ssh_flush_done) ? now_ns () : 0;
+  int err;
 
   (void) flags;
-  return request_done ("flush", 0, 0, start, do_flush (handle));
+  wait_start (handle);
+  err = do_flush (handle);
+  wait_end (handle);
+  if (NBDKIT_PROBE_ENABLED (ssh_flush_done))
+    NBDKIT_PROBE (ssh_flush_done, nbdkit_connection_id (),
+                  nbdkit_request_cookie (), elapsed (start), err);
+  return request_result (err);
 }
 
 static int

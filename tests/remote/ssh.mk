@@ -3,5 +3,7 @@
 # its own sshd with tests/sshd-start.sh.
 EXTRA_DIST += sshd-start.sh
 if HAVE_SSH
-TESTS += test-ssh-plugin.sh
+TESTS += test-ssh-plugin.sh test-ssh-create.sh test-ssh-hostkey.sh \
+	test-ssh-password.sh test-ssh-sshd-killed.sh test-ssh-timeout.sh \
+	test-ssh-probes.sh
 endif
