@@ -13,7 +13,7 @@ requires_cmd nbdcopy nbdsh nbdinfo
 start_sshd
 
 disk="$tmpdir/disk"
-# Not a multiple of the 64 KiB chunk, to test the last short piece.
+# Not a multiple of the 255 KiB message size, to test a short last piece.
 head -c $(( 3 * 1024 * 1024 + 12345 )) /dev/urandom > "$disk"
 size=$(stat -c %s "$disk")
 
@@ -29,11 +29,11 @@ t nbdsh -u "$uri" -c "
 assert h.get_size() == $size, h.get_size()
 assert h.can_flush()
 with open('$disk', 'rb') as f:
-    f.seek(65536 - 100)
-    assert h.pread(300, 65536 - 100) == f.read(300)
-# One write larger than a chunk, one small at an odd offset, the last
+    f.seek(261120 - 100)
+    assert h.pread(300000, 261120 - 100) == f.read(300000)
+# One write of several messages, one small at an odd offset, the last
 # bytes of the file; FUA on the last.
-h.pwrite(b'A' * 200000, 1000)
+h.pwrite(b'A' * 600000, 1000)
 h.pwrite(b'hello', 777777)
 h.pwrite(b'Z' * 45, $size - 45, nbd.CMD_FLAG_FUA)
 h.flush()
@@ -44,7 +44,7 @@ python3 - "$tmpdir/expected" "$size" <<'PY'
 import sys
 p, size = sys.argv[1], int(sys.argv[2])
 with open(p, 'r+b') as f:
-    f.seek(1000); f.write(b'A' * 200000)
+    f.seek(1000); f.write(b'A' * 600000)
     f.seek(777777); f.write(b'hello')
     f.seek(size - 45); f.write(b'Z' * 45)
 PY

@@ -9,8 +9,10 @@
  * parallel, each on its own session.
  *
  * Data enters and leaves through sftp_read and sftp_write in pieces of
- * at most SFTP_CHUNK bytes (OpenSSH's server refuses messages over
- * 256 KiB); flush is fsync@openssh.com where the server offers it.
+ * at most 255 KiB (OpenSSH's server refuses messages over 256 KiB) or
+ * 32 KiB for other servers; flush is fsync@openssh.com where the
+ * server offers it.  TCP_NODELAY is on: each piece waits for its
+ * reply, and Nagle's algorithm would add up to 40 ms to each.
  *
  * At start-up (get_ready) the plugin connects once, checks the host
  * key and the credentials and, unless create=true, that the file
@@ -60,8 +62,13 @@ NBDKIT_PROBE_SEMAPHORE (ssh_write_done);
 NBDKIT_PROBE_SEMAPHORE (ssh_flush_done);
 NBDKIT_PROBE_SEMAPHORE (ssh_sftp_error);
 
-/* The largest read or write sent in one SFTP message. */
-#define SFTP_CHUNK UINT32_C (65536)
+/* The largest read or write sent in one SFTP message.  Every SFTP
+ * server must take messages of about 34000 bytes; OpenSSH's take up to
+ * 256 KiB (its limits@openssh.com says 255 KiB of data), and a server
+ * that names OpenSSH extensions is taken to be one of those.
+ */
+#define SFTP_CHUNK_SAFE UINT32_C (32768)
+#define SFTP_CHUNK_OPENSSH UINT32_C (261120)
 
 /* Seconds any wait on the remote may take, unless timeout= says. */
 #define DEFAULT_TIMEOUT 60
@@ -95,6 +102,7 @@ struct handle {
   sftp_session sftp;
   sftp_file file;
   bool can_fsync;               /* the server offers fsync@openssh.com */
+  uint32_t chunk;               /* the largest read or write to send */
   bool watched;                 /* watch is on the watchdog's list */
   struct ssh_watch watch;       /* bounds each wait for the server */
 };
@@ -431,6 +439,12 @@ connect_session (void)
   if (compression &&
       ssh_options_set (s, SSH_OPTIONS_COMPRESSION, "yes") != SSH_OK)
     goto option_error;
+  /* Each request waits for its reply: Nagle's algorithm would hold
+   * back the last packet of a request until the previous one's ACK.
+   */
+  stage = "nodelay";
+  if (ssh_options_set (s, SSH_OPTIONS_NODELAY, &(int) { 1 }) != SSH_OK)
+    goto option_error;
   stage = "timeout";
   if (ssh_options_set (s, SSH_OPTIONS_TIMEOUT, &timeout) != SSH_OK)
     goto option_error;
@@ -671,8 +685,13 @@ ssh_open (int readonly)
   wait_end (h);
   h->can_fsync = sftp_extension_supported (h->sftp, "fsync@openssh.com",
                                            "1");
-  nbdkit_debug ("opened %s on %s%s", path, host,
-                h->can_fsync ? ", with fsync@openssh.com" : "");
+  h->chunk = h->can_fsync ||
+    sftp_extension_supported (h->sftp, "limits@openssh.com", "1") ||
+    sftp_extension_supported (h->sftp, "posix-rename@openssh.com", "1")
+    ? SFTP_CHUNK_OPENSSH : SFTP_CHUNK_SAFE;
+  nbdkit_debug ("opened %s on %s%s, %" PRIu32 " bytes per message",
+                path, host, h->can_fsync ? ", with fsync@openssh.com" : "",
+                h->chunk);
   return h;
 }
 
@@ -740,11 +759,11 @@ do_read (struct handle *h, char *buf, uint32_t count, uint64_t offset)
   if (sftp_seek64 (h->file, offset) < 0)
     return sftp_failed (h, "seek");
   while (count > 0) {
-    ssize_t r = sftp_read (h->file, buf, MIN (count, SFTP_CHUNK));
+    ssize_t r = sftp_read (h->file, buf, MIN (count, h->chunk));
 
     if (r < 0)
       return sftp_failed (h, "read");
-    if (r == 0 || (size_t) r > MIN (count, SFTP_CHUNK)) {
+    if (r == 0 || (size_t) r > MIN (count, h->chunk)) {
       nbdkit_error ("%s: the file ended at %" PRIu64 " (it shrank?)",
                     path, offset);
       return EIO;
@@ -781,7 +800,7 @@ do_write (struct handle *h, const char *buf, uint32_t count, uint64_t offset)
   if (sftp_seek64 (h->file, offset) < 0)
     return sftp_failed (h, "seek");
   while (count > 0) {
-    const uint32_t n = MIN (count, SFTP_CHUNK);
+    const uint32_t n = MIN (count, h->chunk);
     ssize_t r = sftp_write (h->file, buf, n);
 
     if (r < 0)
