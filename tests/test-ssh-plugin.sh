@@ -2,11 +2,13 @@
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # The ssh plugin against a real sshd started here (tests/sshd-start.sh):
 # the client reads the remote file's bytes and size, writes made through
-# nbdsh land in the remote file at the right offset, flush is offered
-# (OpenSSH has fsync@openssh.com), -r refuses writes, and Debian's
-# nbdkit given the same command serves the same bytes and size.
+# nbdsh land in the remote file at the right offset, flush and
+# multi-conn are offered (OpenSSH has fsync@openssh.com) and a second
+# connection sees the first one's writes, -r refuses writes, and
+# Debian's nbdkit given the same command serves the same bytes and
+# size and offers multi-conn too.
 # It would catch reads or writes at the wrong offset or cut at the
-# SFTP chunk size, a wrong size, a lost write, a missing flush.
+# SFTP message size, a wrong size, a lost write, a missing flush.
 source "$(dirname "$0")/functions.sh"
 source "$(dirname "$0")/sshd-start.sh"
 requires_cmd nbdcopy nbdsh nbdinfo
@@ -38,6 +40,13 @@ h.pwrite(b'hello', 777777)
 h.pwrite(b'Z' * 45, $size - 45, nbd.CMD_FLAG_FUA)
 h.flush()
 assert h.pread(5, 777777) == b'hello'
+# Multi-conn (OpenSSH has fsync@openssh.com): a second connection sees
+# what the first wrote and flushed.
+assert h.can_multi_conn()
+h2 = nbd.NBD()
+h2.connect_uri('$uri')
+assert h2.pread(600000, 1000) == b'A' * 600000
+h2.shutdown()
 " || fail "nbdsh against the ssh plugin failed"
 stop_server
 python3 - "$tmpdir/expected" "$size" <<'PY'
@@ -70,6 +79,7 @@ if "$debian_nbdkit" ssh --version >/dev/null 2>&1; then
     n=$((n + 1))
     t "$server" -r -U - ssh "${sshd_args[@]}" "$disk" --run "
       nbdinfo --size \"\$uri\" > $tmpdir/size.$n &&
+      nbdinfo --can multi-conn \"\$uri\" &&
       nbdcopy \"\$uri\" $tmpdir/copy" ||
       fail "$server ssh failed"
     cmp "$tmpdir/copy" "$disk" || fail "$server: bytes differ from the file"

@@ -863,6 +863,20 @@ ssh_flush (void *handle, uint32_t flags)
   return request_result (err);
 }
 
+/* OpenSSH's sftp-server (which offers fsync@openssh.com) writes each
+ * request straight to the file with no cache of its own, and its fsync
+ * is fsync(2) of the file, which covers data written by every session:
+ * so what one connection wrote and flushed is what all others read.
+ * Other servers are not known to promise that.
+ */
+static int
+ssh_can_multi_conn (void *handle)
+{
+  struct handle *h = handle;
+
+  return h->can_fsync;
+}
+
 static int
 ssh_can_fua (void *handle)
 {
@@ -889,6 +903,7 @@ static struct nbdkit_plugin plugin = {
   .get_size          = ssh_get_size,
   .can_flush         = ssh_can_flush,
   .can_fua           = ssh_can_fua,
+  .can_multi_conn    = ssh_can_multi_conn,
   .pread             = ssh_pread,
   .pwrite            = ssh_pwrite,
   .flush             = ssh_flush,
