@@ -8,11 +8,12 @@
  * model serialises the requests of a connection; connections run in
  * parallel, each on its own session.
  *
- * Data enters and leaves through sftp_read and sftp_write in pieces of
- * at most 255 KiB (OpenSSH's server refuses messages over 256 KiB) or
- * 32 KiB for other servers; flush is fsync@openssh.com where the
- * server offers it.  TCP_NODELAY is on: each piece waits for its
- * reply, and Nagle's algorithm would add up to 40 ms to each.
+ * Data leaves through sftp_write in pieces of at most 255 KiB
+ * (OpenSSH's server refuses messages over 256 KiB) or 32 KiB for other
+ * servers, and enters through pipelined reads (sftp_async_read).
+ * Flush is fsync@openssh.com where the server offers it.  TCP_NODELAY
+ * is on: each write waits for its reply, and Nagle's algorithm would
+ * add up to 40 ms to each.
  *
  * At start-up (get_ready) the plugin connects once, checks the host
  * key and the credentials and, unless create=true, that the file
@@ -753,17 +754,21 @@ elapsed (uint64_t start)
   return start ? now_ns () - start : 0;
 }
 
+/* Read COUNT bytes at OFFSET one message at a time: the slow path,
+ * for what the pipelined reads below could not finish.
+ */
 static int
-do_read (struct handle *h, char *buf, uint32_t count, uint64_t offset)
+read_in_turn (struct handle *h, char *buf, uint32_t count, uint64_t offset)
 {
   if (sftp_seek64 (h->file, offset) < 0)
     return sftp_failed (h, "seek");
   while (count > 0) {
-    ssize_t r = sftp_read (h->file, buf, MIN (count, h->chunk));
+    const uint32_t n = MIN (count, h->chunk);
+    ssize_t r = sftp_read (h->file, buf, n);
 
     if (r < 0)
       return sftp_failed (h, "read");
-    if (r == 0 || (size_t) r > MIN (count, h->chunk)) {
+    if (r == 0 || (size_t) r > n) {
       nbdkit_error ("%s: the file ended at %" PRIu64 " (it shrank?)",
                     path, offset);
       return EIO;
@@ -772,6 +777,65 @@ do_read (struct handle *h, char *buf, uint32_t count, uint64_t offset)
     count -= r;
     offset += r;
   }
+  return 0;
+}
+
+/* Reads are pipelined: up to READ_WINDOW requests of READ_PIECE bytes
+ * are in flight, so a large read costs about one round trip rather
+ * than one per message.  The replies are taken in order.  A short
+ * reply (which servers may send) ends the pipeline: the rest is read
+ * in turn.
+ */
+#define READ_PIECE UINT32_C (65536)
+#define READ_WINDOW 16
+
+static int
+do_read (struct handle *h, char *buf, uint32_t count, uint64_t offset)
+{
+  const uint32_t piece = MIN (READ_PIECE, h->chunk);
+  const uint32_t npieces = count / piece + (count % piece != 0);
+  int ids[READ_WINDOW];
+  uint32_t sent = 0, done = 0;
+  uint32_t good = count;        /* bytes read in order from the start */
+  int err = 0;
+
+  if (sftp_seek64 (h->file, offset) < 0)
+    return sftp_failed (h, "seek");
+  while (done < npieces) {
+    /* Keep the window full while nothing went wrong. */
+    while (err == 0 && good == count && sent < npieces &&
+           sent - done < READ_WINDOW) {
+      const uint32_t len = MIN (piece, count - sent * piece);
+      int id = sftp_async_read_begin (h->file, len);
+
+      if (id < 0) {
+        err = sftp_failed (h, "read");
+        break;
+      }
+      ids[sent % READ_WINDOW] = id;
+      sent++;
+    }
+    if (done == sent)
+      break;
+    /* Take the oldest reply, even after an error: libssh would keep
+     * it queued for the life of the session otherwise.
+     */
+    {
+      const uint32_t len = MIN (piece, count - done * piece);
+      int r = sftp_async_read (h->file, buf + (size_t) done * piece, len,
+                               ids[done % READ_WINDOW]);
+
+      if (r < 0 && err == 0)
+        err = sftp_failed (h, "read");
+      else if (r >= 0 && (uint32_t) r < len && good == count)
+        good = done * piece + r;
+      done++;
+    }
+  }
+  if (err != 0)
+    return err;
+  if (good < count)
+    return read_in_turn (h, buf + good, count - good, offset + good);
   return 0;
 }
 

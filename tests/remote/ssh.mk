@@ -5,5 +5,5 @@ EXTRA_DIST += sshd-start.sh
 if HAVE_SSH
 TESTS += test-ssh-plugin.sh test-ssh-create.sh test-ssh-hostkey.sh \
 	test-ssh-password.sh test-ssh-sshd-killed.sh test-ssh-timeout.sh \
-	test-ssh-probes.sh test-ssh-config.sh
+	test-ssh-probes.sh test-ssh-config.sh test-ssh-shrunk-file.sh
 endif
