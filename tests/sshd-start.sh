@@ -76,7 +76,6 @@ EOF
 # same port, keys and config (after kill_sshd, say).
 launch_sshd ()
 {
-  local i
   local -a cmd=(/usr/sbin/sshd -D -e -f "$sshd_dir/sshd_config")
   if [ "$sshd_mode" = password ]; then
     requires_cmd unshare openssl
@@ -93,14 +92,15 @@ launch_sshd ()
   "${cmd[@]}" 2> "$sshd_dir/sshd.log" 9>&- &
   sshd_pid=$!
   cleanup_fn _kill_pid "$sshd_pid"
-  for (( i = 0; i < 100; i++ )); do
-    grep -qs "Server listening" "$sshd_dir/sshd.log" && break
+  # A loaded machine has taken over 10 s: allow 30.
+  local deadline=$(( SECONDS + 30 ))
+  until grep -qs "Server listening" "$sshd_dir/sshd.log"; do
     kill -0 "$sshd_pid" 2>/dev/null ||
       { cat "$sshd_dir/sshd.log"; fail "sshd exited at start-up"; }
+    (( SECONDS < deadline )) ||
+      { cat "$sshd_dir/sshd.log"; fail "sshd did not listen within 30 s"; }
     sleep 0.1
   done
-  grep -qs "Server listening" "$sshd_dir/sshd.log" ||
-    { cat "$sshd_dir/sshd.log"; fail "sshd did not listen within 10 s"; }
 }
 
 # kill_sshd: kill -9 the sshd and all its descendants (the sessions

@@ -2,8 +2,9 @@
 /* The ssh plugin: one remote file served over SFTP, through libssh.
  *
  * This file owns the parameters (set by config, read-only once the
- * server is ready) and, per NBD connection, one SSH session with one
- * SFTP session and the open remote file (struct handle).  libssh
+ * server is ready) and, per NBD connection, one SSH session (opened by
+ * session.c) with one SFTP session and the open remote file (struct
+ * handle).  libssh
  * sessions must not be used by two threads at once, so the thread
  * model serialises the requests of a connection; connections run in
  * parallel, each on its own session.
@@ -25,10 +26,11 @@
  * not the SFTP calls: watchdog.c bounds those (timeout=, default 60 s)
  * by shutting down the socket of a session whose reply is overdue.
  *
- * Probes: ssh_connect after each connection attempt, ssh_read_done,
- * ssh_write_done and ssh_flush_done after each request (one probe per
- * operation: bpftrace reads at most six arguments), ssh_sftp_error for
- * each failed SFTP or channel call (see nbdkit-ssh-plugin(1)).
+ * Probes: ssh_connect after each connection attempt (session.c);
+ * ssh_read_done, ssh_write_done and ssh_flush_done after each request
+ * (one probe per operation: bpftrace reads at most six arguments);
+ * ssh_sftp_error for each failed SFTP or channel call (see
+ * nbdkit-ssh-plugin(1)).
  */
 #include <config.h>
 
@@ -44,7 +46,6 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include <libssh/callbacks.h>
 #include <libssh/libssh.h>
 #include <libssh/sftp.h>
 
@@ -55,9 +56,9 @@
 
 #include "include/minmax.h"
 #include "vector.h"
+#include "session.h"
 #include "watchdog.h"
 
-NBDKIT_PROBE_SEMAPHORE (ssh_connect);
 NBDKIT_PROBE_SEMAPHORE (ssh_read_done);
 NBDKIT_PROBE_SEMAPHORE (ssh_write_done);
 NBDKIT_PROBE_SEMAPHORE (ssh_flush_done);
@@ -74,22 +75,13 @@ NBDKIT_PROBE_SEMAPHORE (ssh_sftp_error);
 /* Seconds any wait on the remote may take, unless timeout= says. */
 #define DEFAULT_TIMEOUT 60
 
-/* -D ssh.log=N: libssh's log level (0 = off .. 4 = functions). */
-NBDKIT_DLL_PUBLIC int ssh_debug_log = 0;
-
 /* The parameters, owned here (strdup'd), read-only after config. */
-static char *host;
-static char *port;
-static char *user;
-static char *password;
+static struct ssh_params params = {
+  .verify_remote_host = true,
+  .timeout = DEFAULT_TIMEOUT,
+  .identities = empty_vector,
+};
 static char *path;
-static char *config_file;
-static bool config_set;         /* config= given, even empty */
-static char *known_hosts;
-static string_vector identities = empty_vector;
-static bool verify_remote_host = true;
-static bool compression;
-static long timeout = DEFAULT_TIMEOUT;
 static bool create;
 static int64_t create_size = -1;
 static unsigned create_mode = 0600;
@@ -108,27 +100,18 @@ struct handle {
   struct ssh_watch watch;       /* bounds each wait for the server */
 };
 
-static uint64_t
-now_ns (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (uint64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static void
 ssh_unload (void)
 {
   watch_stop ();
-  free (host);
-  free (port);
-  free (user);
-  free (password);
+  free (params.host);
+  free (params.port);
+  free (params.user);
+  free (params.password);
   free (path);
-  free (config_file);
-  free (known_hosts);
-  string_vector_free_all (&identities);
+  free (params.config_file);
+  free (params.known_hosts);
+  string_vector_free_all (&params.identities);
 }
 
 /* Replace *FIELD with a copy of VALUE. */
@@ -161,28 +144,29 @@ static int
 ssh_config (const char *key, const char *value)
 {
   if (strcmp (key, "host") == 0)
-    return set_string (&host, value);
+    return set_string (&params.host, value);
   if (strcmp (key, "port") == 0)
-    return set_string (&port, value);
+    return set_string (&params.port, value);
   if (strcmp (key, "user") == 0)
-    return set_string (&user, value);
+    return set_string (&params.user, value);
   if (strcmp (key, "path") == 0)
     return set_string (&path, value);
   if (strcmp (key, "known-hosts") == 0)
-    return set_string (&known_hosts, value);
+    return set_string (&params.known_hosts, value);
   if (strcmp (key, "config") == 0) {
-    config_set = true;
-    return set_string (&config_file, value);
+    params.config_set = true;
+    return set_string (&params.config_file, value);
   }
   if (strcmp (key, "password") == 0) {
-    free (password);
-    password = NULL;
-    return nbdkit_read_password (value, &password);
+    free (params.password);
+    params.password = NULL;
+    return nbdkit_read_password (value, &params.password);
   }
   if (strcmp (key, "identity") == 0) {
     char *copy = strdup (value);
 
-    if (copy == NULL || string_vector_append (&identities, copy) == -1) {
+    if (copy == NULL ||
+        string_vector_append (&params.identities, copy) == -1) {
       nbdkit_error ("identity: %m");
       free (copy);
       return -1;
@@ -190,9 +174,9 @@ ssh_config (const char *key, const char *value)
     return 0;
   }
   if (strcmp (key, "verify-remote-host") == 0)
-    return parse_flag (value, &verify_remote_host);
+    return parse_flag (value, &params.verify_remote_host);
   if (strcmp (key, "compression") == 0)
-    return parse_flag (value, &compression);
+    return parse_flag (value, &params.compression);
   if (strcmp (key, "create") == 0)
     return parse_flag (value, &create);
   if (strcmp (key, "create-size") == 0) {
@@ -223,7 +207,7 @@ ssh_config (const char *key, const char *value)
                     value);
       return -1;
     }
-    timeout = secs;
+    params.timeout = secs;
     return 0;
   }
   nbdkit_error ("unknown parameter '%s'", key);
@@ -233,7 +217,7 @@ ssh_config (const char *key, const char *value)
 static int
 ssh_config_complete (void)
 {
-  if (host == NULL || host[0] == '\0') {
+  if (params.host == NULL || params.host[0] == '\0') {
     nbdkit_error ("host= is required (the SSH server to connect to)");
     return -1;
   }
@@ -267,218 +251,6 @@ ssh_config_complete (void)
   "create=true          Create (replace) the file, with\n" \
   "create-size=<SIZE>   its size and\n" \
   "create-mode=<MODE>   its permissions (default 0600)."
-
-/* libssh's log lines, for -D ssh.log=N. */
-static void
-log_to_debug (int priority, const char *function, const char *buffer,
-              void *opaque)
-{
-  (void) opaque;
-  nbdkit_debug ("libssh[%d] %s: %s", priority, function, buffer);
-}
-
-/* The user name libssh will log in as (ours if user= was not given),
- * for messages.  Free with ssh_string_free_char.
- */
-static char *
-session_user (ssh_session s)
-{
-  char *u = NULL;
-
-  if (ssh_options_get (s, SSH_OPTIONS_USER, &u) != SSH_OK)
-    return NULL;
-  return u;
-}
-
-/* Check the server's host key against the known hosts files. */
-static int
-verify_host (ssh_session s)
-{
-  switch (ssh_session_is_known_server (s)) {
-  case SSH_KNOWN_HOSTS_OK:
-    return 0;
-  case SSH_KNOWN_HOSTS_CHANGED:
-    nbdkit_error ("the host key of %s does not match the one in the known "
-                  "hosts file (it changed, or someone is in between): "
-                  "refusing to connect", host);
-    return -1;
-  case SSH_KNOWN_HOSTS_OTHER:
-    nbdkit_error ("%s offered a host key of another type than the one in "
-                  "the known hosts file: refusing to connect", host);
-    return -1;
-  case SSH_KNOWN_HOSTS_NOT_FOUND:
-    nbdkit_error ("no known hosts file to check the host key of %s "
-                  "(give known-hosts=FILE, or verify-remote-host=false)",
-                  host);
-    return -1;
-  case SSH_KNOWN_HOSTS_UNKNOWN:
-    nbdkit_error ("%s is not in the known hosts file, so its host key "
-                  "cannot be checked (add it, give known-hosts=FILE, or "
-                  "verify-remote-host=false)", host);
-    return -1;
-  case SSH_KNOWN_HOSTS_ERROR:
-  default:
-    nbdkit_error ("checking the host key of %s: %s", host, ssh_get_error (s));
-    return -1;
-  }
-}
-
-/* Try none, then public keys (identity=, the default keys, the agent),
- * then the password if one was given, as far as the server offers
- * them.
- */
-static int
-authenticate (ssh_session s)
-{
-  char tried[64] = "";
-  char *u;
-  int rc, methods;
-
-  rc = ssh_userauth_none (s, NULL);
-  if (rc == SSH_AUTH_SUCCESS)
-    return 0;
-  if (rc == SSH_AUTH_ERROR)
-    goto error;
-  methods = ssh_userauth_list (s, NULL);
-
-  if (methods & SSH_AUTH_METHOD_PUBLICKEY) {
-    strcat (tried, " publickey");
-    rc = ssh_userauth_publickey_auto (s, NULL, NULL);
-    if (rc == SSH_AUTH_SUCCESS)
-      return 0;
-    if (rc == SSH_AUTH_ERROR)
-      goto error;
-  }
-  if (password != NULL && (methods & SSH_AUTH_METHOD_PASSWORD)) {
-    strcat (tried, " password");
-    rc = ssh_userauth_password (s, NULL, password);
-    if (rc == SSH_AUTH_SUCCESS)
-      return 0;
-    if (rc == SSH_AUTH_ERROR)
-      goto error;
-  }
-
-  u = session_user (s);
-  nbdkit_error ("%s refused the login of %s (tried:%s; the server "
-                "accepts:%s%s%s)", host, u ? u : "the local user",
-                tried[0] ? tried : " none",
-                methods & SSH_AUTH_METHOD_PUBLICKEY ? " publickey" : "",
-                methods & SSH_AUTH_METHOD_PASSWORD ? " password" : "",
-                methods & SSH_AUTH_METHOD_INTERACTIVE
-                ? " keyboard-interactive (not supported)" : "");
-  ssh_string_free_char (u);
-  return -1;
-
- error:
-  nbdkit_error ("authenticating to %s: %s", host, ssh_get_error (s));
-  return -1;
-}
-
-/* A connected, verified and authenticated SSH session, or NULL after
- * reporting why.  Fires ssh_connect either way.
- */
-static ssh_session
-connect_session (void)
-{
-  const uint64_t start = NBDKIT_PROBE_ENABLED (ssh_connect) ? now_ns () : 0;
-  ssh_session s;
-  const char *stage = "ssh_new";
-  int r = -1;
-  size_t i;
-
-  s = ssh_new ();
-  if (s == NULL) {
-    nbdkit_error ("ssh_new: %m");
-    goto out;
-  }
-  if (ssh_debug_log > 0) {
-    int level = MIN (ssh_debug_log, 4);
-
-    /* libssh keeps its log callback per thread. */
-    ssh_set_log_callback (log_to_debug);
-    stage = "log level";
-    if (ssh_options_set (s, SSH_OPTIONS_LOG_VERBOSITY, &level) != SSH_OK)
-      goto option_error;
-  }
-
-  stage = "host";
-  if (ssh_options_set (s, SSH_OPTIONS_HOST, host) != SSH_OK)
-    goto option_error;
-  /* The config file first, so that the parameters override it. */
-  if (config_set) {
-    if (config_file[0] == '\0') {
-      bool no = false;
-
-      stage = "config";
-      if (ssh_options_set (s, SSH_OPTIONS_PROCESS_CONFIG, &no) != SSH_OK)
-        goto option_error;
-    }
-    else if (ssh_options_parse_config (s, config_file) != SSH_OK) {
-      stage = "config";
-      goto option_error;
-    }
-  }
-  stage = "port";
-  if (port && ssh_options_set (s, SSH_OPTIONS_PORT_STR, port) != SSH_OK)
-    goto option_error;
-  stage = "user";
-  if (user && ssh_options_set (s, SSH_OPTIONS_USER, user) != SSH_OK)
-    goto option_error;
-  stage = "known-hosts";
-  if (known_hosts &&
-      ssh_options_set (s, SSH_OPTIONS_KNOWNHOSTS, known_hosts) != SSH_OK)
-    goto option_error;
-  /* ADD_IDENTITY puts each in front of the list: add the last first so
-   * that they are tried in the order given.
-   */
-  stage = "identity";
-  for (i = identities.len; i-- > 0;)
-    if (ssh_options_set (s, SSH_OPTIONS_ADD_IDENTITY,
-                         identities.ptr[i]) != SSH_OK)
-      goto option_error;
-  stage = "compression";
-  if (compression &&
-      ssh_options_set (s, SSH_OPTIONS_COMPRESSION, "yes") != SSH_OK)
-    goto option_error;
-  /* Each request waits for its reply: Nagle's algorithm would hold
-   * back the last packet of a request until the previous one's ACK.
-   */
-  stage = "nodelay";
-  if (ssh_options_set (s, SSH_OPTIONS_NODELAY, &(int) { 1 }) != SSH_OK)
-    goto option_error;
-  stage = "timeout";
-  if (ssh_options_set (s, SSH_OPTIONS_TIMEOUT, &timeout) != SSH_OK)
-    goto option_error;
-
-  if (ssh_connect (s) != SSH_OK) {
-    nbdkit_error ("could not connect to %s%s%s: %s", host,
-                  port ? " port " : "", port ? port : "", ssh_get_error (s));
-    goto out;
-  }
-  if (verify_remote_host && verify_host (s) == -1)
-    goto out;
-  if (authenticate (s) == -1)
-    goto out;
-  r = 0;
-  goto out;
-
- option_error:
-  nbdkit_error ("%s: %s", stage, ssh_get_error (s));
- out:
-  if (NBDKIT_PROBE_ENABLED (ssh_connect)) {
-    char *u = s ? session_user (s) : NULL;
-
-    NBDKIT_PROBE (ssh_connect, nbdkit_connection_id (), host,
-                  u ? u : "", now_ns () - start, r);
-    ssh_string_free_char (u);
-  }
-  if (r == -1 && s) {
-    ssh_disconnect (s);
-    ssh_free (s);
-    s = NULL;
-  }
-  return s;
-}
 
 /* The errno for an SFTP status code. */
 static int
@@ -529,7 +301,7 @@ sftp_failed (struct handle *h, const char *what)
 static void
 wait_start (struct handle *h)
 {
-  watch_arm (&h->watch, timeout);
+  watch_arm (&h->watch, params.timeout);
 }
 
 static void
@@ -566,7 +338,7 @@ open_sftp (void)
     nbdkit_error ("calloc: %m");
     return NULL;
   }
-  h->session = connect_session ();
+  h->session = session_connect (&params);
   if (h->session == NULL)
     goto err;
   if (watch_add (&h->watch, ssh_get_fd (h->session)) == -1)
@@ -615,7 +387,7 @@ ssh_get_ready (void)
       r = -1;
     }
     else if (a->type == SSH_FILEXFER_TYPE_DIRECTORY) {
-      nbdkit_error ("%s: is a directory on %s", path, host);
+      nbdkit_error ("%s: is a directory on %s", path, params.host);
       r = -1;
     }
     sftp_attributes_free (a);
@@ -650,7 +422,7 @@ create_file (struct handle *h)
     return -1;
   }
   nbdkit_debug ("created %s on %s, %" PRIi64 " bytes, mode 0%o",
-                path, host, create_size, create_mode);
+                path, params.host, create_size, create_mode);
   return 0;
 }
 
@@ -691,7 +463,8 @@ ssh_open (int readonly)
     sftp_extension_supported (h->sftp, "posix-rename@openssh.com", "1")
     ? SFTP_CHUNK_OPENSSH : SFTP_CHUNK_SAFE;
   nbdkit_debug ("opened %s on %s%s, %" PRIu32 " bytes per message",
-                path, host, h->can_fsync ? ", with fsync@openssh.com" : "",
+                path, params.host,
+                h->can_fsync ? ", with fsync@openssh.com" : "",
                 h->chunk);
   return h;
 }
@@ -751,7 +524,7 @@ request_result (int err)
 static uint64_t
 elapsed (uint64_t start)
 {
-  return start ? now_ns () - start : 0;
+  return start ? watch_now_ns () - start : 0;
 }
 
 /* Read COUNT bytes at OFFSET one message at a time: the slow path,
@@ -844,7 +617,7 @@ ssh_pread (void *handle, void *buf, uint32_t count, uint64_t offset,
            uint32_t flags)
 {
   const uint64_t start =
-    NBDKIT_PROBE_ENABLED (ssh_read_done) ? now_ns () : 0;
+    NBDKIT_PROBE_ENABLED (ssh_read_done) ? watch_now_ns () : 0;
   int err;
 
   (void) flags;
@@ -895,7 +668,7 @@ ssh_pwrite (void *handle, const void *buf, uint32_t count, uint64_t offset,
             uint32_t flags)
 {
   const uint64_t start =
-    NBDKIT_PROBE_ENABLED (ssh_write_done) ? now_ns () : 0;
+    NBDKIT_PROBE_ENABLED (ssh_write_done) ? watch_now_ns () : 0;
   int err;
 
   wait_start (handle);
@@ -914,7 +687,7 @@ static int
 ssh_flush (void *handle, uint32_t flags)
 {
   const uint64_t start =
-    NBDKIT_PROBE_ENABLED (ssh_flush_done) ? now_ns () : 0;
+    NBDKIT_PROBE_ENABLED (ssh_flush_done) ? watch_now_ns () : 0;
   int err;
 
   (void) flags;

@@ -32,15 +32,6 @@ static struct ssh_watch *watches;       /* under watch_lock */
 static bool running, quit;              /* under watch_lock */
 static pthread_t thread;
 
-static uint64_t
-now_ns (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (uint64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static void
 init_cond (void)
 {
@@ -69,7 +60,7 @@ watch_thread (void *arg)
       until.tv_nsec -= 1000000000;
     }
     pthread_cond_timedwait (&watch_cond, &watch_lock, &until);
-    now = now_ns ();
+    now = watch_now_ns ();
     for (w = watches; w; w = w->next)
       if (w->deadline != 0 && now > w->deadline && !w->fired) {
         w->fired = true;
@@ -125,7 +116,7 @@ watch_remove (struct ssh_watch *w)
 void
 watch_arm (struct ssh_watch *w, long secs)
 {
-  const uint64_t deadline = now_ns () + (uint64_t) secs * 1000000000;
+  const uint64_t deadline = watch_now_ns () + (uint64_t) secs * 1000000000;
 
   pthread_mutex_lock (&watch_lock);
   w->deadline = deadline;

@@ -14,6 +14,19 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
+
+/* The clock of the deadlines (CLOCK_MONOTONIC), in ns; the plugin's
+ * probes time their durations with it too.
+ */
+static inline uint64_t
+watch_now_ns (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (uint64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 
 struct ssh_watch {
   struct ssh_watch *next;       /* the list of watches, under the lock */
