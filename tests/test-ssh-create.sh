@@ -24,7 +24,7 @@ expect_fail t "$NBDKIT" -U - ssh "${sshd_args[@]}" "$disk" create=true \
   create-size=1M create-mode=999 --run true 2>/dev/null ||
   fail "create-mode=999 was taken"
 
-start_server ssh "${sshd_args[@]}" "$disk" create=true \
+start_ssh_server ssh "${sshd_args[@]}" "$disk" create=true \
   create-size=$size create-mode=0640
 cmp "$disk" "$tmpdir/old" || fail "the file changed before any client came"
 t nbdsh -u "$uri" -c "
@@ -38,7 +38,7 @@ h.flush()
 # A second connection must not truncate the file again.
 t nbdsh -u "$uri" -c "assert h.pread(4, 5000000) == b'kept'" ||
   fail "the second connection re-created the file"
-stop_server
+stop_ssh_server
 cmp -n 5000000 "$disk" /dev/zero || fail "old bytes left in the new file"
 
 # Same command, same file from Debian's nbdkit.

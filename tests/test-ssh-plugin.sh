@@ -26,7 +26,7 @@ cmp "$disk" "$tmpdir/out" || fail "the bytes read differ from the file"
 
 # Size, flush and a read crossing a chunk boundary, then writes.
 cp "$disk" "$tmpdir/expected"
-start_server ssh "${sshd_args[@]}" "$disk"
+start_ssh_server ssh "${sshd_args[@]}" "$disk"
 t nbdsh -u "$uri" -c "
 assert h.get_size() == $size, h.get_size()
 assert h.can_flush()
@@ -48,7 +48,7 @@ h2.connect_uri('$uri')
 assert h2.pread(600000, 1000) == b'A' * 600000
 h2.shutdown()
 " || fail "nbdsh against the ssh plugin failed"
-stop_server
+stop_ssh_server
 python3 - "$tmpdir/expected" "$size" <<'PY'
 import sys
 p, size = sys.argv[1], int(sys.argv[2])

@@ -56,7 +56,7 @@ expect_fail t "$NBDKIT" -U - ssh host=127.0.0.1 port="$sshd_port" user=root \
 # A client's read, write and flush; then sshd dies and a read fails.
 declare -f kill_sshd > "$tmpdir/kill.sh"
 echo "sshd_pid=$sshd_pid; kill_sshd" >> "$tmpdir/kill.sh"
-start_server ssh "${sshd_args[@]}" "$disk"
+start_ssh_server ssh "${sshd_args[@]}" "$disk"
 t nbdsh -u "$uri" -c "
 import subprocess
 h.pread(512, 4096)
@@ -69,7 +69,7 @@ try:
 except nbd.Error:
     pass
 " || fail "the client failed"
-stop_server
+stop_ssh_server
 sleep 1
 interrupt_tracer "$bt"
 cat "$tmpdir/trace"

@@ -15,7 +15,7 @@ requires_cmd nbdsh
 start_sshd
 disk="$tmpdir/disk"
 head -c $(( 4 * 1024 * 1024 )) /dev/urandom > "$disk"
-start_server ssh "${sshd_args[@]}" "$disk" 2> "$tmpdir/server.err"
+start_ssh_server ssh "${sshd_args[@]}" "$disk" 2> "$tmpdir/server.err"
 t nbdsh -u "$uri" -c "
 import os
 size = h.get_size()
@@ -32,7 +32,7 @@ assert h.pread(1048576, 0) == data[:1048576]
 assert h.pread(500000, size - 600000) == data[size - 600000:size - 100000]
 " || fail "reads of a shrunk file went wrong"
 kill -0 "$server_pid" || fail "the server died"
-stop_server
+stop_ssh_server
 cat "$tmpdir/server.err"
 grep -q "the file ended at" "$tmpdir/server.err" ||
   fail "the plugin did not say the file ended"

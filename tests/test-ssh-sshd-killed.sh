@@ -19,7 +19,7 @@ head -c $(( 8 * 1024 * 1024 )) /dev/urandom > "$disk"
 declare -f kill_sshd > "$tmpdir/kill.sh"
 echo "sshd_pid=$sshd_pid; kill_sshd" >> "$tmpdir/kill.sh"
 
-start_server ssh "${sshd_args[@]}" "$disk" timeout=10
+start_ssh_server ssh "${sshd_args[@]}" "$disk" timeout=10
 t nbdsh -u "$uri" -c "
 import subprocess
 with open('$disk', 'rb') as f:
@@ -48,10 +48,10 @@ kill -0 "$server_pid" || fail "the server died on a refused client"
 launch_sshd
 t nbdcopy "$uri" "$tmpdir/out" || fail "no copy after sshd came back"
 cmp "$disk" "$tmpdir/out" || fail "wrong bytes after sshd came back"
-stop_server
+stop_ssh_server
 
 # During a real copy.
-start_server --filter=delay ssh "${sshd_args[@]}" "$disk" rdelay=30ms \
+start_ssh_server --filter=delay ssh "${sshd_args[@]}" "$disk" rdelay=30ms \
   timeout=10
 t nbdcopy --requests=4 "$uri" "$tmpdir/out2" 2> "$tmpdir/copy.err" &
 copy=$!
@@ -66,3 +66,4 @@ cat "$tmpdir/copy.err"
 grep -q "Input/output error" "$tmpdir/copy.err" ||
   fail "nbdcopy did not see EIO"
 kill -0 "$server_pid" || fail "the server died during the copy"
+stop_ssh_server

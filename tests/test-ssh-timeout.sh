@@ -30,7 +30,7 @@ grep -q "Timeout connecting" "$tmpdir/err" || fail "no word of the timeout"
 kill -CONT "$sshd_pid"
 
 # A session that stops answering mid-way.
-start_server ssh "${sshd_args[@]}" "$disk" timeout=2
+start_ssh_server ssh "${sshd_args[@]}" "$disk" timeout=2
 cat > "$tmpdir/stop.sh" <<EOF
 for p in \$(pgrep -P $sshd_pid); do kill -STOP \$p \$(pgrep -P \$p); done
 EOF
@@ -49,3 +49,4 @@ took = time.monotonic() - t0
 assert 1.5 <= took <= 8, took
 " || fail "no EIO within the timeout from a stopped session"
 kill -0 "$server_pid" || fail "the server died"
+stop_ssh_server
