@@ -46,6 +46,18 @@ static connection_list registry = empty_vector;
  */
 static unsigned n_admitted;
 
+/* Connection threads that have finished serving (conn_release_thread)
+ * and are about to exit, not yet joined.  They are joined by the accept
+ * loop (conn_reap_threads) and at shutdown, so that when the server
+ * exits every connection thread has ended, its thread-local
+ * destructors included: a library a plugin uses (OpenSSL under libssh
+ * or libcurl) frees per-thread state there, which a server that only
+ * waited for the connection count left half-freed, and leak checkers
+ * saw as lost.  Guarded by registry_lock.
+ */
+DEFINE_VECTOR_TYPE (thread_list, pthread_t);
+static thread_list finished;
+
 /* Set once the server is stopping (conn_shutdown_all). */
 static _Atomic bool stopping;
 
@@ -128,6 +140,38 @@ conn_release (void)
     pthread_cond_broadcast (&registry_empty);
 }
 
+/* conn_release, from a connection thread about to return: it is
+ * queued to be joined.
+ */
+void
+conn_release_thread (void)
+{
+  LOCK_FOR_SCOPE (&registry_lock);
+  if (thread_list_append (&finished, pthread_self ()) == -1)
+    pthread_detach (pthread_self ());   /* out of memory: nobody joins */
+  if (--n_admitted == 0 && registry.len == 0)
+    pthread_cond_broadcast (&registry_empty);
+}
+
+/* Join the connection threads that have finished.  Each has at most a
+ * return left to run, so this waits microseconds.
+ */
+void
+conn_reap_threads (void)
+{
+  thread_list done;
+  {
+    LOCK_FOR_SCOPE (&registry_lock);
+    if (finished.len == 0)
+      return;
+    done = finished;
+    finished = (thread_list) empty_vector;
+  }
+  for (size_t i = 0; i < done.len; i++)
+    pthread_join (done.ptr[i], NULL);
+  thread_list_reset (&done);
+}
+
 uint64_t
 conn_count_active (void)
 {
@@ -148,13 +192,17 @@ conn_shutdown_all (int timeout_s)
 
   stopping = true;
   conn_watch_stop ();
-  LOCK_FOR_SCOPE (&registry_lock);
-  for (size_t i = 0; i < registry.len; i++)
-    shutdown (registry.ptr[i]->sockin, SHUT_RD);
-  while (registry.len > 0 || n_admitted > 0)
-    if (pthread_cond_timedwait (&registry_empty, &registry_lock,
-                                &deadline) == ETIMEDOUT)
-      break;
+  {
+    LOCK_FOR_SCOPE (&registry_lock);
+    for (size_t i = 0; i < registry.len; i++)
+      shutdown (registry.ptr[i]->sockin, SHUT_RD);
+    while (registry.len > 0 || n_admitted > 0)
+      if (pthread_cond_timedwait (&registry_empty, &registry_lock,
+                                  &deadline) == ETIMEDOUT)
+        break;
+  }
+  /* Those that finished; any still serving past the deadline are left. */
+  conn_reap_threads ();
 }
 
 void

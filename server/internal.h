@@ -399,6 +399,8 @@ extern void conn_set_current (struct connection *conn);
 extern uint64_t conn_count_active (void);
 extern bool conn_admit (unsigned max);
 extern void conn_release (void);
+extern void conn_release_thread (void);
+extern void conn_reap_threads (void);
 extern void conn_shutdown_all (int timeout_s);
 extern void conn_foreach_live (void (*fn) (struct connection *conn));
 

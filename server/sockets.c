@@ -207,7 +207,7 @@ connection_thread (void *arg)
   struct accepted a = *(struct accepted *) arg;
   free (arg);
   conn_handle (a.cfg, a.fd, a.fd, a.transport);
-  conn_release ();
+  conn_release_thread ();
   return NULL;
 }
 
@@ -341,12 +341,10 @@ accept_one (const struct config *cfg, int lfd, bool stopping)
   }
   *a = (struct accepted) { cfg, fd, transport };
 
-  pthread_attr_t attr;
+  /* Joinable: finished ones are joined here and at shutdown. */
+  conn_reap_threads ();
   pthread_t t;
-  pthread_attr_init (&attr);
-  pthread_attr_setdetachstate (&attr, PTHREAD_CREATE_DETACHED);
-  int e = pthread_create (&t, &attr, connection_thread, a);
-  pthread_attr_destroy (&attr);
+  int e = pthread_create (&t, NULL, connection_thread, a);
   if (e != 0) {
     conn_release ();
     errno = e;
