@@ -793,10 +793,8 @@ PY
 } >"$work/section.md"
 cat "$work/section.md"
 
-if [ "$write_results" -eq 1 ] && [ -n "$tls" ]; then
+if [ "$write_results" -eq 1 ]; then
   write_section "$section_title" "$work/section.md"
-elif [ "$write_results" -eq 1 ]; then
-  write_section "Peers" "$work/section.md"
   python3 "$srcdir/bench/current-standing.py" "$srcdir/bench/RESULTS.md" \
     >"$work/current.md" || die "bench/current-standing.py failed"
   write_section "Current standing" "$work/current.md" top

@@ -9,8 +9,9 @@
 # Bad choices are refused with exit 2; --write-results is refused in a
 # partial run, so that a partial table never replaces the full one.
 # bench/current-standing.py must turn a Peers section's raw samples
-# into the table that opens RESULTS.md, with both transports, each
-# peer's ratio, the date and commit; write_section ... top must put a
+# (and the TLS sections', when there) into the table that opens
+# RESULTS.md, with both transports, each peer's ratio, the date and
+# commit; write_section ... top must put a
 # new section before the first "## " one.
 source "$(dirname "$0")/functions.sh"
 requires_cmd fio python3
@@ -61,11 +62,18 @@ python3 "$abs_top_srcdir/bench/current-standing.py" \
   "$abs_top_srcdir/bench/RESULTS.md" >"$tmpdir/current.md" ||
   fail "current-standing.py failed on bench/RESULTS.md"
 head -1 "$tmpdir/current.md" | grep -qx '## Current standing' || fail "no title"
-grep -Eq '^From the last full .*: [0-9-]+ [0-9:]+ UTC, commit [0-9a-f]{7}' \
+grep -Eq '^- "Peers": [0-9-]+ [0-9:]+ UTC, commit [0-9a-f]{7}' \
   "$tmpdir/current.md" || fail "no date and commit"
 for tr in Unix TCP; do
   grep -Eq "^\| $tr \| 4K random read QD32 \| [0-9]+ IOPS \| [0-9.]+ \| [0-9]+ \| (\*\*)?[0-9]+\.[0-9]{2}" \
     "$tmpdir/current.md" || fail "no $tr 4K random read row with nbdkit's ratio"
+done
+# The TLS sections' rows follow, where RESULTS.md has them.
+for t in PSK X.509; do
+  if grep -qF "## Peers over TLS ($t)" "$abs_top_srcdir/bench/RESULTS.md"; then
+    grep -Eq "^\| TLS $t, (Unix|TCP) \| 1M sequential read QD8 \| [0-9]+ MiB/s \|" \
+      "$tmpdir/current.md" || fail "no TLS $t rows in the current standing"
+  fi
 done
 # It must agree with the Peers table: recompute one ratio from the
 # Peers section's own medians.
