@@ -433,11 +433,78 @@ transport_pull_timeout (gnutls_transport_ptr_t p, unsigned int ms)
   return r;
 }
 
+/* Write IOV to the socket, as a whole. */
+static int
+push_all (struct connection *conn, struct iovec *iov, int iovcnt)
+{
+  while (iovcnt > 0) {
+    ssize_t r;
+    if (conn->sockout_is_socket) {
+      struct msghdr msg = { .msg_iov = iov, .msg_iovlen = iovcnt };
+      r = sendmsg (conn->sockout, &msg, MSG_NOSIGNAL);
+    }
+    else
+      r = writev (conn->sockout, iov, iovcnt);
+    if (r == -1) {
+      if (errno == EINTR)
+        continue;
+      return -1;
+    }
+    while (iovcnt > 0 && (size_t) r >= iov->iov_len) {
+      r -= iov->iov_len;
+      iov++;
+      iovcnt--;
+    }
+    if (iovcnt > 0) {
+      iov->iov_base = (char *) iov->iov_base + r;
+      iov->iov_len -= r;
+    }
+  }
+  return 0;
+}
+
+/* A large reply's records are batched (see tls_sendv): GnuTLS pushes
+ * each 16 KiB record on its own, and one system call per record cost
+ * more than encrypting it.  TLS_OUT_SIZE bytes go out per call.
+ */
+#define TLS_OUT_SIZE (256 * 1024)
+
+static int
+out_flush (struct connection *conn)
+{
+  struct iovec v = { .iov_base = conn->tls_out, .iov_len = conn->tls_out_len };
+  conn->tls_out_len = 0;
+  return v.iov_len ? push_all (conn, &v, 1) : 0;
+}
+
 static ssize_t
 transport_push (gnutls_transport_ptr_t p, const giovec_t *iov, int iovcnt)
 {
   struct connection *conn = p;
   ssize_t r;
+  if (conn->tls_batching) {
+    size_t total = 0;
+    for (int i = 0; i < iovcnt; i++) {
+      if (conn->tls_out_len + iov[i].iov_len > TLS_OUT_SIZE &&
+          out_flush (conn) == -1)
+        goto err;
+      if (iov[i].iov_len > TLS_OUT_SIZE) {
+        struct iovec v = { iov[i].iov_base, iov[i].iov_len };
+        if (push_all (conn, &v, 1) == -1)
+          goto err;
+      }
+      else {
+        memcpy (conn->tls_out + conn->tls_out_len, iov[i].iov_base,
+                iov[i].iov_len);
+        conn->tls_out_len += iov[i].iov_len;
+      }
+      total += iov[i].iov_len;
+    }
+    return total;
+  err:
+    gnutls_transport_set_errno (conn->tls, errno);
+    return -1;
+  }
   do {
     if (conn->sockout_is_socket) {
       struct msghdr msg = {
@@ -682,7 +749,23 @@ tls_sendv (struct connection *conn, const struct iovec *iov, int iovcnt)
   for (int i = 0; i < iovcnt; i++)
     total += iov[i].iov_len;
   bool cork = total <= 64 * 1024 && iovcnt > 1;
+  bool batch = total > 64 * 1024;
 
+  if (batch && conn->tls_out == NULL)
+    conn->tls_out = malloc (TLS_OUT_SIZE);
+  if (batch && conn->tls_out) {
+    conn->tls_batching = true;
+    conn->tls_out_len = 0;
+    int r = 0;
+    for (int i = 0; r == 0 && i < iovcnt; i++)
+      r = send_all (s, iov[i].iov_base, iov[i].iov_len);
+    conn->tls_batching = false;
+    if (r == 0 && out_flush (conn) == -1) {
+      errno = EIO;
+      r = -1;
+    }
+    return r;
+  }
   if (cork)
     gnutls_record_cork (s);
   for (int i = 0; i < iovcnt; i++)
@@ -724,6 +807,8 @@ tls_end (struct connection *conn)
   gnutls_deinit (conn->tls);
   conn->tls = NULL;
   conn->tls_active = false;
+  free (conn->tls_out);
+  conn->tls_out = NULL;
 }
 
 char *
