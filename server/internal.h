@@ -337,6 +337,8 @@ struct connection {
   char *tls_out;                /* records of a large reply, batched */
   size_t tls_out_len;           /* bytes in tls_out */
   bool tls_batching;            /* transport_push appends to tls_out */
+  char *tls_in;                 /* bytes read ahead from the socket */
+  size_t tls_in_pos, tls_in_len; /* ... the next one, and the end */
   const struct config *cfg;
   const char *transport;        /* "unix", "tcp", "vsock", "stdio", ... */
   char peer[128];               /* printable peer address */

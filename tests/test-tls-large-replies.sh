@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
-# A large read reply over TLS goes out in few system calls: GnuTLS
-# pushes each 16 KiB record on its own, and the server batches the
-# records of a reply larger than 64 KiB into sends of up to 256 KiB
-# (server/crypto.c, tls_sendv).  16 reads of 1 MiB over TLS (PSK and
-# X.509, structured replies or not) must return the right bytes in at
-# most 8 sendmsg calls per MiB (one per record would be 64); small
-# replies, a write and a flush in between, and a reply larger than the
-# batch (4 MiB + 3) must come through too.  Without the batching the
-# count is about 66 per MiB (measured: 1323 sendmsg for 20 MiB).
+# Large transfers over TLS take few system calls.  GnuTLS pushes each
+# 16 KiB record on its own, and reads each record in two pieces; the
+# server batches the records of a reply larger than 64 KiB into sends
+# of up to 256 KiB (tls_sendv) and reads the socket 256 KiB at a time
+# (transport_pull).  Over TLS (PSK and X.509, structured replies or
+# not), 24 MiB of writes then 20 MiB of reads (16 of 1 MiB, one of
+# 4 MiB + 3, bigger than the batch, with small reads and a flush in
+# between) must give the right bytes in at most 8 sendmsg calls per MiB
+# read (one per record would be 64; measured without the batching:
+# 1342) and 40 read calls per MiB written (two per record would be 128;
+# measured without the read-ahead: 131 per MiB; with it about 18, as
+# the socket rarely holds 256 KiB when read).
 source "$(dirname "$0")/functions.sh"
 requires_cmd nbdsh strace psktool certtool
 
@@ -38,7 +41,7 @@ run_traced ()
   local sock="$tmpdir/sock" pidfile="$tmpdir/server.pid"
   rm -f "$sock" "$pidfile"
   env ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
-    strace -f -qq -e trace=sendmsg -o "$out" \
+    strace -f -qq -e trace=sendmsg,read -o "$out" \
     "$NBDKIT" -f -U "$sock" -P "$pidfile" --tls=require "$@" memory 32M 9>&- &
   spid=$!
   cleanup_fn _kill_pid "$spid"
@@ -70,5 +73,9 @@ for sr in True False; do
     echo "TLS $kind, structured replies $sr: $calls sendmsg calls"
     [ "$calls" -le $(( 20 * 8 + 60 )) ] ||
       fail "TLS $kind: $calls sendmsg calls for 20 MiB of replies (records not batched)"
+    reads="$(grep -c 'read(' "$tmpdir/strace-$kind-$sr" || :)"
+    echo "TLS $kind, structured replies $sr: $reads read calls"
+    [ "$reads" -le $(( 24 * 40 + 60 )) ] ||
+      fail "TLS $kind: $reads read calls for 24 MiB of writes (no read-ahead)"
   done
 done
