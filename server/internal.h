@@ -334,6 +334,11 @@ struct connection {
   bool poll_sampled;            /* ... and it was a sample */
   void *tls;                    /* gnutls_session_t after STARTTLS */
   bool tls_active;              /* the TLS handshake succeeded */
+  char *tls_out;                /* records of a large reply, batched */
+  size_t tls_out_len;           /* bytes in tls_out */
+  bool tls_batching;            /* transport_push appends to tls_out */
+  char *tls_in;                 /* bytes read ahead from the socket */
+  size_t tls_in_pos, tls_in_len; /* ... the next one, and the end */
   const struct config *cfg;
   const char *transport;        /* "unix", "tcp", "vsock", "stdio", ... */
   char peer[128];               /* printable peer address */

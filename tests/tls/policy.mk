@@ -6,7 +6,8 @@ TESTS += \
 	test-tls-versions.sh \
 	test-tls-purpose.sh \
 	test-tls-suites.sh \
-	test-tls-policy-probes.sh
+	test-tls-policy-probes.sh \
+	test-tls-large-replies.sh
 EXTRA_DIST += tls/policy-lib.sh tls-priority-client.c
 
 # An NBD client that upgrades with a priority string of its choosing
