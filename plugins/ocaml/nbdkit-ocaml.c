@@ -122,9 +122,23 @@ UNIT_CB (after_fork, F_AFTER_FORK, int, -1, 0)
     CAMLreturn0;                                                \
   }
 VOID_CB (load, F_LOAD)
-VOID_CB (unload, F_UNLOAD)
+VOID_CB (unload_cb, F_UNLOAD)
 VOID_CB (dump_plugin, F_DUMP_PLUGIN)
 VOID_CB (cleanup, F_CLEANUP)
+
+/* Always wired: after the plugin's own unload, shut the OCaml runtime
+ * down, which runs at_exit and frees the alternate signal stack that
+ * caml_startup gave this thread (sigaltstack keeps the only pointer to
+ * it, so LeakSanitizer reports it if it is never freed).  The server
+ * never loads the plugin again, so the runtime is not needed after.
+ */
+static void
+unload (void)
+{
+  if (fns[F_UNLOAD] != Val_unit)
+    unload_cb ();
+  caml_shutdown ();
+}
 
 static int
 config (const char *key, const char *v)
@@ -458,7 +472,7 @@ ocaml_nbdkit_register (value p)
 
 #define WIRE(field, F, fn) if (fns[F] != Val_unit) plugin.field = fn
   WIRE (load, F_LOAD, load);
-  WIRE (unload, F_UNLOAD, unload);
+  plugin.unload = unload;
   WIRE (config, F_CONFIG, config);
   WIRE (config_complete, F_CONFIG_COMPLETE, config_complete);
   WIRE (dump_plugin, F_DUMP_PLUGIN, dump_plugin);
