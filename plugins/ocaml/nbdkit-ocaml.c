@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,10 +127,45 @@ VOID_CB (unload_cb, F_UNLOAD)
 VOID_CB (dump_plugin, F_DUMP_PLUGIN)
 VOID_CB (cleanup, F_CLEANUP)
 
+/* OCaml 4.13's caml_startup gives the calling thread a malloc'd
+ * alternate signal stack for its SIGSEGV handler and has no call that
+ * frees it (4.14 added one); sigaltstack then holds the only pointer,
+ * and LeakSanitizer reports it.  plugin_init notes which stack it was,
+ * and unload, on the same thread (the server loads and unloads on its
+ * main thread), gives SIGSEGV back its default action, takes the stack
+ * down and frees it.
+ */
+static void *ocaml_altstack;
+
+static void
+note_altstack (const stack_t *before)
+{
+  stack_t after;
+
+  if (sigaltstack (NULL, &after) == 0 && !(after.ss_flags & SS_DISABLE) &&
+      after.ss_sp != NULL &&
+      ((before->ss_flags & SS_DISABLE) || after.ss_sp != before->ss_sp))
+    ocaml_altstack = after.ss_sp;
+}
+
+static void
+free_altstack (void)
+{
+  stack_t cur, off = { .ss_flags = SS_DISABLE };
+
+  if (ocaml_altstack == NULL ||
+      sigaltstack (NULL, &cur) == -1 || (cur.ss_flags & SS_DISABLE) ||
+      cur.ss_sp != ocaml_altstack)
+    return;                     /* another thread's, or already gone */
+  signal (SIGSEGV, SIG_DFL);
+  if (sigaltstack (&off, NULL) == 0) {
+    free (ocaml_altstack);
+    ocaml_altstack = NULL;
+  }
+}
+
 /* Always wired: after the plugin's own unload, shut the OCaml runtime
- * down, which runs at_exit and frees the alternate signal stack that
- * caml_startup gave this thread (sigaltstack keeps the only pointer to
- * it, so LeakSanitizer reports it if it is never freed).  The server
+ * down (at_exit functions run) and free its signal stack.  The server
  * never loads the plugin again, so the runtime is not needed after.
  */
 static void
@@ -138,6 +174,7 @@ unload (void)
   if (fns[F_UNLOAD] != Val_unit)
     unload_cb ();
   caml_shutdown ();
+  free_altstack ();
 }
 
 static int
@@ -517,8 +554,13 @@ plugin_init (void)
   value r;
 
   if (!started) {
+    stack_t before;
+
     started = 1;
+    if (sigaltstack (NULL, &before) == -1)
+      before.ss_flags = SS_DISABLE;
     r = caml_startup_exn (argv);
+    note_altstack (&before);
     if (Is_exception_result (r)) {
       char *s = caml_format_exception (Extract_exception (r));
       nbdkit_error ("OCaml plugin: the plugin's top level raised %s",
