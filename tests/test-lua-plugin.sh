@@ -78,6 +78,20 @@ t "$NBDKIT" lua "$tmpdir/dump.lua" --dump-plugin | tail -2 | tr '\n' ' ' |
   grep -Eqx 'lua_version=5\.4\.[0-9]+ ramdisk_extra=1 ' ||
   fail "--dump-plugin does not end with lua_version and the script's lines"
 
+# The collector is in generational mode when the script loads (the
+# page says so; incremental mode slowed large reads after small ones),
+# and a script can switch it back.
+cat > "$tmpdir/gc.lua" <<'LUA'
+local first = collectgarbage ("incremental")
+local second = collectgarbage ("incremental")
+function dump_plugin () print ("gc=" .. first .. "," .. second) end
+function open (readonly) return 1 end
+function get_size (h) return 512 end
+function pread (h, count, offset) return string.rep ("\0", count) end
+LUA
+t "$NBDKIT" lua "$tmpdir/gc.lua" --dump-plugin | grep -qx 'gc=generational,incremental' ||
+  fail "the collector is not generational at load, or a script cannot switch it"
+
 # One Lua state, serialize_all_requests: two clients with 16 requests in
 # flight each copy the same bytes as from Debian's host (two calls at
 # once into one state would corrupt it).
