@@ -125,7 +125,6 @@ lua_load_ (void)
   if (L == NULL)
     return;                     /* reported at config */
   luaL_openlibs (L);
-#ifdef LUA_GCGEN
   /* Lua 5.4's incremental collector, its default, fell behind after a
    * burst of small reads: a 256 KiB copy that followed 3 s of 4 KiB
    * random reads ran at 0.5-0.6x the speed (and 2x the CPU) of the
@@ -134,7 +133,6 @@ lua_load_ (void)
    * collectgarbage ("incremental").
    */
   lua_gc (L, LUA_GCGEN, 0, 0);
-#endif
   open_nbdkit (L);
 }
 
