@@ -7,7 +7,8 @@ TESTS += \
 	test-tls-purpose.sh \
 	test-tls-suites.sh \
 	test-tls-policy-probes.sh \
-	test-tls-large-replies.sh
+	test-tls-large-replies.sh \
+	test-tls-tcp-unsent.sh
 EXTRA_DIST += tls/policy-lib.sh tls-priority-client.c
 
 # An NBD client that upgrades with a priority string of its choosing
