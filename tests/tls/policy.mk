@@ -8,8 +8,9 @@ TESTS += \
 	test-tls-suites.sh \
 	test-tls-policy-probes.sh \
 	test-tls-large-replies.sh \
-	test-tls-tcp-unsent.sh
-EXTRA_DIST += tls/policy-lib.sh tls-priority-client.c
+	test-tls-tcp-unsent.sh \
+	test-tls-tcp-trickle.sh
+EXTRA_DIST += tls/policy-lib.sh tls-priority-client.c tls-trickle-client.py
 
 # An NBD client that upgrades with a priority string of its choosing
 # (test-tls-suites.sh, test-tls-policy-probes.sh).
