@@ -10,8 +10,9 @@ import struct
 import sys
 import time
 
-NBD_OPTS_MAGIC = 0x49484156454F5054
-REP_MAGIC = 0x3E889045565A9
+import nbd_raw
+from nbd_raw import NBD_OPTS_MAGIC, go, option, recv_exact, reply
+
 OPT_EXPORT_NAME, OPT_ABORT, OPT_LIST, OPT_STARTTLS = 1, 2, 3, 5
 OPT_INFO, OPT_GO, OPT_STRUCTURED_REPLY = 6, 7, 8
 REP_ACK, REP_SERVER, REP_INFO = 1, 2, 3
@@ -25,36 +26,12 @@ def fail(msg):
     sys.exit(1)
 
 
-def recv_exact(s, n):
-    buf = b""
-    while len(buf) < n:
-        chunk = s.recv(n - len(buf))
-        if not chunk:
-            raise EOFError("server closed after %d of %d bytes" % (len(buf), n))
-        buf += chunk
-    return buf
-
-
 def greet():
     s = socket.socket(socket.AF_UNIX)
     s.settimeout(10)
     s.connect(sockpath)
-    magic, opts, flags = struct.unpack(">QQH", recv_exact(s, 18))
-    if magic != 0x4E42444D41474943 or opts != NBD_OPTS_MAGIC:
-        fail("bad greeting")
-    s.sendall(struct.pack(">I", 3))      # FIXED_NEWSTYLE | NO_ZEROES
+    nbd_raw.greet(s)
     return s
-
-
-def option(s, opt, data=b""):
-    s.sendall(struct.pack(">QII", NBD_OPTS_MAGIC, opt, len(data)) + data)
-
-
-def reply(s):
-    magic, opt, rtype, length = struct.unpack(">QIII", recv_exact(s, 20))
-    if magic != REP_MAGIC:
-        fail("bad option reply magic")
-    return opt, rtype, recv_exact(s, length)
 
 
 def expect(s, opt, want):
@@ -79,16 +56,6 @@ def starttls(s):
     ctx.load_cert_chain(certdir + "/client-cert.pem",
                         certdir + "/client-key.pem")
     return ctx.wrap_socket(s, server_hostname="localhost")
-
-
-def go(s, name=b""):
-    option(s, OPT_GO, struct.pack(">I", len(name)) + name + b"\0\0")
-    while True:
-        _, rtype, _ = reply(s)
-        if rtype == REP_ACK:
-            return
-        if rtype != REP_INFO:
-            fail("GO failed: 0x%x" % rtype)
 
 
 def read_reply_kind(s):

@@ -12,11 +12,11 @@ import struct
 import sys
 import time
 
+import nbd_raw
+from nbd_raw import option, recv_exact, reply
+
 port, certdir = int(sys.argv[1]), sys.argv[2]
-NBD_OPTS_MAGIC = 0x49484156454F5054
-REP_MAGIC = 0x3E889045565A9
-OPT_STARTTLS, OPT_GO = 5, 7
-REP_ACK, REP_INFO = 1, 3
+OPT_STARTTLS, REP_ACK = 5, 1
 REQ_MAGIC, SIMPLE_REPLY = 0x25609513, 0x67446698
 CMD_READ, CMD_WRITE = 0, 1
 
@@ -26,45 +26,15 @@ def fail(msg):
     sys.exit(1)
 
 
-def recv_exact(s, n):
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = s.recv(min(n - len(buf), 1 << 20))
-        if not chunk:
-            raise EOFError("server closed after %d of %d bytes" % (len(buf), n))
-        buf += chunk
-    return bytes(buf)
-
-
-def option(s, opt, data=b""):
-    s.sendall(struct.pack(">QII", NBD_OPTS_MAGIC, opt, len(data)) + data)
-
-
-def reply(s):
-    magic, opt, rtype, length = struct.unpack(">QIII", recv_exact(s, 20))
-    if magic != REP_MAGIC:
-        fail("bad option reply magic")
-    return opt, rtype, recv_exact(s, length)
-
-
 s = socket.create_connection(("127.0.0.1", port), timeout=20)
-magic, opts, flags = struct.unpack(">QQH", recv_exact(s, 18))
-if magic != 0x4E42444D41474943 or opts != NBD_OPTS_MAGIC:
-    fail("bad greeting")
-s.sendall(struct.pack(">I", 3))
+nbd_raw.greet(s)
 option(s, OPT_STARTTLS)
 if reply(s)[1] != REP_ACK:
     fail("STARTTLS refused")
 ctx = ssl.create_default_context(cafile=certdir + "/ca-cert.pem")
 ctx.load_cert_chain(certdir + "/client-cert.pem", certdir + "/client-key.pem")
 t = ctx.wrap_socket(s, server_hostname="localhost")
-option(t, OPT_GO, b"\0\0\0\0\0\0")
-while True:
-    _, rtype, _ = reply(t)
-    if rtype == REP_ACK:
-        break
-    if rtype != REP_INFO:
-        fail("GO failed: 0x%x" % rtype)
+nbd_raw.go(t)
 
 handle = 0
 

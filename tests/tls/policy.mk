@@ -10,7 +10,8 @@ TESTS += \
 	test-tls-large-replies.sh \
 	test-tls-tcp-unsent.sh \
 	test-tls-tcp-trickle.sh
-EXTRA_DIST += tls/policy-lib.sh tls-priority-client.c tls-trickle-client.py
+EXTRA_DIST += tls/policy-lib.sh tls-priority-client.c tls-trickle-client.py \
+	nbd_raw.py
 
 # An NBD client that upgrades with a priority string of its choosing
 # (test-tls-suites.sh, test-tls-policy-probes.sh).
