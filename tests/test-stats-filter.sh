@@ -58,12 +58,13 @@ same ()
     rm -f "$tmpdir/stats"
     t "$s" -U - --filter=stats memory 64M statsfile="$tmpdir/stats" "$@" \
       --run "$tmpdir/$client \"\$uri\"" > /dev/null ||
-      fail "$label: $n server failed"
+      fail "$label: $n server failed (status $?)"
     cp "$tmpdir/stats" "$tmpdir/$label.$n.raw"
     normalize "$tmpdir/stats" > "$tmpdir/$label.$n"
   done
   if ! diff -u "$tmpdir/$label.ref" "$tmpdir/$label.ours"; then
-    echo "$0: $label: our summary differs from Debian's (above)" >&2
+    echo "$0: $label: our summary differs from Debian's (above); as written:" >&2
+    head -n 60 "$tmpdir/$label.ref.raw" "$tmpdir/$label.ours.raw" >&2
     failures=$((failures + 1))
   fi
 }
