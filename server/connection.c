@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,9 +58,6 @@ static unsigned n_admitted;
  */
 DEFINE_VECTOR_TYPE (thread_list, pthread_t);
 static thread_list finished;
-
-/* Set once the server is stopping (conn_shutdown_all). */
-static _Atomic bool stopping;
 
 /* SERIALIZE_CONNECTIONS: one connection at a time, server-wide. */
 static pthread_mutex_t one_connection_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -190,12 +188,21 @@ conn_shutdown_all (int timeout_s)
   clock_gettime (CLOCK_REALTIME, &deadline);
   deadline.tv_sec += timeout_s;
 
-  stopping = true;
   conn_watch_stop ();
   {
     LOCK_FOR_SCOPE (&registry_lock);
-    for (size_t i = 0; i < registry.len; i++)
+    for (size_t i = 0; i < registry.len; i++) {
+      /* A client that has already hung up (a --run command that
+       * exited) left on its own: its connection ends as it would
+       * have without the stop.
+       */
+      struct pollfd pfd = { .fd = registry.ptr[i]->sockin,
+                            .events = POLLRDHUP };
+      if (poll (&pfd, 1, 0) == 1 && (pfd.revents & (POLLRDHUP | POLLHUP)))
+        continue;
+      registry.ptr[i]->cut_by_stop = true;
       shutdown (registry.ptr[i]->sockin, SHUT_RD);
+    }
     while (registry.len > 0 || n_admitted > 0)
       if (pthread_cond_timedwait (&registry_empty, &registry_lock,
                                   &deadline) == ETIMEDOUT)
@@ -343,9 +350,10 @@ conn_handle (const struct config *cfg, int sockin, int sockout,
   }
 
   /* A server told to stop makes the writes it acknowledged durable
-   * before it closes the plugin: the client may never get to flush.
+   * before it closes the plugin: a client it cut off may never get to
+   * flush.
    */
-  if (conn->top && stopping && conn->can_write && conn->can_flush) {
+  if (conn->top && conn->cut_by_stop && conn->can_write && conn->can_flush) {
     int err;
     if (layer_flush (conn->top, 0, &err) == -1)
       nbdkit_debug ("flush at shutdown: %s", strerror (err));

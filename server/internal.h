@@ -378,6 +378,10 @@ struct connection {
   pthread_mutex_t status_lock;
   bool closing;
   const char *close_reason;
+  /* The server's stop cut this connection while its client was still
+   * there (conn_shutdown_all, under the registry's lock).
+   */
+  _Atomic bool cut_by_stop;
 
   /* Statistics for connection_close. */
   _Atomic uint64_t requests;

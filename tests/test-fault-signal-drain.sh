@@ -9,6 +9,7 @@
 #   - then flush and close the plugin, unload it, and exit 0.
 # The fault plugin logs its calls; the log must read, in order,
 #   ... pwrite, pread, pread-done, flush, close, unload.
+# A client that hung up before the signal gets no flush (below).
 source "$(dirname "$0")/functions.sh"
 requires_cmd nbdsh
 
@@ -58,3 +59,30 @@ print("client: slow read answered")
   [ "$order" = "pwrite pread pread-done flush close unload " ] ||
     fail "SIG$sig: plugin calls out of order: $order"
 done
+
+# A client that has already hung up is not cut off by the stop: its
+# connection ends as it would have without the signal (no flush, as
+# with Debian's nbdkit), even though its last read is still running.
+# Before, the stop flushed every connection whose thread had not yet
+# seen the hang-up, so a --run command's last client got a flush or
+# not depending on who won the race.
+log="$tmpdir/calls-gone"
+: > "$log"
+start_server "$plugin" delay=pread delay-ms=2000 log="$log"
+t nbdsh -u "$uri" -c '
+h.pwrite(b"gone" * 100, 4096)
+h.aio_pread(nbd.Buffer(400), 4096)   # sent at once; then hang up
+' > "$tmpdir/client.out" 2>&1 || { cat "$tmpdir/client.out"; fail "gone: client failed"; }
+wait_for_output "$log" '^pread$' "$server_pid" ||
+  fail "gone: the slow read never started"
+grep -q '^pread-done$' "$log" && fail "gone: the read finished too soon (test too slow)"
+kill -s TERM "$server_pid"
+status=0
+wait "$server_pid" || status=$?
+server_pid=
+[ "$status" -eq 0 ] || fail "gone: the server exited with $status"
+echo "gone: plugin calls:" $(cat "$log")
+order="$(grep -E '^(pwrite|pread|pread-done|flush|close|unload)$' "$log" |
+         tr '\n' ' ')"
+[ "$order" = "pwrite pread pread-done close unload " ] ||
+  fail "gone: plugin calls: $order (expected no flush)"

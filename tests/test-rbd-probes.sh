@@ -47,9 +47,9 @@ h.zero(4096, 2 * 1048576)
 h.flush()
 h.block_status(8 * 1048576, 0, lambda *args: 0)
 '
-# A server stopped before it has read the client's disconnect flushes
-# the connection's writes outside any request, as it should; wait for
-# the connection to close first, so the ops below are the client's.
+# A server stopped while a client is still connected flushes the
+# connection's writes outside any request, as it should; wait for the
+# connection to close first, so the ops below are the client's.
 wait_for_output "$tmpdir/trace" ' close [0-9]+$' "$bt" 30 ||
   fail "no connection_close after the client left"
 stop_server
