@@ -17,7 +17,7 @@ requires_cmd nbdsh
 debian_nbdkit=/usr/sbin/nbdkit
 [ -x "$debian_nbdkit" ] || debian_nbdkit=/usr/bin/nbdkit
 requires test -x "$debian_nbdkit"
-requires "$debian_nbdkit" --filter=delay null --run true
+requires "$debian_nbdkit" -U - --filter=delay null --run true
 
 up_sock="$tmpdir/up.sock"
 "$debian_nbdkit" -f -U "$up_sock" -P "$tmpdir/up.pid" --filter=delay \
