@@ -735,11 +735,15 @@ tls_start (struct connection *conn)
       why = verify_failure (gnutls_session_get_verify_cert_status (s));
       who = peer_identity (s, false);
     }
-    NBDKIT_TLS_HANDSHAKE_DONE (conn->id, (int64_t) probe_u64 (0),
-                               why ? why : gnutls_strerror (r),
+    /* The reason goes through the stack: a tracer reading a string
+     * from a page not yet touched (gnutls' message table) reads "".
+     */
+    char reason[256];
+    snprintf (reason, sizeof reason, "%s", why ? why : gnutls_strerror (r));
+    NBDKIT_TLS_HANDSHAKE_DONE (conn->id, (int64_t) probe_u64 (0), reason,
                                who ? who : "");
     nbdkit_debug ("TLS: handshake with connection %" PRIu64 " failed: %s%s%s",
-                  conn->id, why ? why : gnutls_strerror (r),
+                  conn->id, reason,
                   who && *who ? ", peer " : "", who ? who : "");
     free (why);
     free (who);
