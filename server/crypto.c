@@ -566,8 +566,8 @@ transport_push (gnutls_transport_ptr_t p, const giovec_t *iov, int iovcnt)
  * the socket makes our own send wait for the window instead, so we
  * move our data.  Measured (bench/HISTORY.md, 2026-11-24): 1 MiB reads
  * and nbdcopy out over TLS on 127.0.0.1 gain 8-16% with X.509 and
- * 36-41% with PSK.  Plain TCP is
- * left alone: there it cost 1 MiB reads as much as it gained copies.
+ * 36-41% with PSK.  Plain TCP is left alone: there it cost 1 MiB reads
+ * as much as it gained copies.
  */
 #define TLS_UNSENT_MAX (64 * 1024)
 

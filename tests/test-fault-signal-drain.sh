@@ -16,6 +16,12 @@ requires_cmd nbdsh
 plugin="$abs_builddir/.libs/fault-plugin.so"
 [ -f "$plugin" ] || fail "$plugin not built (make check builds it)"
 
+# The plugin calls that matter here, in the order LOG has them.
+plugin_calls ()
+{
+  grep -E '^(pwrite|pread|pread-done|flush|close|unload)$' "$1" | tr '\n' ' '
+}
+
 for sig in TERM INT; do
   log="$tmpdir/calls-$sig"
   : > "$log"
@@ -54,8 +60,7 @@ print("client: slow read answered")
   [ ! -e "$sock" ] || fail "SIG$sig: the socket was left behind"
 
   echo "SIG$sig: plugin calls:" $(cat "$log")
-  order="$(grep -E '^(pwrite|pread|pread-done|flush|close|unload)$' "$log" |
-           tr '\n' ' ')"
+  order="$(plugin_calls "$log")"
   [ "$order" = "pwrite pread pread-done flush close unload " ] ||
     fail "SIG$sig: plugin calls out of order: $order"
 done
@@ -82,7 +87,6 @@ wait "$server_pid" || status=$?
 server_pid=
 [ "$status" -eq 0 ] || fail "gone: the server exited with $status"
 echo "gone: plugin calls:" $(cat "$log")
-order="$(grep -E '^(pwrite|pread|pread-done|flush|close|unload)$' "$log" |
-         tr '\n' ' ')"
+order="$(plugin_calls "$log")"
 [ "$order" = "pwrite pread pread-done close unload " ] ||
   fail "gone: plugin calls: $order (expected no flush)"

@@ -7,9 +7,9 @@
 # 32 MiB of reads and does not read (sampled for 1.5 s): `ss` must show
 # the server's socket with some, but no more than 64 KiB, unsent (plus
 # one segment the kernel may add past the mark; without the limit it
-# held 4100096 bytes), and every byte must then arrive right.  Plain TCP is not
-# limited (the choice bench/HISTORY.md records): there the same stall
-# leaves more than 1 MiB unsent.
+# held 4100096 bytes), and every byte must then arrive right.  Plain
+# TCP is not limited (the choice bench/HISTORY.md records): there the
+# same stall leaves more than 1 MiB unsent.
 source "$(dirname "$0")/functions.sh"
 requires_cmd nbdsh ss psktool certtool
 
