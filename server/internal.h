@@ -443,6 +443,9 @@ extern const char *hs_option_name (uint32_t option);
  * name, for probes and messages.
  */
 extern void tx_serve (struct connection *conn);
+
+/* stalls.c: stop the stall watcher, at shutdown. */
+extern void pool_watch_stop (void);
 extern const char *tx_command_name (uint16_t cmd);
 
 /* ---- crypto.c: TLS ---- */

@@ -340,6 +340,7 @@ main (int argc, char *argv[])
    * the parameters' keys are the plugin's until then.
    */
   if (conn_count_active () == 0) {
+    pool_watch_stop ();
     layer_unload_all (cfg.top);
     options_free (&cfg);
   }

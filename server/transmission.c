@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "internal.h"
 #include "protocol.h"
@@ -195,6 +196,10 @@ tx_worker_loop (void *arg)
   struct pool *pool = w->pool;
   struct connection *conn = w->conn;
   conn_set_current (conn);
+  clockid_t clock;
+  if (pthread_getcpuclockid (pthread_self (), &clock) == 0)
+    w->cpu_clock = clock;
+  w->tid = gettid ();           /* after the clock: the watcher reads it first */
   if (NBDKIT_WORKER_START_ENABLED ())
     NBDKIT_WORKER_START (conn->id, (uint64_t) w->index,
                          layer_thread_model_name (conn->cfg->thread_model),
@@ -245,9 +250,17 @@ tx_worker_loop (void *arg)
         if (pool->slow)
           s0 = pool_thread_sample ();
       }
+      /* Replies held back may go out while this one runs, unless it
+       * is a read that would send them along with its mapped data.
+       */
+      bool lend = w->out.len && pool->watched &&
+        !(w->zerocopy && req.type == NBD_CMD_READ &&
+          req.count > MAX_HELD_REPLY);
+      pool_run_start (w, lend);
       layer_set_cookie (req.cookie);
       err = tx_layer_error_for_reply (run (conn, w, &req, &ndesc), req.flags);
       layer_set_cookie (0);
+      pool_run_end (pool, w);
       layer_requests_unlock ();
       if (t0)
         parking = pool_account (pool, w, now_ns () - t0, s0);

@@ -13,7 +13,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <sys/types.h>
 #include <sys/uio.h>
+#include <time.h>
 
 #include "internal.h"
 #include "protocol.h"
@@ -42,6 +45,13 @@ enum recv_outcome {
 };
 
 struct pool;
+
+/* What the stall watcher saw of a worker at its last look (stalls.c). */
+struct pool_look {
+  uint64_t runs;                /* requests it had begun */
+  uint64_t cpu_ns;              /* CPU time it had used */
+  bool have_cpu;                /* cpu_ns is of the same request */
+};
 
 /* What reply_send and reply_written are to report of a reply held
  * back (reply.c).
@@ -81,7 +91,30 @@ struct worker {
   bool fd_pending;
   int fd;
   uint64_t fd_offset;
+  /* What the stall watcher (stalls.c) reads of this worker: how many
+   * requests it has begun to run, times 4, plus the phase it is in (so
+   * a request still running at two looks has run for a whole tick).
+   * Only this worker writes it, except that the watcher may take a lent
+   * w->out (PHASE_RUN_HELD to PHASE_FLUSHING) and give it back sent
+   * (PHASE_RUN).
+   */
+  _Atomic uint64_t state;
+  bool lent;                    /* this run lent w->out */
+  _Atomic pid_t tid;            /* for the watcher to read its state */
+  _Atomic clockid_t cpu_clock;  /* and its CPU time */
 };
+
+/* A worker's phase, for the stall watcher: the low bits of its state. */
+enum worker_phase {
+  PHASE_READ,                   /* between requests: reading one, waiting
+                                 * to, answering one, or parked */
+  PHASE_RUN,                    /* running one in the layers */
+  PHASE_RUN_HELD,               /* the same, with replies held in w->out
+                                 * that the watcher may send meanwhile */
+  PHASE_FLUSHING,               /* the pool's flusher is sending them */
+};
+#define PHASE_MASK UINT64_C (3)
+#define STATE_RUNS(state) ((state) >> 2)
 
 /* Reads larger than MAX_HELD_REPLY (smaller replies are worth more
  * held back and sent together) and up to ZC_MAX_BYTES go out straight
@@ -192,6 +225,17 @@ struct pool {
   _Atomic unsigned window, fewer; /* requests, and those that want fewer */
   _Atomic bool shrink;          /* the highest worker is to park */
   _Atomic bool slow;            /* the last request was slow */
+  /* The stall watcher's (stalls.c).  It looks at the pools on its
+   * list, under its own lock, which is taken before pool->lock.
+   */
+  bool watched;                 /* on the watcher's list */
+  struct pool *watch_prev, *watch_next;
+  struct pool_look *seen;       /* max of them: what the last look saw */
+  pthread_cond_t flushed;       /* with lock: a lent w->out came back */
+  pthread_cond_t flush_wake;    /* with lock: the flusher has work */
+  struct worker *flush_w;       /* with lock: whose w->out to send */
+  bool flusher_started;         /* with lock */
+  pthread_t flusher;
 };
 
 /* workers.c: called by the worker loop.  A sample of the calling
@@ -205,5 +249,48 @@ extern struct pool_sample pool_thread_sample (void);
 extern bool pool_account (struct pool *pool, struct worker *w, uint64_t wall,
                           struct pool_sample before);
 extern bool pool_park (struct pool *pool, struct worker *w);
+extern void pool_grow (struct pool *pool, unsigned n);
+
+/* stalls.c: the stall watcher.  A connection whose workers are all
+ * stuck in slow requests reads no more of them: the watcher notices
+ * within two ticks and adds a worker, and sends replies a stuck worker
+ * was holding back.  pool_watch_add and pool_watch_remove bracket a
+ * pool's life; pool_run_start and pool_run_end bracket each request's
+ * run.
+ */
+extern void pool_watch_add (struct pool *pool);
+extern void pool_watch_remove (struct pool *pool);
+extern void pool_watch_wake (void);
+extern void pool_take_back_out (struct pool *pool, struct worker *w);
+extern _Atomic bool pool_watch_asleep;
+
+/* W begins to run a request; LEND: its held replies may be sent
+ * meanwhile (it will not touch w->out until pool_run_end).
+ */
+static inline void
+pool_run_start (struct worker *w, bool lend)
+{
+  uint64_t runs = STATE_RUNS (atomic_load_explicit (&w->state,
+                                                    memory_order_relaxed));
+  w->lent = lend;
+  /* Sequentially consistent, against the watcher going to sleep: either
+   * it sees this run, or this worker sees it asleep and wakes it.
+   */
+  atomic_store (&w->state,
+                (runs + 1) << 2 | (lend ? PHASE_RUN_HELD : PHASE_RUN));
+  if (atomic_load (&pool_watch_asleep))
+    pool_watch_wake ();
+}
+
+static inline void
+pool_run_end (struct pool *pool, struct worker *w)
+{
+  uint64_t state = atomic_load_explicit (&w->state, memory_order_relaxed);
+  uint64_t read = state & ~PHASE_MASK;
+  if (!w->lent)
+    atomic_store_explicit (&w->state, read, memory_order_relaxed);
+  else if (!atomic_compare_exchange_strong (&w->state, &state, read))
+    pool_take_back_out (pool, w);
+}
 
 #endif /* NBDKIT_TRANSMISSION_H */

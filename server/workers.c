@@ -63,7 +63,7 @@
 /* Add up to N active workers (unparking parked ones first), not above
  * -t.
  */
-static void
+void
 pool_grow (struct pool *pool, unsigned n)
 {
   unsigned before;
@@ -237,6 +237,7 @@ tx_serve (struct connection *conn)
     pool.busy_max = pool.max;
   pool.started = 1;             /* worker 0 is this thread */
   pool.active = 1;
+  pool_watch_add (&pool);
   tx_worker_loop (&pool.workers[0]);
 
   /* Worker 0 never parks, so it returns only when the connection is
@@ -250,6 +251,7 @@ tx_serve (struct connection *conn)
   pthread_mutex_unlock (&pool.lock);
   for (unsigned i = 1; i < started; i++)
     pthread_join (pool.threads[i], NULL);
+  pool_watch_remove (&pool);
   pthread_cond_destroy (&pool.wake);
   pthread_mutex_destroy (&pool.lock);
   free (pool.workers);

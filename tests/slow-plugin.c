@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* A test plugin for the worker pool, whose reads behave by offset:
  *
- *   below 32 MiB     sleep 20 ms (waiting: off the CPU)
+ *   below 32 MiB     sleep 20 ms, or wait=MS (waiting: off the CPU)
  *   32 to 48 MiB     return at once (fast)
  *   48 MiB and up    spin on the CPU for 2 ms (busy)
  *
@@ -14,6 +14,7 @@
 
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -26,6 +27,23 @@
 #define BUSY_FROM (48 * 1024 * 1024)
 
 static _Atomic int in_flight, max_in_flight;
+static long wait_ms = 20;
+
+static int
+slow_config (const char *key, const char *value)
+{
+  if (strcmp (key, "wait") == 0) {
+    char *end;
+    wait_ms = strtol (value, &end, 10);
+    if (*value == '\0' || *end != '\0' || wait_ms < 0 || wait_ms > 60000) {
+      nbdkit_error ("wait: not a number of milliseconds: %s", value);
+      return -1;
+    }
+    return 0;
+  }
+  nbdkit_error ("unknown parameter: %s", key);
+  return -1;
+}
 
 /* This thread's CPU time. */
 static uint64_t
@@ -64,7 +82,8 @@ slow_pread (void *handle, void *buf, uint32_t count, uint64_t offset,
          !atomic_compare_exchange_weak (&max_in_flight, &seen, now))
     ;
   if (offset < FAST_FROM) {
-    struct timespec ts = { .tv_sec = 0, .tv_nsec = 20 * 1000 * 1000 };
+    struct timespec ts = { .tv_sec = wait_ms / 1000,
+                           .tv_nsec = wait_ms % 1000 * 1000 * 1000 };
     nanosleep (&ts, NULL);
   }
   else if (offset >= BUSY_FROM) {
@@ -79,6 +98,7 @@ slow_pread (void *handle, void *buf, uint32_t count, uint64_t offset,
 
 static struct nbdkit_plugin plugin = {
   .name = "slow",
+  .config = slow_config,
   .open = slow_open,
   .close = slow_close,
   .get_size = slow_get_size,

@@ -11,7 +11,11 @@
 #  - a client's first burst of waiting reads on a new connection is
 #    already served side by side: each waiting read doubles the
 #    workers, so of 8 reads in flight at least 4 overlap (growing by one
-#    worker per 4 slow reads, as before, overlapped only 2).
+#    worker per 4 slow reads, as before, overlapped only 2);
+#  - and the pool does not wait for a read to finish to grow: 16 reads
+#    that each wait 600 ms, sent together, all run at once (nbdkit(1)
+#    -t: 16 requests at once by default), where growing only after a
+#    read had finished overlapped 8 of them.
 source "$(dirname "$0")/functions.sh"
 requires_cmd nbdsh
 
@@ -86,3 +90,14 @@ most=$(most_in_flight "$tmpdir/burst.err")
 [ -n "$most" ] || fail "the slow plugin did not report (burst)"
 [ "$most" -ge 4 ] ||
   fail "a first burst of 8 waiting reads overlapped only $most at once"
+
+# The first burst of reads much slower than the watcher's ticks: all 16
+# in flight at once, before any of them has finished.
+t "$NBDKIT" -v -U - "$slow" wait=600 \
+  --run "nbdsh -u \"\$uri\" -c '$(aio_reads 0 1 16)'" \
+  2> "$tmpdir/burst16.err" ||
+  { cat "$tmpdir/burst16.err"; fail "burst of 16 failed"; }
+grep 'most reads in flight\|workers' "$tmpdir/burst16.err" || :
+most=$(most_in_flight "$tmpdir/burst16.err")
+[ "$most" = 16 ] ||
+  fail "a first burst of 16 reads of 600 ms overlapped only $most at once"

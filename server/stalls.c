@@ -1,0 +1,382 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
+/* nbdkit server: the stall watcher.  A connection's pool (workers.c)
+ * grows after a slow request has finished; until then a worker stuck
+ * in the layers reads nothing more, so a burst of requests to a slow
+ * backend would run one at a time, and replies held back to go out
+ * together (reply.c) would wait behind the stuck one.  One thread for
+ * the whole server looks at every pool each STALL_TICK_NS:
+ *
+ *  - a worker that is running the same request at two looks in a row
+ *    is stuck.  If every active worker of its pool is running a
+ *    request (none is left to read the next one), the watcher doubles
+ *    the workers (pool_grow) when a stuck one is waiting rather than
+ *    computing, up to -t, or adds one up to busy_max when all are busy
+ *    (workers.c says why).  A stuck request is judged at the third look
+ *    that sees it.  A worker answering a client that does not read its
+ *    replies counts as free to read, so such a client gets no more
+ *    workers;
+ *  - a stuck worker that lent its held replies has them sent by the
+ *    pool's flusher, a thread started the first time it is needed
+ *    (never, for most connections), so the watcher itself never waits
+ *    on a client.
+ *
+ * Fast requests never stay stuck for a tick, so they pay no hand-off:
+ * two stores and a load per request (pool_run_start and pool_run_end
+ * in transmission.h), and a share of the watcher's look each tick.
+ * The watcher sleeps for good once no pool has run a request at
+ * IDLE_TICKS looks in a row; the next request to start wakes it.
+ *
+ * Locks: watch_lock guards the list of pools and the watcher's state;
+ * it is taken before a pool's lock (pool_grow, the flusher hand-off),
+ * never after.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "transmission.h"
+
+#define STALL_TICK_NS 1000000   /* 1 ms */
+#define IDLE_TICKS 64
+
+static pthread_mutex_t watch_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t watch_cond;       /* CLOCK_MONOTONIC, once started */
+static struct pool *pools;              /* the pools being watched */
+static bool watcher_started, watcher_ended;
+static pthread_t watcher;
+
+/* Set (sequentially consistent) just before the watcher sleeps for
+ * good; a worker that starts a run and sees it wakes the watcher.
+ */
+_Atomic bool pool_watch_asleep;
+
+static void *flusher_loop (void *arg);
+
+/* Hand W's lent replies to the pool's flusher (W is stuck in the
+ * layers).  With watch_lock held.
+ */
+static void
+hand_out (struct pool *pool, struct worker *w, uint64_t state)
+{
+  uint64_t runs = state & ~PHASE_MASK;
+  if (!atomic_compare_exchange_strong (&w->state, &state,
+                                       runs | PHASE_FLUSHING))
+    return;                     /* W came back first */
+
+  LOCK_FOR_SCOPE (&pool->lock);
+  if (!pool->done && !pool->flush_w) {
+    if (!pool->flusher_started &&
+        pthread_create (&pool->flusher, NULL, flusher_loop, pool) == 0)
+      pool->flusher_started = true;
+    if (pool->flusher_started) {
+      pool->flush_w = w;
+      pthread_cond_signal (&pool->flush_wake);
+      return;
+    }
+  }
+  /* Nobody can send them: W keeps them. */
+  atomic_store (&w->state, runs | PHASE_RUN_HELD);
+  pthread_cond_broadcast (&pool->flushed);
+}
+
+/* The flusher of one pool: sends the replies a stuck worker lent, and
+ * gives them back (PHASE_RUN, w->out empty).
+ */
+static void *
+flusher_loop (void *arg)
+{
+  struct pool *pool = arg;
+  conn_set_current (pool->conn);
+  pthread_mutex_lock (&pool->lock);
+  for (;;) {
+    while (!pool->flush_w && !pool->done)
+      pthread_cond_wait (&pool->flush_wake, &pool->lock);
+    struct worker *w = pool->flush_w;
+    if (!w)
+      break;
+    pthread_mutex_unlock (&pool->lock);
+    nbdkit_debug ("sending replies held behind a slow request");
+    if (tx_flush_replies (pool->conn, w) == -1)
+      conn_set_closing (pool->conn, "write error");
+    pthread_mutex_lock (&pool->lock);
+    pool->flush_w = NULL;
+    atomic_store (&w->state, (atomic_load (&w->state) & ~PHASE_MASK) |
+                  PHASE_RUN);
+    pthread_cond_broadcast (&pool->flushed);
+  }
+  pthread_mutex_unlock (&pool->lock);
+  return NULL;
+}
+
+/* W's run is over but the watcher took its replies: wait until they
+ * are back, sent (or, if nobody could send them, as they were).
+ */
+void
+pool_take_back_out (struct pool *pool, struct worker *w)
+{
+  LOCK_FOR_SCOPE (&pool->lock);
+  while ((atomic_load (&w->state) & PHASE_MASK) == PHASE_FLUSHING)
+    pthread_cond_wait (&pool->flushed, &pool->lock);
+  atomic_store_explicit (&w->state, atomic_load (&w->state) & ~PHASE_MASK,
+                         memory_order_relaxed);
+}
+
+/* Is thread TID blocked now (asleep or in an uninterruptible wait),
+ * rather than running or waiting for a CPU?
+ */
+static bool
+blocked (pid_t tid)
+{
+  char path[64], buf[256];
+  snprintf (path, sizeof path, "/proc/self/task/%d/stat", (int) tid);
+  int fd = open (path, O_RDONLY | O_CLOEXEC);
+  if (fd == -1)
+    return false;
+  ssize_t n = read (fd, buf, sizeof buf - 1);
+  close (fd);
+  if (n <= 0)
+    return false;
+  buf[n] = '\0';
+  /* "TID (COMM) STATE ...": COMM may hold anything, even ") ". */
+  const char *p = strrchr (buf, ')');
+  return p && p[1] == ' ' && (p[2] == 'S' || p[2] == 'D');
+}
+
+/* Is worker W (I in its pool), stuck in one request since the last
+ * look, waiting (on a disk, a server, a sleep)?  Only if it used less
+ * than half of the last tick on the CPU and is blocked now: one that
+ * computes, or waits for a CPU, would gain nothing from more workers
+ * (see workers.c).  The first look at a stuck request only reads the
+ * CPU time, so a stuck request is judged at the next.
+ */
+static bool
+waiting (struct pool *pool, unsigned i, struct worker *w)
+{
+  struct pool_look *seen = &pool->seen[i];
+  struct timespec ts;
+  pid_t tid = atomic_load_explicit (&w->tid, memory_order_acquire);
+  clockid_t clock = atomic_load_explicit (&w->cpu_clock,
+                                          memory_order_relaxed);
+  if (tid <= 0 || clock_gettime (clock, &ts) == -1) {
+    seen->have_cpu = false;
+    return false;
+  }
+  uint64_t ns = ts.tv_sec * UINT64_C (1000000000) + ts.tv_nsec;
+  bool had = seen->have_cpu;
+  uint64_t before = seen->cpu_ns;
+  seen->cpu_ns = ns;
+  seen->have_cpu = true;
+  return had && ns - before < STALL_TICK_NS / 2 && blocked (tid);
+}
+
+/* One look at POOL, with watch_lock held.  Returns true if one of its
+ * workers is running a request.
+ */
+static bool
+look (struct pool *pool)
+{
+  unsigned active = atomic_load (&pool->active);
+  bool reader = false, running = false;
+  unsigned stuck[2], nstuck = 0;
+
+  for (unsigned i = 0; i < active; i++) {
+    struct worker *w = &pool->workers[i];
+    uint64_t state = atomic_load (&w->state);
+    uint64_t runs = STATE_RUNS (state);
+    bool same = runs == pool->seen[i].runs;
+    if (!same) {
+      pool->seen[i].runs = runs;
+      pool->seen[i].have_cpu = false;
+    }
+    switch (state & PHASE_MASK) {
+    case PHASE_READ:
+      reader = true;
+      break;
+    case PHASE_RUN_HELD:
+      if (same)
+        hand_out (pool, w, state);
+      /* fallthrough */
+    case PHASE_RUN:
+    case PHASE_FLUSHING:
+      running = true;
+      if (same && nstuck < 2)
+        stuck[nstuck++] = i;
+      break;
+    }
+  }
+
+  /* Nobody is left to read: double the workers if one of the stuck
+   * ones is waiting (as workers.c does after a waiting request: a burst
+   * of 16 slow requests then all run within four rounds of looks), or
+   * add one, up to busy_max, if they are all busy.  Two stuck workers
+   * looked at are enough to judge by: with more, the pool grew for a
+   * reason already.
+   */
+  if (nstuck == 0 || reader || active >= pool->max ||
+      conn_is_closing (pool->conn))
+    return running;
+  bool wait = false;
+  for (unsigned k = 0; k < nstuck; k++)
+    wait |= waiting (pool, stuck[k], &pool->workers[stuck[k]]);
+  if (wait)
+    pool_grow (pool, active);
+  else if (active < pool->busy_max)
+    pool_grow (pool, 1);
+  return running;
+}
+
+/* With watch_lock held: is any worker of any pool running a request? */
+static bool
+any_running (void)
+{
+  for (struct pool *p = pools; p; p = p->watch_next) {
+    unsigned active = atomic_load (&p->active);
+    for (unsigned i = 0; i < active; i++) {
+      if (atomic_load (&p->workers[i].state) & PHASE_MASK)
+        return true;
+    }
+  }
+  return false;
+}
+
+static void *
+watch_loop (void *arg)
+{
+  (void) arg;
+  unsigned idle = 0;
+
+  pthread_mutex_lock (&watch_lock);
+  while (!watcher_ended) {
+    if (idle >= IDLE_TICKS) {
+      /* Sleep until a run starts; look once more after saying so. */
+      atomic_store (&pool_watch_asleep, true);
+      if (any_running ())
+        atomic_store (&pool_watch_asleep, false);
+      while (atomic_load (&pool_watch_asleep) && !watcher_ended)
+        pthread_cond_wait (&watch_cond, &watch_lock);
+      idle = 0;
+    }
+    else {
+      struct timespec when;
+      clock_gettime (CLOCK_MONOTONIC, &when);
+      when.tv_nsec += STALL_TICK_NS;
+      if (when.tv_nsec >= 1000000000L) {
+        when.tv_sec++;
+        when.tv_nsec -= 1000000000L;
+      }
+      while (!watcher_ended &&
+             pthread_cond_timedwait (&watch_cond, &watch_lock, &when) !=
+             ETIMEDOUT)
+        ;
+    }
+    if (watcher_ended)
+      break;
+    bool running = false;
+    for (struct pool *p = pools; p; p = p->watch_next)
+      running |= look (p);
+    idle = running ? 0 : idle + 1;
+  }
+  pthread_mutex_unlock (&watch_lock);
+  return NULL;
+}
+
+void
+pool_watch_wake (void)
+{
+  LOCK_FOR_SCOPE (&watch_lock);
+  if (atomic_load (&pool_watch_asleep)) {
+    atomic_store (&pool_watch_asleep, false);
+    pthread_cond_signal (&watch_cond);
+  }
+}
+
+/* Watch POOL from now on (its workers and max are set).  Without
+ * memory or a watcher thread the pool is not watched: it grows only
+ * after slow requests, as workers.c decides.
+ */
+void
+pool_watch_add (struct pool *pool)
+{
+  pthread_cond_init (&pool->flushed, NULL);
+  pthread_cond_init (&pool->flush_wake, NULL);
+  pool->seen = calloc (pool->max, sizeof *pool->seen);
+  if (!pool->seen)
+    return;
+
+  LOCK_FOR_SCOPE (&watch_lock);
+  if (!watcher_started && !watcher_ended) {
+    pthread_condattr_t attr;
+    pthread_condattr_init (&attr);
+    pthread_condattr_setclock (&attr, CLOCK_MONOTONIC);
+    pthread_cond_init (&watch_cond, &attr);
+    pthread_condattr_destroy (&attr);
+    int e = pthread_create (&watcher, NULL, watch_loop, NULL);
+    if (e != 0) {
+      errno = e;
+      nbdkit_debug ("stall watcher: pthread_create: %m");
+      pthread_cond_destroy (&watch_cond);
+      watcher_ended = true;     /* do not try again per connection */
+    }
+    else
+      watcher_started = true;
+  }
+  if (!watcher_started)
+    return;
+  pool->watch_prev = NULL;
+  pool->watch_next = pools;
+  if (pools)
+    pools->watch_prev = pool;
+  pools = pool;
+  /* A pool that is not watched lends nothing: see pool_run_start. */
+  pool->watched = true;
+}
+
+/* Stop watching POOL (pool->done is set and its workers have exited),
+ * stop its flusher and free what pool_watch_add made.
+ */
+void
+pool_watch_remove (struct pool *pool)
+{
+  if (pool->watched) {
+    LOCK_FOR_SCOPE (&watch_lock);
+    if (pool->watch_prev)
+      pool->watch_prev->watch_next = pool->watch_next;
+    else
+      pools = pool->watch_next;
+    if (pool->watch_next)
+      pool->watch_next->watch_prev = pool->watch_prev;
+  }
+  pthread_mutex_lock (&pool->lock);
+  bool flusher = pool->flusher_started;
+  pthread_cond_broadcast (&pool->flush_wake);
+  pthread_mutex_unlock (&pool->lock);
+  if (flusher)
+    pthread_join (pool->flusher, NULL);
+  pthread_cond_destroy (&pool->flushed);
+  pthread_cond_destroy (&pool->flush_wake);
+  free (pool->seen);
+}
+
+/* At shutdown, once no connection is left: stop the watcher for good. */
+void
+pool_watch_stop (void)
+{
+  pthread_mutex_lock (&watch_lock);
+  bool started = watcher_started;
+  watcher_started = false;
+  watcher_ended = true;
+  if (started)
+    pthread_cond_signal (&watch_cond);
+  pthread_mutex_unlock (&watch_lock);
+  if (started) {
+    pthread_join (watcher, NULL);
+    pthread_cond_destroy (&watch_cond);
+  }
+}
