@@ -17,6 +17,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -605,6 +606,23 @@ conn_sendv_nowait (struct connection *conn, const struct iovec *iov,
     return r;
   }
   return sendv_nowait_once (conn, iov, iovcnt);
+}
+
+/* How many bytes from the client wait to be read, buffered here or in
+ * the socket (for TLS, still encrypted), if nobody is reading now;
+ * 0 if someone is.  A hint, for the stall watcher (stalls.c).
+ */
+size_t
+conn_pending_input (struct connection *conn)
+{
+  if (pthread_mutex_trylock (&conn->read_lock) != 0)
+    return 0;
+  int queued = 0;
+  size_t n = conn->in_len;
+  if (ioctl (conn->sockin, FIONREAD, &queued) == 0 && queued > 0)
+    n += queued;
+  pthread_mutex_unlock (&conn->read_lock);
+  return n;
 }
 
 bool

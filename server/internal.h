@@ -431,6 +431,7 @@ extern int conn_sendv (struct connection *conn, const struct iovec *iov,
                        int iovcnt);
 extern ssize_t conn_sendv_nowait (struct connection *conn,
                                   const struct iovec *iov, int iovcnt);
+extern size_t conn_pending_input (struct connection *conn);
 extern bool conn_can_send_nowait (const struct connection *conn);
 extern void conn_iov_advance (struct iovec **v, int *cnt, size_t len);
 

@@ -8,21 +8,24 @@
  *
  *  - a worker that is running the same request at two looks in a row
  *    is stuck.  If every active worker of its pool is running a
- *    request (none is left to read the next one), the watcher doubles
- *    the workers (pool_grow) when a stuck one is waiting rather than
- *    computing, up to -t, or adds one up to busy_max when all are busy
- *    (workers.c says why).  A stuck request is judged at the third look
- *    that sees it.  A worker answering a client that does not read its
- *    replies counts as free to read, so such a client gets no more
- *    workers;
+ *    request (none is left to read the next one) and a stuck one is
+ *    blocked rather than running, the watcher adds a worker for each
+ *    request the client has sent that nobody has read yet, up to -t;
+ *    when all are busy on the CPU it adds one, up to busy_max
+ *    (workers.c says why).  A request seen running for the first time
+ *    is looked at again after RELOOK_NS, so a stuck one is found within
+ *    RELOOK_NS to STALL_TICK_NS + RELOOK_NS of its start.  A worker
+ *    answering a client that does not read its replies counts as free
+ *    to read, so such a client gets no more workers;
  *  - a stuck worker that lent its held replies has them sent by the
  *    pool's flusher, a thread started the first time it is needed
  *    (never, for most connections), so the watcher itself never waits
  *    on a client.
  *
- * Fast requests never stay stuck for a tick, so they pay no hand-off:
- * two stores and a load per request (pool_run_start and pool_run_end
- * in transmission.h), and a share of the watcher's look each tick.
+ * Requests faster than RELOOK_NS are never stuck, so they pay no
+ * hand-off: two stores and a load each (pool_run_start and pool_run_end
+ * in transmission.h), and a share of the watcher's looks (two a tick
+ * while requests run).
  * The watcher sleeps for good once no pool has run a request at
  * IDLE_TICKS looks in a row; the next request to start wakes it.
  *
@@ -41,9 +44,11 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "protocol.h"
 #include "transmission.h"
 
 #define STALL_TICK_NS 1000000   /* 1 ms */
+#define RELOOK_NS 250000        /* 250 us */
 #define IDLE_TICKS 64
 
 static pthread_mutex_t watch_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -149,41 +154,33 @@ blocked (pid_t tid)
   return p && p[1] == ' ' && (p[2] == 'S' || p[2] == 'D');
 }
 
-/* Is worker W (I in its pool), stuck in one request since the last
- * look, waiting (on a disk, a server, a sleep)?  Only if it used less
- * than half of the last tick on the CPU and is blocked now: one that
- * computes, or waits for a CPU, would gain nothing from more workers
- * (see workers.c).  The first look at a stuck request only reads the
- * CPU time, so a stuck request is judged at the next.
+/* What a look at the pools found. */
+struct sight {
+  bool running;                 /* a worker was running a request */
+  bool fresh;                   /* one that the last look had not seen */
+};
+
+/* How many more workers would have a request to read: the bytes the
+ * client has sent and nobody has read yet, at the size of the smallest
+ * request (a write's payload counts too, so this overshoots, which at
+ * worst starts workers that find nothing to read).  At least one.
  */
-static bool
-waiting (struct pool *pool, unsigned i, struct worker *w)
+static unsigned
+wanted (struct pool *pool)
 {
-  struct pool_look *seen = &pool->seen[i];
-  struct timespec ts;
-  pid_t tid = atomic_load_explicit (&w->tid, memory_order_acquire);
-  clockid_t clock = atomic_load_explicit (&w->cpu_clock,
-                                          memory_order_relaxed);
-  if (tid <= 0 || clock_gettime (clock, &ts) == -1) {
-    seen->have_cpu = false;
-    return false;
-  }
-  uint64_t ns = ts.tv_sec * UINT64_C (1000000000) + ts.tv_nsec;
-  bool had = seen->have_cpu;
-  uint64_t before = seen->cpu_ns;
-  seen->cpu_ns = ns;
-  seen->have_cpu = true;
-  return had && ns - before < STALL_TICK_NS / 2 && blocked (tid);
+  size_t bytes = conn_pending_input (pool->conn);
+  size_t per = pool->conn->extended ? sizeof (struct nbd_extended_request)
+                                    : sizeof (struct nbd_request);
+  size_t n = bytes / per;
+  return n < 1 ? 1 : n > pool->max ? pool->max : n;
 }
 
-/* One look at POOL, with watch_lock held.  Returns true if one of its
- * workers is running a request.
- */
-static bool
-look (struct pool *pool)
+/* One look at POOL, with watch_lock held. */
+static void
+look (struct pool *pool, struct sight *sight)
 {
   unsigned active = atomic_load (&pool->active);
-  bool reader = false, running = false;
+  bool reader = false;
   unsigned stuck[2], nstuck = 0;
 
   for (unsigned i = 0; i < active; i++) {
@@ -191,10 +188,7 @@ look (struct pool *pool)
     uint64_t state = atomic_load (&w->state);
     uint64_t runs = STATE_RUNS (state);
     bool same = runs == pool->seen[i].runs;
-    if (!same) {
-      pool->seen[i].runs = runs;
-      pool->seen[i].have_cpu = false;
-    }
+    pool->seen[i].runs = runs;
     switch (state & PHASE_MASK) {
     case PHASE_READ:
       reader = true;
@@ -205,31 +199,37 @@ look (struct pool *pool)
       /* fallthrough */
     case PHASE_RUN:
     case PHASE_FLUSHING:
-      running = true;
-      if (same && nstuck < 2)
+      sight->running = true;
+      if (!same)
+        sight->fresh = true;
+      else if (nstuck < 2)
         stuck[nstuck++] = i;
       break;
     }
   }
 
-  /* Nobody is left to read: double the workers if one of the stuck
-   * ones is waiting (as workers.c does after a waiting request: a burst
-   * of 16 slow requests then all run within four rounds of looks), or
-   * add one, up to busy_max, if they are all busy.  Two stuck workers
-   * looked at are enough to judge by: with more, the pool grew for a
-   * reason already.
+  /* Nobody is left to read the next request.  If a stuck worker is
+   * blocked (on a disk, a server, a sleep), add as many workers as
+   * there are requests waiting to be read, up to -t: a burst of slow
+   * requests then runs side by side from the first look that finds
+   * one stuck.  If they are all busy on the CPU, or waiting for one,
+   * more workers would only queue for the CPUs (see workers.c): add
+   * one, up to busy_max.  Two stuck workers looked at are enough to
+   * judge by: with more, the pool grew for a reason already.
    */
   if (nstuck == 0 || reader || active >= pool->max ||
       conn_is_closing (pool->conn))
-    return running;
+    return;
   bool wait = false;
-  for (unsigned k = 0; k < nstuck; k++)
-    wait |= waiting (pool, stuck[k], &pool->workers[stuck[k]]);
+  for (unsigned k = 0; k < nstuck && !wait; k++) {
+    pid_t tid = atomic_load_explicit (&pool->workers[stuck[k]].tid,
+                                      memory_order_relaxed);
+    wait = tid > 0 && blocked (tid);
+  }
   if (wait)
-    pool_grow (pool, active);
+    pool_grow (pool, wanted (pool));
   else if (active < pool->busy_max)
     pool_grow (pool, 1);
-  return running;
 }
 
 /* With watch_lock held: is any worker of any pool running a request? */
@@ -251,6 +251,7 @@ watch_loop (void *arg)
 {
   (void) arg;
   unsigned idle = 0;
+  struct sight sight = { 0 };
 
   pthread_mutex_lock (&watch_lock);
   while (!watcher_ended) {
@@ -266,7 +267,10 @@ watch_loop (void *arg)
     else {
       struct timespec when;
       clock_gettime (CLOCK_MONOTONIC, &when);
-      when.tv_nsec += STALL_TICK_NS;
+      /* A request seen running for the first time is looked at again
+       * soon: if it is stuck, the sooner the better.
+       */
+      when.tv_nsec += sight.fresh ? RELOOK_NS : STALL_TICK_NS;
       if (when.tv_nsec >= 1000000000L) {
         when.tv_sec++;
         when.tv_nsec -= 1000000000L;
@@ -278,10 +282,10 @@ watch_loop (void *arg)
     }
     if (watcher_ended)
       break;
-    bool running = false;
+    sight = (struct sight) { 0 };
     for (struct pool *p = pools; p; p = p->watch_next)
-      running |= look (p);
-    idle = running ? 0 : idle + 1;
+      look (p, &sight);
+    idle = sight.running ? 0 : idle + 1;
   }
   pthread_mutex_unlock (&watch_lock);
   return NULL;

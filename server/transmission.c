@@ -196,10 +196,7 @@ tx_worker_loop (void *arg)
   struct pool *pool = w->pool;
   struct connection *conn = w->conn;
   conn_set_current (conn);
-  clockid_t clock;
-  if (pthread_getcpuclockid (pthread_self (), &clock) == 0)
-    w->cpu_clock = clock;
-  w->tid = gettid ();           /* after the clock: the watcher reads it first */
+  w->tid = gettid ();
   if (NBDKIT_WORKER_START_ENABLED ())
     NBDKIT_WORKER_START (conn->id, (uint64_t) w->index,
                          layer_thread_model_name (conn->cfg->thread_model),
@@ -256,11 +253,11 @@ tx_worker_loop (void *arg)
       bool lend = w->out.len && pool->watched &&
         !(w->zerocopy && req.type == NBD_CMD_READ &&
           req.count > MAX_HELD_REPLY);
-      pool_run_start (w, lend);
+      uint64_t ran = pool_run_start (w, lend);
       layer_set_cookie (req.cookie);
       err = tx_layer_error_for_reply (run (conn, w, &req, &ndesc), req.flags);
       layer_set_cookie (0);
-      pool_run_end (pool, w);
+      pool_run_end (pool, w, ran);
       layer_requests_unlock ();
       if (t0)
         parking = pool_account (pool, w, now_ns () - t0, s0);

@@ -16,7 +16,6 @@
 #include <stdatomic.h>
 #include <sys/types.h>
 #include <sys/uio.h>
-#include <time.h>
 
 #include "internal.h"
 #include "protocol.h"
@@ -49,8 +48,6 @@ struct pool;
 /* What the stall watcher saw of a worker at its last look (stalls.c). */
 struct pool_look {
   uint64_t runs;                /* requests it had begun */
-  uint64_t cpu_ns;              /* CPU time it had used */
-  bool have_cpu;                /* cpu_ns is of the same request */
 };
 
 /* What reply_send and reply_written are to report of a reply held
@@ -99,9 +96,7 @@ struct worker {
    * (PHASE_RUN).
    */
   _Atomic uint64_t state;
-  bool lent;                    /* this run lent w->out */
   _Atomic pid_t tid;            /* for the watcher to read its state */
-  _Atomic clockid_t cpu_clock;  /* and its CPU time */
 };
 
 /* A worker's phase, for the stall watcher: the low bits of its state. */
@@ -267,27 +262,27 @@ extern _Atomic bool pool_watch_asleep;
 /* W begins to run a request; LEND: its held replies may be sent
  * meanwhile (it will not touch w->out until pool_run_end).
  */
-static inline void
+static inline uint64_t
 pool_run_start (struct worker *w, bool lend)
 {
-  uint64_t runs = STATE_RUNS (atomic_load_explicit (&w->state,
-                                                    memory_order_relaxed));
-  w->lent = lend;
+  uint64_t runs = atomic_load_explicit (&w->state, memory_order_relaxed) &
+    ~PHASE_MASK;
+  uint64_t state = (runs + 4) | (lend ? PHASE_RUN_HELD : PHASE_RUN);
   /* Sequentially consistent, against the watcher going to sleep: either
    * it sees this run, or this worker sees it asleep and wakes it.
    */
-  atomic_store (&w->state,
-                (runs + 1) << 2 | (lend ? PHASE_RUN_HELD : PHASE_RUN));
+  atomic_store (&w->state, state);
   if (atomic_load (&pool_watch_asleep))
     pool_watch_wake ();
+  return state;
 }
 
+/* The run that pool_run_start began (and returned STATE for) is over. */
 static inline void
-pool_run_end (struct pool *pool, struct worker *w)
+pool_run_end (struct pool *pool, struct worker *w, uint64_t state)
 {
-  uint64_t state = atomic_load_explicit (&w->state, memory_order_relaxed);
   uint64_t read = state & ~PHASE_MASK;
-  if (!w->lent)
+  if ((state & PHASE_MASK) == PHASE_RUN)
     atomic_store_explicit (&w->state, read, memory_order_relaxed);
   else if (!atomic_compare_exchange_strong (&w->state, &state, read))
     pool_take_back_out (pool, w);

@@ -54,7 +54,7 @@ most=$(most_in_flight "$tmpdir/slow.err")
 [ -n "$most" ] || fail "the slow plugin did not report"
 [ "$most" -gt 1 ] ||
   fail "waiting requests were never run side by side (most in flight: $most)"
-grep -q 'slow requests: 2 workers' "$tmpdir/slow.err" ||
+grep -Eq 'slow requests: ([2-9]|1[0-6]) workers' "$tmpdir/slow.err" ||
   fail "the pool did not grow for waiting requests"
 # Fast reads park workers.  Under a sanitizer on a loaded machine a fast
 # read is sometimes preempted past the slow mark, and may be the one
