@@ -29,9 +29,10 @@
  * The watcher sleeps for good once no pool has run a request at
  * IDLE_TICKS looks in a row; the next request to start wakes it.
  *
- * Locks: watch_lock guards the list of pools and the watcher's state;
- * it is taken before a pool's lock (pool_grow, the flusher hand-off),
- * never after.
+ * Locks: watch_lock guards the list of pools, held through a look; it
+ * is taken before a pool's lock (pool_grow, the flusher hand-off),
+ * never after.  sleep_lock guards the watcher's sleep, and is taken
+ * alone.
  */
 #include <config.h>
 
@@ -52,8 +53,14 @@
 #define IDLE_TICKS 64
 
 static pthread_mutex_t watch_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct pool *pools;              /* with watch_lock: those watched */
+
+/* sleep_lock: the watcher's sleep and its start and stop.  Taken alone
+ * and never for long, so that a worker waking the watcher at the start
+ * of a run (pool_watch_wake) is not held up by a look.
+ */
+static pthread_mutex_t sleep_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t watch_cond;       /* CLOCK_MONOTONIC, once started */
-static struct pool *pools;              /* the pools being watched */
 static bool watcher_started, watcher_ended;
 static pthread_t watcher;
 
@@ -194,15 +201,20 @@ look (struct pool *pool, struct sight *sight)
       reader = true;
       break;
     case PHASE_RUN_HELD:
-      if (same)
+      if (same) {
         hand_out (pool, w, state);
+        pool->seen[i].handed = runs;
+      }
       /* fallthrough */
     case PHASE_RUN:
     case PHASE_FLUSHING:
       sight->running = true;
       if (!same)
         sight->fresh = true;
-      else if (nstuck < 2)
+      /* A run whose replies went to the flusher may be over, its
+       * worker waiting for them back: no reason to add workers.
+       */
+      else if (nstuck < 2 && pool->seen[i].handed != runs)
         stuck[nstuck++] = i;
       break;
     }
@@ -253,15 +265,18 @@ watch_loop (void *arg)
   unsigned idle = 0;
   struct sight sight = { 0 };
 
-  pthread_mutex_lock (&watch_lock);
+  pthread_mutex_lock (&sleep_lock);
   while (!watcher_ended) {
     if (idle >= IDLE_TICKS) {
       /* Sleep until a run starts; look once more after saying so. */
       atomic_store (&pool_watch_asleep, true);
-      if (any_running ())
+      pthread_mutex_lock (&watch_lock);
+      bool running = any_running ();
+      pthread_mutex_unlock (&watch_lock);
+      if (running)
         atomic_store (&pool_watch_asleep, false);
       while (atomic_load (&pool_watch_asleep) && !watcher_ended)
-        pthread_cond_wait (&watch_cond, &watch_lock);
+        pthread_cond_wait (&watch_cond, &sleep_lock);
       idle = 0;
     }
     else {
@@ -276,25 +291,31 @@ watch_loop (void *arg)
         when.tv_nsec -= 1000000000L;
       }
       while (!watcher_ended &&
-             pthread_cond_timedwait (&watch_cond, &watch_lock, &when) !=
+             pthread_cond_timedwait (&watch_cond, &sleep_lock, &when) !=
              ETIMEDOUT)
         ;
     }
     if (watcher_ended)
       break;
+    pthread_mutex_unlock (&sleep_lock);
+
     sight = (struct sight) { 0 };
+    pthread_mutex_lock (&watch_lock);
     for (struct pool *p = pools; p; p = p->watch_next)
       look (p, &sight);
+    pthread_mutex_unlock (&watch_lock);
     idle = sight.running ? 0 : idle + 1;
+
+    pthread_mutex_lock (&sleep_lock);
   }
-  pthread_mutex_unlock (&watch_lock);
+  pthread_mutex_unlock (&sleep_lock);
   return NULL;
 }
 
 void
 pool_watch_wake (void)
 {
-  LOCK_FOR_SCOPE (&watch_lock);
+  LOCK_FOR_SCOPE (&sleep_lock);
   if (atomic_load (&pool_watch_asleep)) {
     atomic_store (&pool_watch_asleep, false);
     pthread_cond_signal (&watch_cond);
@@ -314,25 +335,28 @@ pool_watch_add (struct pool *pool)
   if (!pool->seen)
     return;
 
-  LOCK_FOR_SCOPE (&watch_lock);
-  if (!watcher_started && !watcher_ended) {
-    pthread_condattr_t attr;
-    pthread_condattr_init (&attr);
-    pthread_condattr_setclock (&attr, CLOCK_MONOTONIC);
-    pthread_cond_init (&watch_cond, &attr);
-    pthread_condattr_destroy (&attr);
-    int e = pthread_create (&watcher, NULL, watch_loop, NULL);
-    if (e != 0) {
-      errno = e;
-      nbdkit_debug ("stall watcher: pthread_create: %m");
-      pthread_cond_destroy (&watch_cond);
-      watcher_ended = true;     /* do not try again per connection */
+  {
+    LOCK_FOR_SCOPE (&sleep_lock);
+    if (!watcher_started && !watcher_ended) {
+      pthread_condattr_t attr;
+      pthread_condattr_init (&attr);
+      pthread_condattr_setclock (&attr, CLOCK_MONOTONIC);
+      pthread_cond_init (&watch_cond, &attr);
+      pthread_condattr_destroy (&attr);
+      int e = pthread_create (&watcher, NULL, watch_loop, NULL);
+      if (e != 0) {
+        errno = e;
+        nbdkit_debug ("stall watcher: pthread_create: %m");
+        pthread_cond_destroy (&watch_cond);
+        watcher_ended = true;   /* do not try again per connection */
+      }
+      else
+        watcher_started = true;
     }
-    else
-      watcher_started = true;
+    if (!watcher_started)
+      return;
   }
-  if (!watcher_started)
-    return;
+  LOCK_FOR_SCOPE (&watch_lock);
   pool->watch_prev = NULL;
   pool->watch_next = pools;
   if (pools)
@@ -372,13 +396,13 @@ pool_watch_remove (struct pool *pool)
 void
 pool_watch_stop (void)
 {
-  pthread_mutex_lock (&watch_lock);
+  pthread_mutex_lock (&sleep_lock);
   bool started = watcher_started;
   watcher_started = false;
   watcher_ended = true;
   if (started)
     pthread_cond_signal (&watch_cond);
-  pthread_mutex_unlock (&watch_lock);
+  pthread_mutex_unlock (&sleep_lock);
   if (started) {
     pthread_join (watcher, NULL);
     pthread_cond_destroy (&watch_cond);

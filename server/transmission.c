@@ -257,10 +257,22 @@ tx_worker_loop (void *arg)
       layer_set_cookie (req.cookie);
       err = tx_layer_error_for_reply (run (conn, w, &req, &ndesc), req.flags);
       layer_set_cookie (0);
+      /* The request's time in the layers ends here: waiting for held
+       * replies the watcher is sending, or for the pool's lock, is no
+       * part of it, and the watcher must not see this worker running
+       * meanwhile.
+       */
+      uint64_t wall = 0;
+      struct pool_sample s1 = { .cpu_ns = UINT64_MAX };
+      if (t0) {
+        wall = now_ns () - t0;
+        if (s0.cpu_ns != UINT64_MAX && wall >= POOL_SLOW_REQUEST_NS)
+          s1 = pool_thread_sample ();
+      }
       pool_run_end (pool, w, ran);
       layer_requests_unlock ();
       if (t0)
-        parking = pool_account (pool, w, now_ns () - t0, s0);
+        parking = pool_account (pool, w, wall, s0, s1);
     }
     if (req.start_ns && NBDKIT_REQUEST_DONE_ENABLED ()) {
       uint64_t bytes = err ? 0 : (req.type == NBD_CMD_READ ||

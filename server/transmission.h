@@ -48,6 +48,7 @@ struct pool;
 /* What the stall watcher saw of a worker at its last look (stalls.c). */
 struct pool_look {
   uint64_t runs;                /* requests it had begun */
+  uint64_t handed;              /* the run whose held replies it took */
 };
 
 /* What reply_send and reply_written are to report of a reply held
@@ -242,7 +243,10 @@ struct pool_sample {
 };
 extern struct pool_sample pool_thread_sample (void);
 extern bool pool_account (struct pool *pool, struct worker *w, uint64_t wall,
-                          struct pool_sample before);
+                          struct pool_sample before, struct pool_sample after);
+
+/* A request that spends longer in the layers is slow (workers.c). */
+#define POOL_SLOW_REQUEST_NS 20000
 extern bool pool_park (struct pool *pool, struct worker *w);
 extern void pool_grow (struct pool *pool, unsigned n);
 

@@ -26,7 +26,7 @@
  * workers again when it stops paying.  After each request the worker
  * classes it:
  *
- *  - fast: under SLOW_REQUEST_NS in the layers.  One worker is best.
+ *  - fast: under POOL_SLOW_REQUEST_NS in the layers.  One worker is best.
  *  - waiting: slower, mostly off the CPU, and the worker blocked (a
  *    disk, a remote server, a sleep).  More workers overlap the waits:
  *    up to -t.
@@ -56,7 +56,6 @@
  * scheduler stretches a request, so shrinking must not wait for a
  * perfect run of fast ones.
  */
-#define SLOW_REQUEST_NS 20000
 #define GROW_AFTER 4
 #define SHRINK_WINDOW 1024
 
@@ -107,18 +106,19 @@ pool_thread_sample (void)
 }
 
 /* Called by worker W after each request, which took WALL ns in the
- * layers; BEFORE is W's sample from the request's start (cpu_ns
- * UINT64_MAX: not measured).
+ * layers; BEFORE and AFTER are W's samples from the request's start
+ * and end (cpu_ns UINT64_MAX: not measured; AFTER is taken only for a
+ * slow request measured from its start).
  * Returns true if W is to park.  Only the highest active worker ever
  * lowers ACTIVE, and only for itself, so worker 0 may trust that with
  * ACTIVE at 1 nobody else is reading requests.
  */
 bool
 pool_account (struct pool *pool, struct worker *w, uint64_t wall,
-              struct pool_sample before)
+              struct pool_sample before, struct pool_sample after)
 {
   unsigned target;
-  bool slow = wall >= SLOW_REQUEST_NS, waiting = false;
+  bool slow = wall >= POOL_SLOW_REQUEST_NS, waiting = false;
 
   if (pool->slow != slow)
     pool->slow = slow;
@@ -128,10 +128,7 @@ pool_account (struct pool *pool, struct worker *w, uint64_t wall,
     /* A slow request that started while requests were fast was not
      * measured: it may have been preempted, so it votes for nothing.
      */
-    struct pool_sample after = { .cpu_ns = UINT64_MAX };
-    if (before.cpu_ns != UINT64_MAX)
-      after = pool_thread_sample ();
-    if (after.cpu_ns == UINT64_MAX)
+    if (before.cpu_ns == UINT64_MAX || after.cpu_ns == UINT64_MAX)
       return false;
     if (after.cpu_ns - before.cpu_ns >= wall / 2 ||
         after.blocked == before.blocked)
