@@ -88,10 +88,12 @@ usage (FILE *fp, const char *program)
 "  -V, --version            print the version\n"
 "      --help               this text (with PLUGIN: its parameters too)\n"
 "\n"
+"This is %s %s, command-compatible with %s %s.\n"
 "See nbdkit(1), nbdkit-captive(1) and nbdkit-probes(1).\n",
            program, program, program, DEFAULT_THREADS,
            DEFAULT_MAX_CONNECTIONS, DEFAULT_HANDSHAKE_TIMEOUT,
-           DEFAULT_BUSY_POLL);
+           DEFAULT_BUSY_POLL, SERVER_NAME, SERVER_VERSION, PACKAGE_NAME,
+           PACKAGE_VERSION);
 }
 
 #define SHORT_OPTIONS "46D:e:fg:i:noP:p:rst:U:u:vV"
@@ -236,17 +238,19 @@ layer_version (const struct layer *l)
   return f ? f->_version : NULL;
 }
 
-/* -V: nbdkit's two-part answer first (the release whose interfaces we
- * implement), then which server this is, then one line per layer.
+/* -V: exactly nbdkit's answer, because scripts read $(nbdkit --version)
+ * as one value: the release whose interfaces we implement, then one
+ * line per layer, outermost first.  This server's own name is in
+ * --dump-config (server=, server_version=) and --help instead.
  */
 void
 options_print_version (const struct config *cfg)
 {
   printf ("%s %s\n", PACKAGE_NAME, PACKAGE_VERSION);
-  printf ("server: %s %s\n", SERVER_NAME, SERVER_VERSION);
   for (const struct layer *l = cfg ? cfg->top : NULL; l; l = l->next) {
     const char *v = layer_version (l);
-    if (v && *v)
+    /* As nbdkit: the version follows whenever the layer gives one. */
+    if (v)
       printf ("%s %s\n", l->name, v);
     else
       printf ("%s\n", l->name);
