@@ -95,6 +95,7 @@ struct config {
   unsigned handshake_timeout;   /* --handshake-timeout, seconds, 0 = none */
   unsigned busy_poll;           /* --busy-poll, microseconds, 0 = none */
   int tls;                      /* --tls: TLS_OFF, TLS_ON, TLS_REQUIRE */
+  bool tls_given;               /* --tls was on the command line */
   const char *tls_certificates; /* --tls-certificates DIR */
   const char *tls_psk;          /* --tls-psk FILE */
   bool tls_verify_peer;         /* --tls-verify-peer */
