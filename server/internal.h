@@ -477,6 +477,9 @@ extern int log_set_server_debug_flag (const char *arg);
 extern void log_layer_call (const struct connection *conn,
                             const struct layer *l, const char *cb,
                             uint64_t offset, uint64_t count);
+extern void log_layer_open (const struct layer *l, int readonly,
+                            const char *exportname, int is_tls);
+extern void log_layer_open_done (const struct layer *l, const void *handle);
 
 /* The server's own messages carry where they were written, for the log
  * probe's where argument: in the server, nbdkit_error and nbdkit_debug
