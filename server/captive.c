@@ -2,7 +2,7 @@
 /* nbdkit server: captive mode (--run) and the URI clients use.
  * captive_uri builds the URI from the configuration (also printed by
  * --print-uri); captive_start runs the --run command with it and the
- * other variables nbdkit-captive(1) lists in its environment, and a
+ * other variables nbdkit-captive(1) lists set as shell variables, and a
  * waiter thread asks the accept loop to stop when the command exits;
  * captive_wait gives the command's exit status for the server's own.
  * The waiter writes cap->status before it asks the loop to stop, and
@@ -137,41 +137,80 @@ wait_for_run (void *arg)
   return NULL;
 }
 
-/* Start CMD with the connection details in its environment:
- * $uri and $nbd (the same URI, as in nbdkit >= 1.24), $exportname,
- * $port or $unixsocket (the other empty), and $tls ("1" for on, "2"
- * for require, unset when off).
+/* Append "NAME='VALUE'\n" to FP, VALUE single-quoted for the shell. */
+static void
+fput_assignment (FILE *fp, const char *name, const char *value)
+{
+  fprintf (fp, "%s='", name);
+  for (; *value; value++) {
+    if (*value == '\'')
+      fputs ("'\\''", fp);
+    else
+      fputc (*value, fp);
+  }
+  fputs ("'\n", fp);
+}
+
+/* The script the shell runs: assignments of the connection details,
+ * then CMD.  They are shell variables of CMD, as nbdkit-captive(1)
+ * says ("shell variables ... available in the --run argument"), not
+ * exported: a program CMD starts does not see them unless CMD passes
+ * them on (as nbdkit's do not), though a variable the server itself
+ * inherited from its environment stays exported, with the new value.
+ * $uri and $nbd are the same URI (as in nbdkit >= 1.24); $port or
+ * $unixsocket is empty; $tls is "1" for on, "2" for require, and
+ * unset when off.  malloc'd, or NULL.
  */
+static char *
+run_script (const struct config *cfg, const char *uri)
+{
+  char *script = NULL;
+  size_t len = 0;
+  FILE *fp = open_memstream (&script, &len);
+  if (!fp)
+    return NULL;
+  fput_assignment (fp, "uri", uri);
+  fput_assignment (fp, "nbd", uri);
+  fput_assignment (fp, "exportname", cfg->exportname ? cfg->exportname : "");
+  if (cfg->tls == TLS_OFF)
+    fputs ("unset tls\n", fp);
+  else
+    fput_assignment (fp, "tls", cfg->tls == TLS_REQUIRE ? "2" : "1");
+  fput_assignment (fp, "unixsocket", cfg->unixsocket ? cfg->unixsocket : "");
+  fput_assignment (fp, "port",
+                   cfg->unixsocket ? "" : cfg->port ? cfg->port : "10809");
+  fputs (cfg->run, fp);
+  fputc ('\n', fp);
+  if (fclose (fp) == EOF) {
+    free (script);
+    return NULL;
+  }
+  return script;
+}
+
+/* Start the --run command: /bin/sh -c with the script above. */
 int
 captive_start (const struct config *cfg, const char *uri,
                struct captive *cap)
 {
+  char *script = run_script (cfg, uri);
+  if (!script) {
+    nbdkit_error ("--run: %m");
+    return -1;
+  }
   pid_t pid = fork ();
   if (pid == -1) {
     nbdkit_error ("fork: %m");
+    free (script);
     return -1;
   }
   if (pid == 0) {
-    setenv ("uri", uri, 1);
-    setenv ("nbd", uri, 1);
-    setenv ("exportname", cfg->exportname ? cfg->exportname : "", 1);
-    if (cfg->tls == TLS_OFF)
-      unsetenv ("tls");
-    else
-      setenv ("tls", cfg->tls == TLS_REQUIRE ? "2" : "1", 1);
-    if (cfg->unixsocket) {
-      setenv ("unixsocket", cfg->unixsocket, 1);
-      setenv ("port", "", 1);
-    }
-    else {
-      setenv ("unixsocket", "", 1);
-      setenv ("port", cfg->port ? cfg->port : "10809", 1);
-    }
     signal (SIGPIPE, SIG_DFL);
-    execl ("/bin/sh", "sh", "-c", cfg->run, (char *) NULL);
+    execl ("/bin/sh", "sh", "-c", script, (char *) NULL);
     perror ("nbdkit: --run: /bin/sh");
     _exit (127);
   }
+  free (script);
   cap->pid = pid;
   int e = pthread_create (&cap->thread, NULL, wait_for_run, cap);
   if (e != 0) {

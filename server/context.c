@@ -108,9 +108,12 @@ layer_open (struct connection *conn, struct layer *layer, int readonly,
   pthread_mutexattr_destroy (&attr);
 
   struct call_scope s = enter (layer);
+  log_layer_open (layer, readonly, exportname ? exportname : "", is_tls);
   layer_trace_start (conn, layer, "open", 0, 0);
   int r = guarded_open (c, readonly, exportname, is_tls);
   layer_trace_done (conn, layer, "open", ctl_err (r));
+  if (r == 0)
+    log_layer_open_done (layer, c->handle);
   leave (s);
   if (r == -1) {
     /* A filter's open may have opened the layers below already: they

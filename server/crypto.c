@@ -382,10 +382,14 @@ int
 tls_load (struct config *cfg)
 {
   if (cfg->tls == TLS_ON && !cfg->tls_psk && certificates_missing (cfg)) {
-    fprintf (stderr, "%s: warning: --tls=on but no TLS certificates were "
+    /* Without --tls, TLS is on only because --tls-certificates named
+     * a directory: that is where the certificates were missing.
+     */
+    fprintf (stderr, "%s: warning: %s but no TLS certificates were "
              "found (server-cert.pem and server-key.pem); TLS is disabled "
              "and clients asking for it are refused.  Use "
-             "--tls-certificates=DIR (see nbdkit(1)).\n", cfg->program);
+             "--tls-certificates=DIR (see nbdkit(1)).\n", cfg->program,
+             cfg->tls_given ? "--tls=on" : "--tls-certificates was given");
     cfg->tls = TLS_OFF;
     return 0;
   }

@@ -95,6 +95,7 @@ struct config {
   unsigned handshake_timeout;   /* --handshake-timeout, seconds, 0 = none */
   unsigned busy_poll;           /* --busy-poll, microseconds, 0 = none */
   int tls;                      /* --tls: TLS_OFF, TLS_ON, TLS_REQUIRE */
+  bool tls_given;               /* --tls was on the command line */
   const char *tls_certificates; /* --tls-certificates DIR */
   const char *tls_psk;          /* --tls-psk FILE */
   bool tls_verify_peer;         /* --tls-verify-peer */
@@ -480,6 +481,9 @@ extern int log_set_server_debug_flag (const char *arg);
 extern void log_layer_call (const struct connection *conn,
                             const struct layer *l, const char *cb,
                             uint64_t offset, uint64_t count);
+extern void log_layer_open (const struct layer *l, int readonly,
+                            const char *exportname, int is_tls);
+extern void log_layer_open_done (const struct layer *l, const void *handle);
 
 /* The server's own messages carry where they were written, for the log
  * probe's where argument: in the server, nbdkit_error and nbdkit_debug

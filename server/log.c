@@ -288,13 +288,13 @@ is_datapath (const char *cb)
 
 /* With -v, one debug line per layer call (as nbdkit prints), unless
  * the backend flag for its kind of call is 0.  backend.c calls this as
- * each call starts.
+ * each call starts.  open has lines of its own (log_layer_open).
  */
 void
 log_layer_call (const struct connection *conn, const struct layer *l,
                 const char *cb, uint64_t offset, uint64_t count)
 {
-  if (!(log_cfg && log_cfg->verbose))
+  if (!(log_cfg && log_cfg->verbose) || strcmp (cb, "open") == 0)
     return;
   bool data = is_datapath (cb);
   if (data ? !nbdkit_debug_backend_datapath
@@ -306,5 +306,49 @@ log_layer_call (const struct connection *conn, const struct layer *l,
                   count, offset);
   else
     log_debug_at (LOG_WHERE, "%s", cb);
+  log_swap_layer_name (old);
+}
+
+/* -v's lines around open, with what nbdkit's say: the arguments as the
+ * call starts, and the handle it returned.  The export name comes from
+ * the client, so bytes that are not printable ASCII (and " and \) are
+ * escaped as \xHH: a name cannot forge log lines.
+ */
+static bool
+control_lines_wanted (void)
+{
+  return log_cfg && log_cfg->verbose && nbdkit_debug_backend_controlpath;
+}
+
+void
+log_layer_open (const struct layer *l, int readonly, const char *exportname,
+                int is_tls)
+{
+  if (!control_lines_wanted ())
+    return;
+  /* An export name is at most 4096 bytes: 4 bytes each escaped. */
+  char name[4 * 4096 + 1];
+  size_t n = 0;
+  for (const unsigned char *p = (const unsigned char *) exportname;
+       *p && n + 5 <= sizeof name; p++) {
+    if (*p >= 0x20 && *p < 0x7f && *p != '"' && *p != '\\')
+      name[n++] = *p;
+    else
+      n += snprintf (name + n, sizeof name - n, "\\x%02x", *p);
+  }
+  name[n] = '\0';
+  const char *old = log_swap_layer_name (l->name);
+  log_debug_at (LOG_WHERE, "open readonly=%d exportname=\"%s\" tls=%d",
+                readonly, name, is_tls);
+  log_swap_layer_name (old);
+}
+
+void
+log_layer_open_done (const struct layer *l, const void *handle)
+{
+  if (!control_lines_wanted ())
+    return;
+  const char *old = log_swap_layer_name (l->name);
+  log_debug_at (LOG_WHERE, "open returned handle %p", handle);
   log_swap_layer_name (old);
 }

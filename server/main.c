@@ -306,6 +306,9 @@ main (int argc, char *argv[])
   if (early_pidfile && daemon_write_pidfile (cfg.pidfile) == -1)
     exit (EXIT_FAILURE);
   if (daemon_change_user (&cfg) == -1) {
+    /* This process never served: its pid must not look like a server's
+     * (nbdkit writes the file only after changing user).
+     */
     if (early_pidfile)
       unlink (cfg.pidfile);
     exit (EXIT_FAILURE);
@@ -334,8 +337,9 @@ main (int argc, char *argv[])
     unlink (cfg.unixsocket);
   if (cfg.tmpdir)
     rmdir (cfg.tmpdir);
-  if (cfg.pidfile)
-    unlink (cfg.pidfile);
+  /* The pid file stays, as nbdkit(1) -P promises: scripts read the
+   * pid after the server has gone.
+   */
   /* Unload only when no connection thread can still be in a plugin;
    * the parameters' keys are the plugin's until then.
    */

@@ -88,10 +88,12 @@ usage (FILE *fp, const char *program)
 "  -V, --version            print the version\n"
 "      --help               this text (with PLUGIN: its parameters too)\n"
 "\n"
+"This is %s %s, command-compatible with %s %s.\n"
 "See nbdkit(1), nbdkit-captive(1) and nbdkit-probes(1).\n",
            program, program, program, DEFAULT_THREADS,
            DEFAULT_MAX_CONNECTIONS, DEFAULT_HANDSHAKE_TIMEOUT,
-           DEFAULT_BUSY_POLL);
+           DEFAULT_BUSY_POLL, SERVER_NAME, SERVER_VERSION, PACKAGE_NAME,
+           PACKAGE_VERSION);
 }
 
 #define SHORT_OPTIONS "46D:e:fg:i:noP:p:rst:U:u:vV"
@@ -236,17 +238,19 @@ layer_version (const struct layer *l)
   return f ? f->_version : NULL;
 }
 
-/* -V: nbdkit's two-part answer first (the release whose interfaces we
- * implement), then which server this is, then one line per layer.
+/* -V: exactly nbdkit's answer, because scripts read $(nbdkit --version)
+ * as one value: the release whose interfaces we implement, then one
+ * line per layer, outermost first.  This server's own name is in
+ * --dump-config (server=, server_version=) and --help instead.
  */
 void
 options_print_version (const struct config *cfg)
 {
   printf ("%s %s\n", PACKAGE_NAME, PACKAGE_VERSION);
-  printf ("server: %s %s\n", SERVER_NAME, SERVER_VERSION);
   for (const struct layer *l = cfg ? cfg->top : NULL; l; l = l->next) {
     const char *v = layer_version (l);
-    if (v && *v)
+    /* As nbdkit: the version follows whenever the layer gives one. */
+    if (v)
       printf ("%s %s\n", l->name, v);
     else
       printf ("%s\n", l->name);
@@ -334,6 +338,50 @@ make_absolute (const char **path)
   }
 }
 
+/* The TLS options, as nbdkit takes them (nbdkit-tls(1)).  Naming
+ * credentials (--tls-psk, --tls-certificates) without --tls turns TLS
+ * on, not required.  Otherwise, while TLS is off, the other TLS options
+ * are accepted and unused: clients probe for TLS support with exactly
+ * such throwaway command lines, so refusing them would read as "no TLS".
+ * A PSK file wins over certificates, and --tls-verify-peer, which checks
+ * X.509 client certificates, does nothing under PSK.
+ */
+static void
+check_tls_options (struct config *cfg)
+{
+  const char *program = cfg->program;
+
+  if (!cfg->tls_given && !cfg->oldstyle &&
+      (cfg->tls_psk || cfg->tls_certificates))
+    cfg->tls = TLS_ON;
+  if (cfg->tls != TLS_OFF && cfg->oldstyle)
+    fail (program, "%s", "-o cannot be used with --tls (oldstyle "
+          "negotiation has no STARTTLS)");
+
+  /* An explicit --tls=off says the options are meant to go unused;
+   * without it they are probably a mistake, worth a word.
+   */
+  bool off = cfg->tls == TLS_OFF;
+  bool psk_wins = !off && cfg->tls_psk;
+  if (off && cfg->tls_given)
+    return;
+  char unused[128] = "";
+  if (off && cfg->tls_psk)
+    strcat (unused, " --tls-psk");
+  if ((off || psk_wins) && cfg->tls_certificates)
+    strcat (unused, " --tls-certificates");
+  if ((off || psk_wins) && cfg->tls_verify_peer)
+    strcat (unused, " --tls-verify-peer");
+  if (off && cfg->tls_priority)
+    strcat (unused, " --tls-priority");
+  if (*unused)
+    fprintf (stderr, "%s: warning: %s, so these options are unused:%s\n",
+             program,
+             !off ? "--tls-psk overrides X.509 certificates"
+             : cfg->oldstyle ? "oldstyle negotiation (-o) has no TLS"
+             : "TLS is off (no --tls=on or --tls=require)", unused);
+}
+
 void
 options_parse (struct config *cfg, int argc, char *argv[])
 {
@@ -385,6 +433,7 @@ options_parse (struct config *cfg, int argc, char *argv[])
     case 'v': cfg->verbose = true; break;
     case 'V': cfg->action = ACTION_VERSION; break;
     case OPT_TLS:
+      cfg->tls_given = true;
       if (is_no (optarg))
         cfg->tls = TLS_OFF;
       else if (is_yes (optarg))
@@ -512,17 +561,7 @@ options_parse (struct config *cfg, int argc, char *argv[])
     fail (program, "%s", "-U cannot be combined with -p or -i");
   if (cfg->vsock && (unix_socket || cfg->ipaddr))
     fail (program, "%s", "--vsock cannot be combined with -U or -i");
-  if (cfg->tls == TLS_OFF &&
-      (cfg->tls_psk || cfg->tls_certificates || cfg->tls_verify_peer ||
-       cfg->tls_priority))
-    fail (program, "%s", "--tls-psk, --tls-certificates, --tls-priority "
-          "and --tls-verify-peer need --tls=on or --tls=require");
-  if (cfg->tls_psk && (cfg->tls_certificates || cfg->tls_verify_peer))
-    fail (program, "%s", "--tls-psk cannot be combined with "
-          "--tls-certificates or --tls-verify-peer");
-  if (cfg->tls != TLS_OFF && cfg->oldstyle)
-    fail (program, "%s", "-o cannot be used with --tls (oldstyle "
-          "negotiation has no STARTTLS)");
+  check_tls_options (cfg);
 
   /* --run, -s, socket activation and --exit-with-parent keep the server
    * in the foreground (a daemon has no parent to follow).

@@ -38,7 +38,8 @@ check 'nosuchfilter'      -U - --filter=nosuchfilter memory 1M --run 'exit 0'
 check 'abc|thread'        -U - -t abc memory 1M --run 'exit 0'
 # TLS options that cannot work.
 check 'maybe'             -U - --tls=maybe memory 1M --run 'exit 0'
-check 'tls-psk.*--tls'    -U - --tls-psk=/dev/null memory 1M --run 'exit 0'
+# --tls-psk alone turns TLS on (as nbdkit), so its file must be there.
+check 'no-such-file'      -U - --tls-psk="$tmpdir/no-such-file" memory 1M --run 'exit 0'
 check 'oldstyle|-o'       -U - -o --tls=on --tls-psk=/etc/hostname memory 1M --run 'exit 0'
 check 'no-such-file'      -U - --tls=on --tls-psk="$tmpdir/no-such-file" memory 1M --run 'exit 0'
 check 'server-cert'       -U - --tls=require --tls-certificates="$tmpdir" memory 1M --run 'exit 0'

@@ -139,10 +139,13 @@ check_captive_status ()
 check_captive_exit_with_parent ()
 {
   run_example captive-exit-with-parent; has '^1073741824$'
-  local d="$tmpdir/run/captive"
-  wait_for 10 ! -e "$d/nbd.pid" ||
-    fail "the server outlived its parent (nbd.pid still there)"
+  local d="$tmpdir/run/captive" pid
+  # The pid file stays after the server exits (nbdkit(1) -P).
+  pid="$(cat "$d/nbd.pid")" || fail "no nbd.pid"
+  wait_for 10 ! -e "/proc/$pid" ||
+    fail "the server outlived its parent (pid $pid still running)"
   [ ! -e "$d/nbd.sock" ] || fail "the server left its socket behind"
+  [ "$(cat "$d/nbd.pid")" = "$pid" ] || fail "nbd.pid did not stay"
 }
 check_captive_exit_with_parent_check ()
 {

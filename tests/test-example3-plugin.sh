@@ -15,7 +15,7 @@ compare "example3" read example3 size=1M
 compare "example3-write" write example3 size=1M
 compare "example3-default" read example3
 
-t "$NBDKIT" -U - example3 size=2M --run 'nbdsh -u "$uri" -c -' <<'PY'
+t "$NBDKIT" -U - example3 size=2M --run 'export uri; nbdsh -u "$uri" -c -' <<'PY'
 import os, nbd as nbdmod
 assert h.get_size() == 2 * 1024 * 1024
 assert not h.is_read_only()

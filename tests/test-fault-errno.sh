@@ -79,7 +79,8 @@ for pair in EIO:EIO ENOMEM:ENOMEM EINVAL:EINVAL ENOSPC:ENOSPC EPERM:EPERM \
             ENOENT:EINVAL ETIMEDOUT:EINVAL EBADMSG:EINVAL 0:EIO; do
   perr=${pair%%:*} want=${pair#*:}
   PERR=$perr WANT=$want t "$NBDKIT" -U - "$plugin" fail="$failcalls" \
-    error="$perr" --run "nbdsh -c 'exec(open(\"$tmpdir/check.py\").read())'" \
+    error="$perr" \
+    --run "export uri; nbdsh -c 'exec(open(\"$tmpdir/check.py\").read())'" \
     2> "$tmpdir/server.err" ||
     { cat "$tmpdir/server.err" >&2; fail "plugin errno $perr: see above"; }
   # The plugin's own message reached the log.

@@ -132,12 +132,13 @@ warned "emulated cache" \
   file "$disk" logfile="$tmpdir/cache.log" cachemode=emulate
 cat > "$tmpdir/named" <<'SH'
 #!/bin/sh
-nbdsh -u "nbd+unix:///other?socket=$unixsocket" -c 'import time; time.sleep(0.3)'
+nbdsh -u "nbd+unix:///other?socket=$1" -c 'import time; time.sleep(0.3)'
 SH
 chmod +x "$tmpdir/named"
 rm -f "$tmpdir/cache.log"
-t "$NBDKIT" -U - --filter=scan "${logargs[@]}" --run "$tmpdir/named" \
-  2> "$tmpdir/n.err" || fail "connecting to another export failed"
+t "$NBDKIT" -U - --filter=scan "${logargs[@]}" \
+  --run "$tmpdir/named \"\$unixsocket\"" 2> "$tmpdir/n.err" ||
+  fail "connecting to another export failed"
 grep -q "scan: warning: not the default export, not scanning" \
   "$tmpdir/n.err" || { cat "$tmpdir/n.err"; fail "no export warning"; }
 ! grep -q " Cache " "$tmpdir/cache.log" || fail "scanned another export"

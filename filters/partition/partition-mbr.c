@@ -166,8 +166,10 @@ partition_find_mbr (nbdkit_next *next, uint64_t size, unsigned partnum,
 
   if (partnum > 4) {
     if (ext == -1) {
-      nbdkit_error ("MBR partition %u is a logical partition, but the disk "
-                    "has no extended partition", partnum);
+      /* Nothing says a partition N exists: only where it would be. */
+      nbdkit_error ("MBR partition %u not found: partitions 5 and up are "
+                    "logical partitions, and the partition table has no "
+                    "extended partition", partnum);
       return -1;
     }
     return find_logical (next, size, partnum, &e[ext], offset, len);
@@ -179,8 +181,10 @@ partition_find_mbr (nbdkit_next *next, uint64_t size, unsigned partnum,
     return -1;
   }
   if (is_extended (p->type)) {
-    nbdkit_error ("MBR partition %u is an extended partition: "
-                  "serve one of its logical partitions (5 and up)", partnum);
+    /* As nbdkit: the extended partition is not a partition to serve. */
+    nbdkit_error ("MBR partition %u not found: it is the extended "
+                  "partition, which holds logical partitions 5 and up",
+                  partnum);
     return -1;
   }
   if (p->start > size || p->len > size - p->start) {

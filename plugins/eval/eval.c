@@ -182,6 +182,7 @@ static struct nbdkit_plugin plugin = {
   .config             = eval_config,
   .config_complete    = script_config_complete,
   .config_help        = eval_config_help,
+  .thread_model       = script_thread_model,
   SCRIPT_METHODS,
 };
 

@@ -5,7 +5,8 @@
  * Callers are any of the server's threads at once (the script may ask
  * for the parallel thread model), so nothing here keeps state between
  * calls except $tmpdir and the probe helper, which are set once at
- * load.  Pipes are created close-on-exec so a script started by one
+ * load.  $tmpdir is in each script's own environment, not the
+ * server's, so that a --run command does not inherit it.  Pipes are created close-on-exec so a script started by one
  * thread never holds another thread's pipe open.
  *
  * Probes from scripts: every script gets a fourth pipe, named by
@@ -28,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
@@ -54,6 +56,9 @@ static pid_t tmpdir_owner;      /* a forked child must not remove it */
  * helper could not be written (scripts then run without it).
  */
 static char *probe_path_env;
+
+/* "tmpdir=...", for every script. */
+static char *tmpdir_env;
 
 /* The longest probe record kept; a longer one is dropped whole. */
 #define MAX_PROBE_RECORD 65536
@@ -136,9 +141,10 @@ script_tmpdir_create (void)
     return -1;
   }
   tmpdir_owner = getpid ();
-  /* Every script sees it as $tmpdir. */
-  if (setenv ("tmpdir", script_tmpdir, 1) == -1) {
-    nbdkit_error ("setenv: tmpdir: %m");
+  /* Every script sees it as $tmpdir (script_environ). */
+  if (asprintf (&tmpdir_env, "tmpdir=%s", script_tmpdir) == -1) {
+    tmpdir_env = NULL;
+    nbdkit_error ("asprintf: %m");
     return -1;
   }
   probe_helper_create ();
@@ -164,6 +170,8 @@ script_tmpdir_remove (void)
   }
   free (probe_path_env);
   probe_path_env = NULL;
+  free (tmpdir_env);
+  tmpdir_env = NULL;
 }
 
 /* The server exits without unloading the plugin on some paths (a
@@ -176,10 +184,14 @@ remove_tmpdir_at_exit (void)
     script_tmpdir_remove ();
 }
 
+/* One trailing newline goes, as nbdkit-sh-plugin(1) says of open and
+ * export_description: an open that echoes the export name "\n" must
+ * give the handle "\n".
+ */
 int
 script_output_string (byte_vector *out)
 {
-  while (out->len > 0 && out->ptr[out->len - 1] == '\n')
+  if (out->len > 0 && out->ptr[out->len - 1] == '\n')
     out->len--;
   if (byte_vector_append (out, '\0') == -1)
     return -1;
@@ -187,23 +199,16 @@ script_output_string (byte_vector *out)
   return 0;
 }
 
-/* The errno names a script may print, first word of stderr. */
+/* The errno names a script may print at the start of stderr: the ones
+ * nbdkit's sh plugin knows, in any case.  Any other text, a name that
+ * the NBD protocol cannot carry (EPIPE) or one after leading blanks,
+ * is a message and the error is EIO, as with nbdkit.
+ */
 static const struct { const char *name; int value; } errno_names[] = {
 #define E(n) { #n, n }
-  E (EPERM), E (ENOENT), E (ESRCH), E (EINTR), E (EIO), E (ENXIO),
-  E (E2BIG), E (ENOEXEC), E (EBADF), E (ECHILD), E (EAGAIN),
-  E (EWOULDBLOCK), E (ENOMEM), E (EACCES), E (EFAULT), E (EBUSY),
-  E (EEXIST), E (EXDEV), E (ENODEV), E (ENOTDIR), E (EISDIR), E (EINVAL),
-  E (ENFILE), E (EMFILE), E (ENOTTY), E (ETXTBSY), E (EFBIG), E (ENOSPC),
-  E (ESPIPE), E (EROFS), E (EMLINK), E (EPIPE), E (EDOM), E (ERANGE),
-  E (EDEADLK), E (ENAMETOOLONG), E (ENOLCK), E (ENOSYS), E (ENOTEMPTY),
-  E (ELOOP), E (ENODATA), E (ETIME), E (EOVERFLOW), E (EBADMSG),
-  E (EILSEQ), E (ENOTSOCK), E (EMSGSIZE), E (EPROTO), E (ENOTSUP),
-  E (EOPNOTSUPP), E (EADDRINUSE), E (ENETDOWN), E (ENETUNREACH),
-  E (ECONNABORTED), E (ECONNRESET), E (ENOBUFS), E (EISCONN),
-  E (ENOTCONN), E (ESHUTDOWN), E (ETIMEDOUT), E (ECONNREFUSED),
-  E (EHOSTUNREACH), E (EALREADY), E (EINPROGRESS), E (ESTALE),
-  E (EDQUOT), E (ECANCELED), E (ENOMEDIUM), E (EMEDIUMTYPE),
+  E (EPERM), E (EIO), E (ENOMEM), E (EINVAL), E (ENOSPC), E (EROFS),
+  E (ESHUTDOWN), E (ENOTSUP), E (EOPNOTSUPP), E (EOVERFLOW), E (EDQUOT),
+  E (EFBIG),
 #undef E
 };
 
@@ -213,7 +218,7 @@ errno_by_name (const char *word, size_t len)
 {
   for (size_t i = 0; i < ARRAY_SIZE (errno_names); ++i)
     if (strlen (errno_names[i].name) == len &&
-        memcmp (errno_names[i].name, word, len) == 0)
+        strncasecmp (errno_names[i].name, word, len) == 0)
       return errno_names[i].value;
   return 0;
 }
@@ -229,21 +234,20 @@ report_error (const char *method, const char *why, char *stderr_text)
   char *msg = stderr_text;
   int err = EIO;
 
-  /* Trim whitespace at both ends. */
-  msg += strspn (msg, " \t\r\n");
+  /* The name must start the text, and whitespace or the end follow it. */
+  size_t wordlen = strcspn (msg, " \t\r\n");
+  int e = wordlen > 0 ? errno_by_name (msg, wordlen) : 0;
+
+  /* Trim whitespace at both ends for the log. */
   size_t n = strlen (msg);
   while (n > 0 && strchr (" \t\r\n", msg[n - 1]))
     msg[--n] = '\0';
-
-  size_t wordlen = strcspn (msg, " \t\r\n");
-  int e = wordlen > 0 ? errno_by_name (msg, wordlen) : 0;
   if (e != 0) {
     err = e;
-    if (msg[wordlen] != '\0') {
+    if (msg[wordlen] != '\0')
       msg += wordlen;
-      msg += strspn (msg, " \t\r\n");
-    }
   }
+  msg += strspn (msg, " \t\r\n");
 
   if (why && *msg)
     nbdkit_error ("%s%s%s: %s: %s", name ? name : "", name ? ": " : "",
@@ -298,30 +302,35 @@ close_fd (int *fd)
 
 extern char **environ;
 
-/* The environment of one script: the server's, with the helper's
- * directory first on PATH and NBDKIT_PROBE_FD=FD.  The caller frees
- * the array (not the strings).  NULL: run the script with environ.
+/* The environment of one script: the server's, with $tmpdir, and
+ * when the probe pipe FD (or -1) is there, the helper's directory
+ * first on PATH and NBDKIT_PROBE_FD=FD.  The caller frees the array
+ * (not the strings).  NULL (out of memory): the caller gives up.
  */
 static char **
-probe_environ (int fd, char *fdvar, size_t fdvar_size)
+script_environ (int fd, char *fdvar, size_t fdvar_size)
 {
+  bool probe = probe_path_env && fd >= 0;
   size_t n = 0, i, j = 0;
   char **env;
 
-  if (!probe_path_env || fd < 0)
-    return NULL;
   while (environ[n])
     n++;
-  env = calloc (n + 3, sizeof *env);
+  env = calloc (n + 4, sizeof *env);
   if (!env)
     return NULL;
   for (i = 0; i < n; ++i)
-    if (strncmp (environ[i], "PATH=", 5) != 0 &&
-        strncmp (environ[i], "NBDKIT_PROBE_FD=", 16) != 0)
+    if (!(probe && strncmp (environ[i], "PATH=", 5) == 0) &&
+        strncmp (environ[i], "NBDKIT_PROBE_FD=", 16) != 0 &&
+        !(tmpdir_env && strncmp (environ[i], "tmpdir=", 7) == 0))
       env[j++] = environ[i];
-  env[j++] = probe_path_env;
-  snprintf (fdvar, fdvar_size, "NBDKIT_PROBE_FD=%d", fd);
-  env[j++] = fdvar;
+  if (tmpdir_env)
+    env[j++] = tmpdir_env;
+  if (probe) {
+    env[j++] = probe_path_env;
+    snprintf (fdvar, fdvar_size, "NBDKIT_PROBE_FD=%d", fd);
+    env[j++] = fdvar;
+  }
   env[j] = NULL;
   return env;
 }
@@ -476,19 +485,20 @@ script_call (const char *method, const char **args,
     err = errno;
     goto out;
   }
-  /* Without the probe pipe or its environment the script still runs;
-   * nbdkit-probe then says it cannot fire.
+  /* Without the probe pipe the script still runs; nbdkit-probe then
+   * says it cannot fire.
    */
   if (probe_path_env) {
     if (make_pipe (probefd) == -1)
       nbdkit_debug ("pipe: %m (no probes from this script)");
-    else if ((envp = probe_environ (probefd[1], fdvar, sizeof fdvar))
-             == NULL) {
-      close_fd (&probefd[0]);
-      close_fd (&probefd[1]);
-    }
     else
       fcntl (probefd[0], F_SETFL, O_NONBLOCK);
+  }
+  envp = script_environ (probefd[1], fdvar, sizeof fdvar);
+  if (!envp) {
+    nbdkit_error ("calloc: %m");
+    err = errno;
+    goto out;
   }
 
   pid = fork ();

@@ -82,8 +82,8 @@ boolean_method (const char *method, void *handle, const char *if_defined)
   }
 }
 
-/* Run METHOD and return its stdout as a C string without trailing
- * newlines in OUT.  Returns the status; SCRIPT_ERROR already reported.
+/* Run METHOD and return its stdout as a C string without its trailing
+ * newline in OUT.  Returns the status; SCRIPT_ERROR already reported.
  */
 static enum script_status
 string_method (const char *method, const char **args, byte_vector *out)
@@ -404,6 +404,11 @@ script_get_size (void *handle)
 
   switch (string_method ("get_size", args, &out)) {
   case SCRIPT_OK:
+    /* A number: blanks around it do not matter. */
+    while (out.len > 0 && (out.ptr[out.len - 1] == ' ' ||
+                           out.ptr[out.len - 1] == '\t' ||
+                           out.ptr[out.len - 1] == '\n'))
+      out.ptr[--out.len] = '\0';
     r = nbdkit_parse_size (out.ptr + strspn (out.ptr, " \t\n"));
     if (r == -1)
       nbdkit_error ("get_size: cannot parse the size \"%s\" the script "

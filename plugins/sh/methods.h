@@ -47,8 +47,8 @@ extern int script_extents (void *handle, uint32_t count, uint64_t offset,
 extern int script_cache (void *handle, uint32_t count, uint64_t offset,
                          uint32_t flags);
 
+/* Not .thread_model: each plugin says what it is without a script. */
 #define SCRIPT_METHODS                                  \
-  .thread_model       = script_thread_model,            \
   .get_ready          = script_get_ready,               \
   .after_fork         = script_after_fork,              \
   .preconnect         = script_preconnect,              \

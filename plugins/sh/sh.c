@@ -206,6 +206,18 @@ sh_config_complete (void)
   return script_config_complete ();
 }
 
+/* Without a script (nbdkit --dump-plugin sh) the plugin itself can run
+ * in parallel, as nbdkit's says; a script without a thread_model
+ * method gets serialize_all_requests.
+ */
+static int
+sh_thread_model (void)
+{
+  if (!script)
+    return NBDKIT_THREAD_MODEL_PARALLEL;
+  return script_thread_model ();
+}
+
 #define sh_config_help \
   "[script=]<FILENAME>  (required) The script, or - to read it from stdin.\n" \
   "[KEY=VALUE ...]      Passed on to the script's config method."
@@ -224,6 +236,7 @@ static struct nbdkit_plugin plugin = {
   .config_complete    = sh_config_complete,
   .config_help        = sh_config_help,
   .magic_config_key   = "script",
+  .thread_model       = sh_thread_model,
   SCRIPT_METHODS,
 };
 
