@@ -32,7 +32,13 @@ t "$NBDKIT" -U - example1 --run 'nbdinfo --content "$uri"' > "$tmpdir/content"
 grep -q 'ID=0x83.*startsector 128, 204545 sectors' "$tmpdir/content" ||
   fail "unexpected content: $(cat "$tmpdir/content")"
 
-compare "example1" read example1
+# Debian's nbdkit 1.32.5 package ships no example plugins: where it has
+# none, both servers load ours by path (the same comparison of what each
+# server makes of one plugin).
+ex1=example1
+[ -f "$debian_plugindir/nbdkit-example1-plugin.so" ] ||
+  ex1="$abs_top_builddir/plugins/example1/.libs/nbdkit-example1-plugin.so"
+compare "example1" read "$ex1"
 
 # No parameters are accepted.
 expect_fail "$NBDKIT" -U - example1 foo=bar --run true 2> "$tmpdir/err"

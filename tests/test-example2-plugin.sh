@@ -10,7 +10,13 @@ source "$srcdir/debian-filters.sh"
 # A file whose size is not a multiple of 512, with data and holes.
 make_pattern "$tmpdir/disk" 1000003
 
-compare "example2" read example2 file="$tmpdir/disk"
+# Debian's nbdkit 1.32.5 package ships no example plugins: where it has
+# none, both servers load ours by path (the same comparison of what each
+# server makes of one plugin).
+ex2=example2
+[ -f "$debian_plugindir/nbdkit-example2-plugin.so" ] ||
+  ex2="$abs_top_builddir/plugins/example2/.libs/nbdkit-example2-plugin.so"
+compare "example2" read "$ex2" file="$tmpdir/disk"
 
 cd "$tmpdir"
 t "$NBDKIT" -U - example2 file=disk --run 'nbdsh -u "$uri" -c -' <<'PY'
