@@ -51,7 +51,6 @@
 #include "full-rw.h"
 #include "minmax.h"
 #include "rounding.h"
-#include "vector.h"
 #include "zerocopy.h"
 
 /* -D file.zero=1: log how each zero request was done. */
@@ -247,14 +246,16 @@ file_dump_plugin (void)
   printf ("file_extents=seek_data\n");
 }
 
-/* Should NAME, an entry of the directory open as DFD, be an export? */
+/* Should NAME, an entry of the directory open as DFD, be an export?
+ * Regular files and block devices, also through a link; names that
+ * start with a dot too, as nbdkit lists them ("." and ".." are
+ * directories).
+ */
 static bool
 is_servable (int dfd, const struct dirent *ent)
 {
   struct stat st;
 
-  if (ent->d_name[0] == '.')
-    return false;
   switch (ent->d_type) {
   case DT_REG:
   case DT_BLK:
@@ -270,69 +271,34 @@ is_servable (int dfd, const struct dirent *ent)
   }
 }
 
+/* The exports of dir=, in the order readdir gives them, as nbdkit
+ * lists them, read afresh for each client that asks.
+ */
 static int
-compare_names (const void *a, const void *b)
-{
-  return strcmp (*(char *const *) a, *(char *const *) b);
-}
-
-/* Collect the export names of DIRECTORY, sorted, into *NAMES. */
-static int
-read_directory (string_vector *names)
+file_list_exports (int readonly, int is_tls, struct nbdkit_exports *exports)
 {
   DIR *dir;
   struct dirent *ent;
-  int r = -1;
+  int r = 0;
+
+  if (directory == NULL)
+    return nbdkit_use_default_export (exports);
 
   dir = opendir (directory);
   if (dir == NULL) {
     nbdkit_error ("%s: %m", directory);
     return -1;
   }
-  for (;;) {
-    char *name;
-
-    errno = 0;
-    ent = readdir (dir);
-    if (ent == NULL) {
-      if (errno != 0) {
-        nbdkit_error ("%s: reading directory: %m", directory);
-        goto out;
-      }
-      break;
-    }
-    if (!is_servable (dirfd (dir), ent))
-      continue;
-    name = strdup (ent->d_name);
-    if (name == NULL || string_vector_append (names, name) == -1) {
-      nbdkit_error ("%s: %m", directory);
-      free (name);
-      goto out;
-    }
+  while (r == 0 && (errno = 0, ent = readdir (dir)) != NULL) {
+    if (is_servable (dirfd (dir), ent))
+      r = nbdkit_add_export (exports, ent->d_name, NULL);
   }
-  string_vector_sort (names, compare_names);
-  r = 0;
-
- out:
+  if (r == 0 && errno != 0) {
+    nbdkit_error ("%s: reading directory: %m", directory);
+    r = -1;
+  }
   closedir (dir);
   return r;
-}
-
-static int
-file_list_exports (int readonly, int is_tls, struct nbdkit_exports *exports)
-{
-  CLEANUP_FREE_STRING_VECTOR string_vector names = empty_vector;
-  size_t i;
-
-  if (directory == NULL)
-    return nbdkit_use_default_export (exports);
-
-  if (read_directory (&names) == -1)
-    return -1;
-  for (i = 0; i < names.len; ++i)
-    if (nbdkit_add_export (exports, names.ptr[i], NULL) == -1)
-      return -1;
-  return 0;
 }
 
 /* In dir= mode, turn the client's export name into a path.  Names are
