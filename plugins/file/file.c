@@ -27,7 +27,6 @@
 #include <config.h>
 
 #include <dirent.h>
-#include <pthread.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
