@@ -8,7 +8,15 @@
 # four files of random bytes in /dev/shm; sparse-random: its defaults
 # with seed=1); in each slot a fresh server runs fio (ioengine=nbd) 4
 # KiB random read at QD32, fio 1 MiB sequential read at QD8, then
-# nbdcopy of the export to null:.  The zero plugin's export is empty,
+# nbdcopy of the export to null:.  file and "file cache=none" serve a
+# file of --file-size MiB of random bytes in --file-dir, which must be
+# on a disk (not tmpfs), dropped from the page cache before each of
+# their runs, so that both servers start cold; their sequential read is
+# one pass over the file (what cache=none is for: a copy or a backup,
+# where a time-based run would mostly measure which server left the
+# file cached), and their rows add the MiB of the file left in the page
+# cache once the slot's server has stopped (what cache=none promises to
+# keep low).  The zero plugin's export is empty,
 # so its row is the rate of handshakes (connect, negotiate, disconnect,
 # one client process).  Slots rotate between the two servers from round
 # to round.  A plugin that our build tree has not built yet is skipped
@@ -25,10 +33,15 @@
 # "## Plugins" (other sections kept).
 #
 #   bench/plugins.sh [--rounds N] [--runtime SECONDS] [--size MiB]
-#        [--zstd-size MiB] [--quick] [--build DIR] [--write-results]
+#        [--zstd-size MiB] [--file-size MiB] [--file-dir DIR]
+#        [--plugins LIST] [--quick] [--build DIR] [--write-results]
 #
 # Defaults: 3 rounds, 3 s per fio run, read exports of 512 MiB, 1024
-# MiB written for zstd.  --quick: 1 round of 1 s runs of pattern and
+# MiB written for zstd, a file of 1024 MiB in /var/tmp.  --plugins
+# runs only the rows of the comma-separated LIST (of data pattern full
+# zero sparse-random split file file-nocache memory-zstd; file-nocache
+# is file cache=none); such a partial run cannot --write-results.
+# --quick: 1 round of 1 s runs of pattern and
 # zero (4 KiB random read and copy-out only) and zstd with 64 MiB (a
 # smoke test).  --build: our built tree (default $BENCH_BUILD or
 # /tmp/build-bench).  Needs fio with its nbd engine, nbdcopy, nbdinfo,
@@ -41,6 +54,7 @@ export LC_ALL=C
 
 srcdir="$(cd "$(dirname "$0")/.." && pwd)"
 rounds=3 runtime=3 size_mib=512 zstd_mib=1024 quick=0 write_results=0
+file_mib=1024 file_dir=/var/tmp sel_plugins=""
 build="${BENCH_BUILD:-/tmp/build-bench}"
 cmdline="bench/plugins.sh $*"
 while [ $# -gt 0 ]; do
@@ -49,6 +63,9 @@ while [ $# -gt 0 ]; do
     --runtime) runtime="$2"; shift 2 ;;
     --size) size_mib="$2"; shift 2 ;;
     --zstd-size) zstd_mib="$2"; shift 2 ;;
+    --file-size) file_mib="$2"; shift 2 ;;
+    --file-dir) file_dir="$2"; shift 2 ;;
+    --plugins) sel_plugins="$2"; shift 2 ;;
     --quick) quick=1; shift ;;
     --build) build="$2"; shift 2 ;;
     --write-results) write_results=1; shift ;;
@@ -58,13 +75,15 @@ while [ $# -gt 0 ]; do
 done
 [ "$quick" -eq 1 ] && rounds=1 runtime=1 size_mib=64 zstd_mib=64
 need_counts --rounds "$rounds" --runtime "$runtime" --size "$size_mib" \
-  --zstd-size "$zstd_mib"
+  --zstd-size "$zstd_mib" --file-size "$file_mib"
+[ -n "$sel_plugins" ] && [ "$write_results" -eq 1 ] &&
+  die "--write-results needs a full run (no --plugins)"
 build="$(cd "$build" 2>/dev/null && pwd)" || die "no build directory $build"
 [ -x "$build/nbdkit" ] || die "$build/nbdkit is not built"
 command -v fio >/dev/null || { echo "$0: fio not found" >&2; exit 77; }
 [ -x /usr/bin/nbdkit ] || { echo "$0: Debian's nbdkit not found" >&2; exit 77; }
 fio --enghelp=nbd >/dev/null 2>&1 || die "this fio has no nbd ioengine"
-for c in nbdcopy nbdinfo python3; do
+for c in nbdcopy nbdinfo python3 fincore; do
   command -v "$c" >/dev/null || die "$c not found"
 done
 python3 -c 'import nbd' 2>/dev/null || die "python3 has no nbd module"
@@ -80,36 +99,52 @@ cleanup ()
   [ -n "$srv_pid" ] && kill_pid "$srv_pid"
   for p in "${pids[@]}"; do kill_pid "$p"; done
   rm -rf "$work" "$shm"
+  [ -n "${file_img:-}" ] && rm -f "$file_img"
   exit $status
 }
 trap_cleanup
 
 size=$(( size_mib * 1024 * 1024 ))
+file_size=$(( file_mib * 1024 * 1024 ))
+all_plugins=(data pattern full zero sparse-random split file file-nocache
+             memory-zstd)
 if [ "$quick" -eq 1 ]; then
-  plugins=(pattern zero)
+  plugins=(pattern zero memory-zstd)
   workloads=(randread-4k copy-out)
 else
-  plugins=(data pattern full zero sparse-random split)
+  plugins=("${all_plugins[@]}")
   workloads=(randread-4k seqread-1m copy-out)
+fi
+if [ -n "$sel_plugins" ]; then
+  plugins=()
+  for p in ${sel_plugins//,/ }; do
+    [[ " ${all_plugins[*]} " == *" $p "* ]] ||
+      die "--plugins: unknown \"$p\" (one of: ${all_plugins[*]})"
+    plugins+=("$p")
+  done
 fi
 servers=(ours nbdkit)
 : > "$work/data"
 : > "$work/skipped"
 
 # Plugins missing from either side are left out, with a note.
-present=()
+present=() zstd=0
 for p in "${plugins[@]}"; do
-  if [ ! -e "$build/plugins/$p/.libs/nbdkit-$p-plugin.so" ]; then
+  so="${p%-nocache}"
+  if [ "$p" = memory-zstd ]; then
+    zstd=1
+  elif [ ! -e "$build/plugins/$so/.libs/nbdkit-$so-plugin.so" ]; then
     echo "$p: not built in our tree yet" >> "$work/skipped"
-  elif [ ! -e "$debian_plugindir/nbdkit-$p-plugin.so" ]; then
-    echo "$p: Debian's nbdkit has no $p plugin here" >> "$work/skipped"
+  elif [ ! -e "$debian_plugindir/nbdkit-$so-plugin.so" ]; then
+    echo "$p: Debian's nbdkit has no $so plugin here" >> "$work/skipped"
   else
     present+=("$p")
   fi
 done
 plugins=("${present[@]}")
-zstd=1
-if ! "$build/nbdkit" memory 1M allocator=zstd --run true >/dev/null 2>&1; then
+if [ "$zstd" -eq 0 ]; then
+  :
+elif ! "$build/nbdkit" memory 1M allocator=zstd --run true >/dev/null 2>&1; then
   echo "memory allocator=zstd: not available in our build" >> "$work/skipped"
   zstd=0
 elif ! /usr/bin/nbdkit memory 1M allocator=zstd --run true >/dev/null 2>&1
@@ -125,10 +160,33 @@ for i in 1 2 3 4; do
   head -c $(( size / 4 )) /dev/urandom > "$shm/split$i.img"
 done
 
+# The file plugin's file: on a disk, its pages dropped before each slot.
+file_img=""
+if [[ " ${plugins[*]} " == *" file"* ]]; then
+  [ -d "$file_dir" ] || die "--file-dir $file_dir is not a directory"
+  [ "$(stat -f -c %T "$file_dir")" != tmpfs ] ||
+    die "--file-dir $file_dir is on tmpfs: the file rows need a disk"
+  file_img="$(mktemp "$file_dir/bench-plugins-file.XXXXXX")"
+  note "making the $file_mib MiB file $file_img"
+  head -c "$file_size" /dev/urandom > "$file_img"
+fi
+# uncache_file: written back, then out of the page cache.
+uncache_file ()
+{
+  python3 -c '
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+os.fsync(fd)
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+os.close(fd)' "$file_img"
+}
+
 # plugin_args PLUGIN: the command's plugin and parameters, one a line.
 plugin_args ()
 {
   case "$1" in
+    file) printf '%s\n' file "$file_img" ;;
+    file-nocache) printf '%s\n' file "$file_img" cache=none ;;
     data) printf '%s\n' data "(0x55 0xAA 0 1 2 3 0xFE 0xFF)*$(( size / 8 ))" ;;
     pattern|full) printf '%s\n' "$1" "$size" ;;
     zero) printf '%s\n' zero ;;
@@ -198,28 +256,33 @@ else:
 PY
 }
 
-# measure SERVER PLUGIN WORKLOAD ROUND
+# measure SERVER PLUGIN WORKLOAD ROUND: on an export of $exp_size
+# bytes ($exp_mib MiB).
 measure ()
 {
   local name="$1" plugin="$2" wl="$3" rnd="$4" t0 t1
   case "$wl" in
     randread-4k)
       fio_run "$work/fio.err" --rw=randread --bs=4k --iodepth=32 \
-        --size="$size" --runtime="$runtime" --time_based --norandommap \
+        --size="$exp_size" --runtime="$runtime" --time_based --norandommap \
         --randrepeat=0
       record "$plugin $wl $name $rnd $(fio_value iops) IOPS" ;;
     seqread-1m)
       fio_run "$work/fio.err" --rw=read --bs=1m --iodepth=8 \
-        --size="$size" --runtime="$runtime" --time_based
+        --size="$exp_size" --runtime="$runtime" --time_based
+      record "$plugin $wl $name $rnd $(fio_value bw) MiB/s" ;;
+    seqread-1m-once)
+      fio_run "$work/fio.err" --rw=read --bs=1m --iodepth=8 \
+        --size="$exp_size"
       record "$plugin $wl $name $rnd $(fio_value bw) MiB/s" ;;
     copy-out)
       t0="$(date +%s.%N)"
-      bounded $(( size_mib / 10 + 120 )) "$work/copy.err" \
+      bounded $(( exp_mib / 10 + 120 )) "$work/copy.err" \
         nbdcopy "$srv_uri" null: ||
         die "nbdcopy failed: $(tail -3 "$work/copy.err")"
       t1="$(date +%s.%N)"
       record "$plugin $wl $name $rnd" \
-        "$(python3 -c "print(round($size_mib / ($t1 - $t0), 1))") MiB/s" ;;
+        "$(python3 -c "print(round($exp_mib / ($t1 - $t0), 1))") MiB/s" ;;
     handshakes)
       bounded $(( runtime + 60 )) "$work/hs.out" \
         python3 "$work/handshakes.py" "$srv_uri" "$runtime" ||
@@ -269,21 +332,35 @@ measure_zstd ()
 }
 
 note "rounds $rounds, runtime $runtime s, exports of $size_mib MiB," \
-  "zstd $zstd_mib MiB; plugins: ${plugins[*]:-none}"
+  "zstd $zstd_mib MiB, file $file_mib MiB; plugins: ${plugins[*]:-none}"
 for (( rnd = 1; rnd <= rounds; rnd++ )); do
   order=("${servers[@]}")
   (( rnd % 2 == 0 )) && order=("${servers[1]}" "${servers[0]}")
   for plugin in "${plugins[@]}"; do
     for name in "${order[@]}"; do
+      exp_size="$size" exp_mib="$size_mib"
+      case "$plugin" in
+        file*) exp_size="$file_size" exp_mib="$file_mib" ;;
+      esac
       start_server "$name" "$plugin"
       if [ "$plugin" = zero ]; then
         measure "$name" zero handshakes "$rnd"
       else
         for wl in "${workloads[@]}"; do
+          case "$plugin" in
+            file*) uncache_file
+                   [ "$wl" = seqread-1m ] && wl=seqread-1m-once ;;
+          esac
           measure "$name" "$plugin" "$wl" "$rnd"
         done
       fi
       stop_server
+      case "$plugin" in
+        file*) record "$plugin resident $name $rnd" \
+                 "$(fincore -b -n -o RES "$file_img" |
+                    python3 -c "print(round(int(input()) / 2**20, 1))") MiB"
+               ;;
+      esac
       note "round $rnd: $plugin $name done"
     done
   done
@@ -311,11 +388,13 @@ report="$work/report.md"
 python3 - "$work/data" "$work/skipped" "$cmdline" "$(nproc)" \
   "$(ours_version)" \
   "$(/usr/bin/nbdkit --version | head -1)" "$(fio --version)" \
-  "$rounds" "$runtime" "$size_mib" "$zstd_mib" > "$report" <<'PY'
+  "$rounds" "$runtime" "$size_mib" "$zstd_mib" "$file_mib" \
+  "$( [ -n "$file_img" ] && df --output=source,fstype "$file_img" | tail -1)" \
+  > "$report" <<'PY'
 import statistics, sys
 from collections import defaultdict
 (data, skipped, cmdline, ncpu, ours, ref, fio, rounds, runtime, size,
- zsize) = sys.argv[1:]
+ zsize, fsize, fdisk) = sys.argv[1:]
 vals = defaultdict(list)
 units = {}
 order = []
@@ -327,12 +406,16 @@ for line in open(data):
         order.append((plugin, wl))
 med = {k: statistics.median(v) for k, v in vals.items()}
 names = {"randread-4k": "4K randread QD32", "seqread-1m": "1M seqread QD8",
+         "seqread-1m-once": "1M seqread QD8, one pass",
          "copy-out": "nbdcopy to null:", "handshakes": "handshakes",
          "randwrite-4k": "4K randwrite QD32", "fill": "1M write QD8 (fill)",
-         "rss-after-fill": "VmRSS after fill", "peak-rss": "VmHWM (peak)"}
+         "rss-after-fill": "VmRSS after fill", "peak-rss": "VmHWM (peak)",
+         "resident": "file left in the page cache"}
 # Where smaller is better, the ratio is still ours ÷ nbdkit (below 1
 # is better there).
-smaller = {"rss-after-fill", "peak-rss"}
+smaller = {"rss-after-fill", "peak-rss", "resident"}
+plugin_names = {"zstd": "memory allocator=zstd",
+                "file-nocache": "file cache=none"}
 def row(plugin, wl):
     o = med.get((plugin, wl, "ours"))
     r = med.get((plugin, wl, "nbdkit"))
@@ -340,7 +423,7 @@ def row(plugin, wl):
         return
     u = units[(plugin, wl)]
     fmt = "%.0f" if u in ("IOPS", "conn/s") else "%.1f"
-    first = "memory allocator=zstd" if plugin == "zstd" else plugin
+    first = plugin_names.get(plugin, plugin)
     what = names.get(wl, wl)
     if wl in smaller:
         what += " (lower is better)"
@@ -353,6 +436,12 @@ print("`%s` on %s CPUs; ours: %s; nbdkit: %s; %s.  %s rounds, %s s per fio"
       " run, read exports of %s MiB, %s MiB written for zstd; medians of the"
       " rounds, both servers run in turn in each round." % (
           cmdline, ncpu, ours.strip(), ref, fio, rounds, runtime, size, zsize))
+if fdisk:
+    print()
+    print("file and file cache=none: a file of %s MiB of random bytes on %s,"
+          " dropped from the page cache before each run; \"file left in"
+          " the page cache\" is fincore's count once the slot's server has"
+          " stopped." % (fsize, " ".join(fdisk.split())))
 print()
 print("| plugin | workload | ours | nbdkit | ours ÷ nbdkit |")
 print("|---|---|---|---|---|")

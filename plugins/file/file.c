@@ -10,8 +10,9 @@
  *
  * and the page cache hints: fadvise= (given to the kernel once per
  * descriptor) and cache=none (each read's pages, and each write's once
- * written back, are dropped from the page cache).  -D file.zero=1 logs
- * how each zero request was carried out.
+ * written back, are dropped from the page cache: evict.c decides what
+ * and when).  -D file.zero=1 logs how each zero request was carried
+ * out.
  *
  * Each connection opens its own descriptor in open() and keeps it in a
  * struct handle; requests use only pread/pwrite-style calls on it, so
@@ -26,7 +27,6 @@
 #include <config.h>
 
 #include <dirent.h>
-#include <pthread.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -51,8 +51,9 @@
 #include "full-rw.h"
 #include "minmax.h"
 #include "rounding.h"
-#include "vector.h"
 #include "zerocopy.h"
+
+#include "evict.h"
 
 /* -D file.zero=1: log how each zero request was done. */
 NBDKIT_DLL_PUBLIC int file_debug_zero;
@@ -71,26 +72,6 @@ static bool cache_none;
 static int fadvise_mode = POSIX_FADV_NORMAL;
 #endif
 
-/* With cache=none, a write's pages can only be dropped from the page
- * cache once they are written back.  Rather than wait for each write,
- * writeback is started at once and the range remembered; it is waited
- * for and dropped EVICT_WINDOW writes later, by which time it is
- * usually done.
- */
-#define EVICT_WINDOW 8
-
-/* The kernel drops only whole folios, which can be up to 2 MiB (and
- * naturally aligned): a range is widened to that alignment before its
- * pages are dropped, or a large folio straddling its edge would stay.
- * Dropping a neighbour's clean pages early costs only a re-read, and
- * dirty ones are never dropped.
- */
-#define EVICT_ALIGN (UINT64_C (2) << 20)
-struct evict_range {
-  uint64_t offset;
-  uint32_t count;               /* 0: empty */
-};
-
 struct handle {
   int fd;
   bool readonly;
@@ -103,10 +84,7 @@ struct handle {
   bool can_punch_hole;
   bool can_zero_range;
   bool can_zeroout;
-  /* cache=none: writes not yet dropped from the page cache. */
-  pthread_mutex_t evict_lock;   /* protects the two fields below */
-  struct evict_range evict[EVICT_WINDOW];
-  unsigned evict_next;
+  struct evict evict;           /* cache=none only */
 };
 
 /* Report a failed system call on H, keeping errno for the server. */
@@ -247,14 +225,16 @@ file_dump_plugin (void)
   printf ("file_extents=seek_data\n");
 }
 
-/* Should NAME, an entry of the directory open as DFD, be an export? */
+/* Should NAME, an entry of the directory open as DFD, be an export?
+ * Regular files and block devices, also through a link; names that
+ * start with a dot too, as nbdkit lists them ("." and ".." are
+ * directories).
+ */
 static bool
 is_servable (int dfd, const struct dirent *ent)
 {
   struct stat st;
 
-  if (ent->d_name[0] == '.')
-    return false;
   switch (ent->d_type) {
   case DT_REG:
   case DT_BLK:
@@ -270,69 +250,34 @@ is_servable (int dfd, const struct dirent *ent)
   }
 }
 
+/* The exports of dir=, in the order readdir gives them, as nbdkit
+ * lists them, read afresh for each client that asks.
+ */
 static int
-compare_names (const void *a, const void *b)
-{
-  return strcmp (*(char *const *) a, *(char *const *) b);
-}
-
-/* Collect the export names of DIRECTORY, sorted, into *NAMES. */
-static int
-read_directory (string_vector *names)
+file_list_exports (int readonly, int is_tls, struct nbdkit_exports *exports)
 {
   DIR *dir;
   struct dirent *ent;
-  int r = -1;
+  int r = 0;
+
+  if (directory == NULL)
+    return nbdkit_use_default_export (exports);
 
   dir = opendir (directory);
   if (dir == NULL) {
     nbdkit_error ("%s: %m", directory);
     return -1;
   }
-  for (;;) {
-    char *name;
-
-    errno = 0;
-    ent = readdir (dir);
-    if (ent == NULL) {
-      if (errno != 0) {
-        nbdkit_error ("%s: reading directory: %m", directory);
-        goto out;
-      }
-      break;
-    }
-    if (!is_servable (dirfd (dir), ent))
-      continue;
-    name = strdup (ent->d_name);
-    if (name == NULL || string_vector_append (names, name) == -1) {
-      nbdkit_error ("%s: %m", directory);
-      free (name);
-      goto out;
-    }
+  while (r == 0 && (errno = 0, ent = readdir (dir)) != NULL) {
+    if (is_servable (dirfd (dir), ent))
+      r = nbdkit_add_export (exports, ent->d_name, NULL);
   }
-  string_vector_sort (names, compare_names);
-  r = 0;
-
- out:
+  if (r == 0 && errno != 0) {
+    nbdkit_error ("%s: reading directory: %m", directory);
+    r = -1;
+  }
   closedir (dir);
   return r;
-}
-
-static int
-file_list_exports (int readonly, int is_tls, struct nbdkit_exports *exports)
-{
-  CLEANUP_FREE_STRING_VECTOR string_vector names = empty_vector;
-  size_t i;
-
-  if (directory == NULL)
-    return nbdkit_use_default_export (exports);
-
-  if (read_directory (&names) == -1)
-    return -1;
-  for (i = 0; i < names.len; ++i)
-    if (nbdkit_add_export (exports, names.ptr[i], NULL) == -1)
-      return -1;
-  return 0;
 }
 
 /* In dir= mode, turn the client's export name into a path.  Names are
@@ -366,6 +311,8 @@ export_path (void)
   return path;
 }
 
+static int64_t file_get_size (void *handle);
+
 static void *
 file_open (int readonly)
 {
@@ -381,7 +328,6 @@ file_open (int readonly)
   h->fd = -1;
   h->readonly = readonly;
   h->can_punch_hole = h->can_zero_range = h->can_zeroout = true;
-  pthread_mutex_init (&h->evict_lock, NULL);
 
   if (directory != NULL) {
     h->path = export_path ();
@@ -440,6 +386,13 @@ file_open (int readonly)
     nbdkit_debug ("%s: posix_fadvise: %s (ignored)", h->path,
                   strerror (err));
 #endif
+  if (cache_none) {
+    int64_t size = file_get_size (h);
+
+    if (size == -1)
+      goto error;
+    evict_init (&h->evict, h->fd, size);
+  }
   nbdkit_debug ("file: opened %s (%s, %s)", h->path,
                 h->is_block ? "block device" : "regular file",
                 readonly ? "read-only" : "read-write");
@@ -449,74 +402,20 @@ file_open (int readonly)
   err = errno;
   if (h->fd >= 0)
     close (h->fd);
-  pthread_mutex_destroy (&h->evict_lock);
   free (h->path);
   free (h);
   errno = err;
   return NULL;
 }
 
-/* cache=none: drop the pages holding [OFFSET, OFFSET + COUNT) from
- * the page cache.
- */
-static void
-drop_cache (struct handle *h, uint64_t offset, uint64_t count)
-{
-#ifdef HAVE_POSIX_FADVISE
-  uint64_t lo = ROUND_DOWN (offset, EVICT_ALIGN);
-  uint64_t hi = ROUND_UP (offset + count, EVICT_ALIGN);
-
-  posix_fadvise (h->fd, lo, hi - lo, POSIX_FADV_DONTNEED);
-#endif
-}
-
-/* cache=none: wait for the writeback of R (started when it was
- * written) and drop its pages.  Advisory: failures are only logged.
- */
-static void
-evict_now (struct handle *h, struct evict_range r)
-{
-  if (r.count == 0)
-    return;
-#ifdef SYNC_FILE_RANGE_WAIT_AFTER
-  if (sync_file_range (h->fd, r.offset, r.count,
-                       SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
-                       SYNC_FILE_RANGE_WAIT_AFTER) == -1)
-    nbdkit_debug ("%s: sync_file_range: %m (ignored)", h->path);
-#endif
-  drop_cache (h, r.offset, r.count);
-}
-
-/* cache=none, after a write of COUNT bytes at OFFSET: start its
- * writeback now, and finish the one EVICT_WINDOW writes back.
- */
-static void
-evict_write (struct handle *h, uint32_t count, uint64_t offset)
-{
-  struct evict_range old;
-
-#ifdef SYNC_FILE_RANGE_WRITE
-  if (sync_file_range (h->fd, offset, count, SYNC_FILE_RANGE_WRITE) == -1)
-    nbdkit_debug ("%s: sync_file_range: %m (ignored)", h->path);
-#endif
-  pthread_mutex_lock (&h->evict_lock);
-  old = h->evict[h->evict_next];
-  h->evict[h->evict_next] = (struct evict_range) { offset, count };
-  h->evict_next = (h->evict_next + 1) % EVICT_WINDOW;
-  pthread_mutex_unlock (&h->evict_lock);
-  evict_now (h, old);
-}
-
 static void
 file_close (void *handle)
 {
   struct handle *h = handle;
-  unsigned i;
 
-  for (i = 0; i < EVICT_WINDOW; ++i)
-    evict_now (h, h->evict[i]);
+  if (cache_none)
+    evict_fini (&h->evict);
   close (h->fd);
-  pthread_mutex_destroy (&h->evict_lock);
   free (h->path);
   free (h);
 }
@@ -583,7 +482,7 @@ file_pread (void *handle, void *buf, uint32_t count, uint64_t offset,
     return -1;
   }
   if (cache_none)
-    drop_cache (h, offset, count);
+    evict_after_read (&h->evict, offset, count);
   return 0;
 }
 
@@ -619,7 +518,7 @@ write_all (struct handle *h, const void *buf, uint32_t count,
   if (full_pwrite (h->fd, buf, count, offset) == -1)
     return fail (h, "pwrite");
   if (cache_none)
-    evict_write (h, count, offset);
+    evict_after_write (&h->evict, offset, count);
   return 0;
 }
 

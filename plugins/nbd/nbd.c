@@ -4,10 +4,10 @@
  * This file owns making a connection to the upstream (connect_upstream:
  * libnbd's asynchronous connect driven here under a deadline, retried
  * once a second retry= times; connect_proxy: connections= of them),
- * the connections' lifecycle, the export list, and the callbacks that
- * answer from what the upstream said in its handshake (size, flags,
- * block size).  The parameters are in config.c (nbd_cfg), the data
- * callbacks in io.c.
+ * the connections' lifecycle, the export list and the default export's
+ * name, and the callbacks that answer from what the upstream said in
+ * its handshake (size, flags, block size).  The parameters are in
+ * config.c (nbd_cfg), the data callbacks in io.c.
  *
  * Without shared=true each client connection opens its own upstream
  * connection in open() and closes it in close().  With shared=true (the
@@ -195,10 +195,10 @@ option_complete (void *opaque, int *error)
 
 /* A new handle with the settings of every connection, connecting in
  * option mode (so that the caller chooses what to do once the upstream
- * has answered the greeting: GO to an export, or LIST them).
+ * has answered the greeting: GO to an export, INFO, or LIST them).
  */
 static struct nbd_handle *
-start_connect (const char *export)
+start_connect (void)
 {
   struct nbd_handle *nbd = nbd_create ();
   int r = 0;
@@ -219,8 +219,6 @@ start_connect (const char *export)
       nbd_set_full_info (nbd, true) == -1 ||
       nbd_add_meta_context (nbd, LIBNBD_CONTEXT_BASE_ALLOCATION) == -1)
     goto fail;
-  if (export && nbd_set_export_name (nbd, export) == -1)
-    goto fail;
   if (nbd_cfg.tls != -1 && nbd_set_tls (nbd, nbd_cfg.tls) == -1)
     goto fail;
   if (nbd_cfg.tls_certificates &&
@@ -237,9 +235,6 @@ start_connect (const char *export)
   switch (nbd_cfg.by) {
   case BY_URI:
     r = nbd_aio_connect_uri (nbd, nbd_cfg.uri);
-    /* The URI named its export; a dynamic export overrides it. */
-    if (r == 0 && export && nbd_set_export_name (nbd, export) == -1)
-      r = -1;
     break;
   case BY_UNIX:
     r = nbd_aio_connect_unix (nbd, nbd_cfg.socket);
@@ -278,20 +273,41 @@ start_connect (const char *export)
   }
 }
 
-/* Wait for the greeting, then GO to the export. */
+/* Wait for the greeting: 1 when the upstream negotiates options, 0
+ * for an oldstyle server (ready at once, no options), -1 on failure.
+ */
 static int
-finish_connect (struct nbd_handle *nbd, uint64_t deadline)
+wait_greeting (struct nbd_handle *nbd, uint64_t deadline)
 {
-  struct option_call go = { 0 };
-
   if (drive (nbd, not_connecting, NULL, deadline, "connecting") == -1)
     return -1;
-  if (nbd_aio_is_ready (nbd))   /* an oldstyle server: no options */
+  if (nbd_aio_is_ready (nbd))
     return 0;
   if (!nbd_aio_is_negotiating (nbd)) {
     connect_error ("%s: the handshake failed: %s", nbd_cfg.description,
                   nbd_get_error () ? nbd_get_error () : "unknown state");
     errno = EIO;
+    return -1;
+  }
+  return 1;
+}
+
+/* Wait for the greeting, then GO to EXPORT (NULL: the one the URI
+ * names).  The name is set only now, while negotiating: libnbd refuses
+ * it once a URI connection has started, and takes it from the URI.
+ */
+static int
+finish_connect (struct nbd_handle *nbd, const char *export,
+                uint64_t deadline)
+{
+  struct option_call go = { 0 };
+  int r = wait_greeting (nbd, deadline);
+
+  if (r <= 0)
+    return r;
+  if (export && nbd_set_export_name (nbd, export) == -1) {
+    connect_error ("%s: %s", nbd_cfg.description, nbd_get_error ());
+    errno = EINVAL;
     return -1;
   }
   if (nbd_aio_opt_go (nbd, OPTION_COMPLETION (&go)) == -1) {
@@ -321,10 +337,10 @@ connect_once (const char *export)
   struct nbd_handle *nbd;
   int err = 0;
 
-  nbd = start_connect (export);
+  nbd = start_connect ();
   if (nbd == NULL)
     err = errno;
-  else if (finish_connect (nbd, deadline) == -1) {
+  else if (finish_connect (nbd, export, deadline) == -1) {
     err = errno ? errno : EIO;
     nbd_close (nbd);
     nbd = NULL;
@@ -514,12 +530,13 @@ proxy_list_exports (int readonly, int is_tls, struct nbdkit_exports *exports)
     return nbdkit_use_default_export (exports);
 
   deadline = now_ns () + nbd_cfg.connect_timeout * UINT64_C (1000000000);
-  nbd = start_connect (NULL);
+  nbd = start_connect ();
   if (nbd == NULL)
     return -1;
-  if (drive (nbd, not_connecting, NULL, deadline, "connecting") == -1)
+  switch (wait_greeting (nbd, deadline)) {
+  case -1:
     goto out;
-  if (!nbd_aio_is_negotiating (nbd)) {
+  case 0:
     nbdkit_error ("%s: the server cannot list its exports",
                   nbd_cfg.description);
     goto out;
@@ -543,6 +560,54 @@ proxy_list_exports (int readonly, int is_tls, struct nbdkit_exports *exports)
            "ending the handshake");
  out:
   nbd_close (nbd);
+  return ret;
+}
+
+/* The name a client asking for "" is told, and whose export it gets.
+ * Without dynamic-export, the configured export (its name as given:
+ * the upstream is not asked).  With it, the upstream's own name for its
+ * default export, from NBD_OPT_INFO on a connection of its own, as
+ * nbdkit does; "" if the upstream cannot say, so that the client's
+ * connection still tries the upstream's default export.
+ */
+static const char *
+proxy_default_export (int readonly, int is_tls)
+{
+  struct nbd_handle *nbd;
+  struct option_call info = { 0 };
+  uint64_t deadline;
+  const char *ret = "";
+
+  if (!nbd_cfg.dynamic_export)
+    return nbd_cfg.export ? nbd_cfg.export : "";
+
+  deadline = now_ns () + nbd_cfg.connect_timeout * UINT64_C (1000000000);
+  attempts_remain = true;       /* failures here are only debug messages */
+  nbd = start_connect ();
+  if (nbd == NULL)
+    goto out;
+  if (wait_greeting (nbd, deadline) != 1 ||
+      nbd_set_export_name (nbd, "") == -1 ||
+      nbd_aio_opt_info (nbd, OPTION_COMPLETION (&info)) == -1 ||
+      drive (nbd, option_done, &info, deadline, "asking for the default "
+             "export's name") == -1)
+    goto out;
+  if (info.err == 0) {
+    CLEANUP_FREE char *name = nbd_get_canonical_export_name (nbd);
+
+    if (name)
+      ret = nbdkit_strdup_intern (name);
+  }
+  if (ret == NULL)
+    ret = "";
+  if (nbd_aio_opt_abort (nbd) == 0)
+    drive (nbd, not_negotiating, NULL, now_ns () + UINT64_C (1000000000),
+           "ending the handshake");
+ out:
+  attempts_remain = false;
+  nbdkit_debug ("%s: the default export is \"%s\"", nbd_cfg.description, ret);
+  if (nbd)
+    nbd_close (nbd);
   return ret;
 }
 
@@ -667,6 +732,7 @@ static struct nbdkit_plugin plugin = {
   .after_fork         = proxy_after_fork,
   .cleanup            = proxy_cleanup,
   .list_exports       = proxy_list_exports,
+  .default_export     = proxy_default_export,
   .open               = proxy_open,
   .close              = proxy_close_handle,
   .export_description = proxy_export_description,

@@ -146,25 +146,32 @@ valid_name (const char *name)
   return len > 0 && len <= NAME_MAX && strpbrk (name, "./:") == NULL;
 }
 
+/* The list starts with "", the name every client may use, and hides
+ * "default", the file behind it, as nbdkit does; then the directory's
+ * other entries in the order readdir gives them.  Entries that a
+ * client could not open (directories, devices, dangling links) are
+ * left out.
+ */
 static int
 ondemand_list_exports (int readonly, int is_tls,
                        struct nbdkit_exports *exports)
 {
   DIR *d;
   struct dirent *e;
-  int r = 0;
+  int r;
 
   d = opendir (dir);
   if (d == NULL) {
     nbdkit_error ("opendir: %s: %m", dir);
     return -1;
   }
-  /* Regular files only: other entries could not be opened. */
+  r = nbdkit_add_export (exports, "", NULL);
   while (r == 0 && (errno = 0, e = readdir (d)) != NULL) {
     struct stat st;
 
-    if (!valid_name (e->d_name) ||
-        fstatat (dirfd (d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
+    /* stat follows a link, as open does. */
+    if (!valid_name (e->d_name) || strcmp (e->d_name, "default") == 0 ||
+        fstatat (dirfd (d), e->d_name, &st, 0) == -1 ||
         !S_ISREG (st.st_mode))
       continue;
     r = nbdkit_add_export (exports, e->d_name, NULL);
@@ -245,7 +252,11 @@ ondemand_open (int readonly)
   struct flock lk = { .l_whence = SEEK_SET, .l_start = 0, .l_len = 0 };
   struct stat st;
   int fd, r;
-  int flags = (readonly ? O_RDONLY : O_RDWR) | O_CLOEXEC | O_NOFOLLOW;
+  /* A link in dir is the administrator's (a client names files, it
+   * cannot make links), so it is followed, as nbdkit does.  O_NONBLOCK
+   * keeps a FIFO from hanging the open; it is refused just after.
+   */
+  int flags = (readonly ? O_RDONLY : O_RDWR) | O_CLOEXEC | O_NONBLOCK;
 
   if (name == NULL || *name == '\0')
     name = "default";
@@ -277,6 +288,11 @@ ondemand_open (int readonly)
     nbdkit_error ("%s: not a regular file", path);
     close (fd);
     errno = EINVAL;
+    return NULL;
+  }
+  if (fcntl (fd, F_SETFL, fcntl (fd, F_GETFL) & ~O_NONBLOCK) == -1) {
+    nbdkit_error ("fcntl: %s: %m", path);
+    close (fd);
     return NULL;
   }
 

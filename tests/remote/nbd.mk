@@ -3,5 +3,6 @@
 TESTS += test-nbd-plugin.sh test-nbd-commands.sh \
 	test-nbd-tls.sh test-nbd-command.sh \
 	test-nbd-dynamic-export.sh test-nbd-retry.sh test-nbd-fault.sh \
-	test-nbd-errors.sh test-nbd-probes.sh test-nbd-parallel.sh
+	test-nbd-errors.sh test-nbd-probes.sh test-nbd-parallel.sh \
+	test-nbd-default-export.sh
 EXTRA_DIST += nbd-plugin-functions.sh
