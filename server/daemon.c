@@ -11,13 +11,16 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#include <stddef.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -39,23 +42,46 @@ daemon_write_pidfile (const char *path)
   return 0;
 }
 
-/* Fork into the background; the parent exits once the child is set. */
+/* The write end of the pipe the parent of daemon_fork waits on, in the
+ * server, until daemon_ready; -1 otherwise.
+ */
+static int ready_fd = -1;
+
+/* Fork into the background.  The command returns (the parent exits)
+ * only once the server is ready, with status 0, or has failed before
+ * that, with status 1: a script that starts the server and then reads
+ * the pid file or connects finds both there.
+ */
 int
 daemon_fork (void)
 {
+  int p[2];
+  if (pipe2 (p, O_CLOEXEC) == -1) {
+    nbdkit_error ("pipe2: %m");
+    return -1;
+  }
   pid_t pid = fork ();
   if (pid == -1) {
     nbdkit_error ("fork: %m");
     return -1;
   }
-  if (pid > 0)
-    _exit (EXIT_SUCCESS);
+  if (pid > 0) {
+    char c;
+    ssize_t r;
+    close (p[1]);
+    do
+      r = read (p[0], &c, 1);
+    while (r == -1 && errno == EINTR);
+    _exit (r == 1 ? EXIT_SUCCESS : EXIT_FAILURE);
+  }
+  close (p[0]);
   setsid ();
   pid = fork ();
   if (pid == -1)
     _exit (EXIT_FAILURE);
   if (pid > 0)
     _exit (EXIT_SUCCESS);
+  ready_fd = p[1];
   if (chdir ("/") == -1)
     return -1;
   int fd = open ("/dev/null", O_RDWR);
@@ -67,6 +93,71 @@ daemon_fork (void)
       close (fd);
   }
   return 0;
+}
+
+/* $NOTIFY_SOCKET, taken from the environment at start-up
+ * (daemon_take_notify_socket) so that no plugin, script or --run
+ * command the server starts sends notices in its name; "" if unset.
+ */
+static char notify_path[sizeof ((struct sockaddr_un *) 0)->sun_path];
+
+void
+daemon_take_notify_socket (void)
+{
+  const char *path = getenv ("NOTIFY_SOCKET");
+  if (path && (path[0] == '/' || path[0] == '@') &&
+      strlen (path) < sizeof notify_path)
+    strcpy (notify_path, path);
+  unsetenv ("NOTIFY_SOCKET");
+}
+
+/* Tell systemd STATE on the datagram socket it named, as sd_notify(3)
+ * does, without libsystemd.
+ */
+static void
+notify_systemd (const char *state)
+{
+  struct sockaddr_un addr = { .sun_family = AF_UNIX };
+  size_t len = strlen (notify_path);
+
+  if (len == 0)
+    return;
+  memcpy (addr.sun_path, notify_path, len);
+  if (notify_path[0] == '@')
+    addr.sun_path[0] = '\0';           /* an abstract socket */
+  int fd = socket (AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd == -1)
+    return;
+  if (sendto (fd, state, strlen (state), MSG_NOSIGNAL,
+              (struct sockaddr *) &addr,
+              offsetof (struct sockaddr_un, sun_path) + len) == -1)
+    nbdkit_debug ("NOTIFY_SOCKET %s: %m", notify_path);
+  close (fd);
+}
+
+/* The server is ready: its sockets listen and the pid file is written.
+ * The parent waiting in daemon_fork exits, and systemd hears READY=1.
+ */
+void
+daemon_ready (void)
+{
+  if (ready_fd >= 0) {
+    char c = 1;
+    if (write (ready_fd, &c, 1) != 1)
+      nbdkit_debug ("telling the parent the server is ready: %m");
+    close (ready_fd);
+    ready_fd = -1;
+  }
+  char state[64];
+  snprintf (state, sizeof state, "READY=1\nMAINPID=%d\n", (int) getpid ());
+  notify_systemd (state);
+}
+
+/* The server is stopping: systemd hears STOPPING=1. */
+void
+daemon_stopping (void)
+{
+  notify_systemd ("STOPPING=1\n");
 }
 
 /* -u and -g as ids (names or numbers).  *PW is the user's entry (or
@@ -105,6 +196,17 @@ resolve_ids (const struct config *cfg, struct passwd **pw, gid_t *gid)
     }
   }
   return 0;
+}
+
+/* -u and -g name a user and group that exist: checked before the
+ * server forks, so that a mistake is reported where the user sees it.
+ */
+int
+daemon_check_ids (const struct config *cfg)
+{
+  struct passwd *pw;
+  gid_t gid;
+  return resolve_ids (cfg, &pw, &gid);
 }
 
 /* -u/-g with -U -: the private directory and its socket belong to

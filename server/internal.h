@@ -464,11 +464,15 @@ extern char *tls_peer_username (struct connection *conn);
 /* ---- sockets.c ---- */
 struct listener {
   int_vector fds;
+  const char *unix_path;        /* -U: the socket made, to remove at exit */
+  dev_t unix_dev;
+  ino_t unix_ino;
 };
 extern int sock_bind_all (struct config *cfg, struct listener *l);
 extern void sock_accept_loop (const struct config *cfg, struct listener *l,
                               int quit_fd);
 extern void sock_close_all (struct listener *l);
+extern void sock_remove_unix (const struct listener *l);
 
 /* ---- log.c ---- */
 extern void log_init (const struct config *cfg);
@@ -555,8 +559,12 @@ extern int captive_wait (struct captive *cap);
 
 /* ---- daemon.c: background, pid file, -u/-g ---- */
 extern int daemon_fork (void);
+extern void daemon_ready (void);
+extern void daemon_take_notify_socket (void);
+extern void daemon_stopping (void);
 extern int daemon_write_pidfile (const char *path);
 extern int daemon_change_user (const struct config *cfg);
+extern int daemon_check_ids (const struct config *cfg);
 extern int daemon_give_socket (const struct config *cfg);
 extern int daemon_lock_memory (const struct config *cfg);
 

@@ -183,6 +183,7 @@ serve_single (struct config *cfg)
   log_set_layer_name (NULL);
   if (cfg->pidfile && daemon_write_pidfile (cfg->pidfile) == -1)
     exit (EXIT_FAILURE);
+  daemon_ready ();
   NBDKIT_SERVER_READY ();
   int in = dup (STDIN_FILENO), out = dup (STDOUT_FILENO);
   /* Keep stray prints from plugins out of the protocol stream. */
@@ -213,6 +214,7 @@ main (int argc, char *argv[])
   };
 
   signal (SIGPIPE, SIG_IGN);
+  daemon_take_notify_socket ();
   resident_object ((const void *) main);  /* for the probes' strings */
 
   options_parse (&cfg, argc, argv);
@@ -276,7 +278,8 @@ main (int argc, char *argv[])
   }
 
   struct listener listener;
-  if (sock_bind_all (&cfg, &listener) == -1 ||
+  if (daemon_check_ids (&cfg) == -1 ||
+      sock_bind_all (&cfg, &listener) == -1 ||
       daemon_give_socket (&cfg) == -1)
     exit (EXIT_FAILURE);
 
@@ -325,16 +328,18 @@ main (int argc, char *argv[])
   if (cfg.run && captive_start (&cfg, uri ? uri : "", &cap) == -1)
     exit (EXIT_FAILURE);
 
+  daemon_ready ();
   NBDKIT_SERVER_READY ();
   sock_accept_loop (&cfg, &listener, quit_pipe[0]);
+  daemon_stopping ();
   NBDKIT_SERVER_STOP (stop_reason ? stop_reason : "unknown");
   nbdkit_debug ("stopping: %s", stop_reason ? stop_reason : "unknown");
 
   sock_close_all (&listener);
   conn_shutdown_all (5);
   int status = captive_wait (&cap);
-  if (cfg.unixsocket && !cfg.listen_fds)
-    unlink (cfg.unixsocket);
+  if (!cfg.listen_fds)
+    sock_remove_unix (&listener);
   if (cfg.tmpdir)
     rmdir (cfg.tmpdir);
   /* The pid file stays, as nbdkit(1) -P promises: scripts read the

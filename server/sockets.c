@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 #include <linux/vm_sockets.h>
@@ -36,6 +37,22 @@ add_fd (struct listener *l, int fd)
   return 0;
 }
 
+/* Is a server listening on the Unix socket at PATH?  A socket that
+ * refuses a connect is stale (its server is gone); anything else that
+ * goes wrong counts as alive, so that nothing live is ever removed.
+ */
+static bool
+unix_socket_alive (const struct sockaddr_un *addr)
+{
+  int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd == -1)
+    return true;
+  int r = connect (fd, (const struct sockaddr *) addr, sizeof *addr);
+  int e = errno;
+  close (fd);
+  return r == 0 || e != ECONNREFUSED;
+}
+
 static int
 bind_unix (const char *path, struct listener *l)
 {
@@ -46,17 +63,35 @@ bind_unix (const char *path, struct listener *l)
   }
   strcpy (addr.sun_path, path);
 
+  /* Only a stale socket is replaced: a file, a directory or the socket
+   * of a live server at PATH is refused, as nbdkit refuses them.
+   */
+  struct stat st;
+  if (lstat (path, &st) == 0) {
+    if (!S_ISSOCK (st.st_mode) || unix_socket_alive (&addr)) {
+      nbdkit_error ("%s: %s", path, strerror (EADDRINUSE));
+      return -1;
+    }
+    nbdkit_debug ("%s: replacing a stale socket", path);
+    unlink (path);
+  }
+
   int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd == -1) {
     nbdkit_error ("socket: %m");
     return -1;
   }
-  unlink (path);
   if (bind (fd, (struct sockaddr *) &addr, sizeof addr) == -1 ||
       listen (fd, SOMAXCONN) == -1) {
     nbdkit_error ("bind: %s: %m", path);
     close (fd);
     return -1;
+  }
+  /* What the socket is, so that at exit only ours is removed. */
+  if (lstat (path, &st) == 0) {
+    l->unix_dev = st.st_dev;
+    l->unix_ino = st.st_ino;
+    l->unix_path = path;
   }
   if (NBDKIT_LISTEN_ENABLED ()) {
     char desc[sizeof addr.sun_path + 8];
@@ -160,7 +195,7 @@ bind_vsock (const struct config *cfg, struct listener *l)
 int
 sock_bind_all (struct config *cfg, struct listener *l)
 {
-  l->fds = (int_vector) empty_vector;
+  *l = (struct listener) { .fds = empty_vector };
   /* The label applies to sockets we create: with -s or socket
    * activation there are none, and the option is harmless.
    */
@@ -185,6 +220,15 @@ sock_bind_all (struct config *cfg, struct listener *l)
   if (cfg->vsock)
     return bind_vsock (cfg, l);
   return bind_tcp (cfg, l);
+}
+
+void
+sock_remove_unix (const struct listener *l)
+{
+  struct stat st;
+  if (l->unix_path && lstat (l->unix_path, &st) == 0 &&
+      st.st_dev == l->unix_dev && st.st_ino == l->unix_ino)
+    unlink (l->unix_path);
 }
 
 void
