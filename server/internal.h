@@ -38,7 +38,16 @@ DEFINE_VECTOR_TYPE (const_string_vector, const char *);
 DEFINE_VECTOR_TYPE (int_vector, int);
 
 /* Limits that protect the server from what clients send. */
-#define MAX_REQUEST_SIZE   (32 * 1024 * 1024) /* read/write payload */
+/* The longest read or write: longer ones are refused with ENOMEM, as
+ * nbdkit refuses them, whatever block sizes the layers advertise.  A
+ * refused write's payload is read and thrown away up to
+ * MAX_SKIPPED_PAYLOAD; beyond that the connection ends (no reply).
+ * A connection's reads and writes in flight hold at most
+ * MAX_PAYLOAD_IN_FLIGHT bytes of buffers (request.c).
+ */
+#define MAX_REQUEST_SIZE   (64 * 1024 * 1024)
+#define MAX_SKIPPED_PAYLOAD (2 * (uint64_t) MAX_REQUEST_SIZE)
+#define MAX_PAYLOAD_IN_FLIGHT (512 * 1024 * 1024)
 #define MAX_OPTION_LENGTH  (64 * 1024)        /* one handshake option */
 #define MAX_META_QUERIES   128
 #define DEFAULT_THREADS    16
@@ -363,7 +372,8 @@ struct connection {
   struct context *top;
   uint64_t exportsize;
   uint16_t eflags;
-  uint32_t block_min, block_pref, block_max;
+  bool block_sizes;             /* a layer gave block sizes */
+  uint32_t block_min, block_pref, block_max; /* as it gave them */
   bool can_write, can_flush, can_trim, can_zero, can_fast_zero;
   bool can_fua, can_cache, can_extents, can_multi_conn;
 
@@ -376,6 +386,13 @@ struct connection {
   pthread_mutex_t read_lock;
   pthread_mutex_t write_lock;
   pthread_mutex_t status_lock;
+  /* Bytes of large buffers that requests in flight hold against
+   * MAX_PAYLOAD_IN_FLIGHT (request.c), and the signal that some came
+   * back.  payload_lock is a leaf, taken under the read lock or alone.
+   */
+  pthread_mutex_t payload_lock;
+  pthread_cond_t payload_back;
+  uint64_t payload_held;
   bool closing;
   const char *close_reason;
   /* The server's stop cut this connection while its client was still
