@@ -383,6 +383,7 @@ conn_handle (const struct config *cfg, int sockin, int sockout,
     close (sockout);
   conn_set_current (NULL);
   public_free_interned (conn);
+  layer_forget_default_exports (conn);
   free (conn->exportname);
   free (conn->meta_export);
   conn_io_free (conn);

@@ -248,6 +248,12 @@ opt_list (struct connection *conn, uint32_t option, uint32_t len)
   if (len != 0)
     return send_error (conn, option, NBD_REP_ERR_INVALID,
                        "NBD_OPT_LIST takes no payload");
+  /* As nbdkit: the list once per connection, so that list_exports is
+   * asked at most once (a client that loops on LIST gets nowhere).
+   */
+  if (conn->exports_listed)
+    return send_error (conn, option, NBD_REP_ERR_INVALID,
+                       "the export list was already sent");
 
   struct nbdkit_exports *exports = nbdkit_exports_new ();
   if (!exports)
@@ -283,6 +289,7 @@ opt_list (struct connection *conn, uint32_t option, uint32_t len)
     }
   }
   nbdkit_exports_free (exports);
+  conn->exports_listed = true;
   return send_reply (conn, option, NBD_REP_ACK);
 }
 
@@ -556,6 +563,9 @@ opt_starttls (struct connection *conn, uint32_t option, uint32_t len,
   conn->meta_base_allocation = false;
   conn->structured = false;
   conn->extended = false;
+  /* The layers may name other exports to a TLS client. */
+  layer_forget_default_exports (conn);
+  conn->exports_listed = false;
   return 0;
 }
 

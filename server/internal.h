@@ -281,6 +281,10 @@ extern int layer_list_exports (struct layer *l, int readonly, int is_tls,
                                struct nbdkit_exports *exports);
 extern const char *layer_default_export (struct layer *l, int readonly,
                                          int is_tls);
+/* Forget the default exports kept for CONN (at the start of TLS, when
+ * is_tls changes, and at the end of the connection).
+ */
+extern void layer_forget_default_exports (struct connection *conn);
 extern const char *layer_export_description (struct context *c);
 extern int layer_block_size (struct context *c, uint32_t *minimum,
                              uint32_t *preferred, uint32_t *maximum);
@@ -368,6 +372,7 @@ struct connection {
   bool extended;
   bool meta_base_allocation;    /* base:allocation selected */
   char *meta_export;            /* export named in SET_META_CONTEXT */
+  bool exports_listed;          /* NBD_OPT_LIST was answered */
   char *exportname;
   struct context *top;
   uint64_t exportsize;
@@ -408,6 +413,9 @@ struct connection {
    * replies).  Written only under write_lock; read without it.
    */
   uint64_t replies;
+
+  /* Each layer's default export, by depth, once asked (backend.c). */
+  string_vector default_exports;
 
   /* Strings from nbdkit_strdup_intern during this connection. */
   pthread_mutex_t intern_lock;
