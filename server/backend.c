@@ -206,16 +206,48 @@ layer_list_exports (struct layer *l, int readonly, int is_tls,
   return r;
 }
 
+/* A layer's default export is asked at most once per connection, as
+ * the other negotiation answers are (nbdkit-plugin(1)): the answer is
+ * kept in conn->default_exports, by the layer's depth, until the
+ * connection ends or TLS starts (layer_forget_default_exports).  Only
+ * the connection's own thread asks, while it negotiates, so no lock.
+ * Outside a connection (a filter's own thread) nothing is kept.
+ */
 const char *
 layer_default_export (struct layer *l, int readonly, int is_tls)
 {
   struct connection *conn = conn_current ();
+  string_vector *kept = conn ? &conn->default_exports : NULL;
+  if (kept && l->depth < kept->len && kept->ptr[l->depth])
+    return kept->ptr[l->depth];
+
   struct call_scope s = enter (l);
   layer_trace_start (conn, l, "default_export", 0, 0);
   const char *r = l->ops->default_export (l, readonly, is_tls);
   layer_trace_done (conn, l, "default_export", r ? 0 : EIO);
   leave (s);
-  return r;
+  if (!r || !kept)
+    return r;               /* an error is not kept: the next call asks */
+
+  /* Keep a copy: the layer's string need not outlive this call.  If
+   * there is no memory for it, the answer is still good, just not kept.
+   */
+  char *copy = strdup (r);
+  if (!copy)
+    return r;
+  while (kept->len <= l->depth)
+    if (string_vector_append (kept, NULL) == -1) {
+      free (copy);
+      return r;
+    }
+  kept->ptr[l->depth] = copy;
+  return copy;
+}
+
+void
+layer_forget_default_exports (struct connection *conn)
+{
+  string_vector_free_all (&conn->default_exports);
 }
 
 /* ---- answers, asked once per context ---- */

@@ -309,6 +309,8 @@ conn_handle (const struct config *cfg, int sockin, int sockout,
   pthread_mutex_init (&conn->read_lock, NULL);
   pthread_mutex_init (&conn->write_lock, NULL);
   pthread_mutex_init (&conn->status_lock, NULL);
+  pthread_mutex_init (&conn->payload_lock, NULL);
+  pthread_cond_init (&conn->payload_back, NULL);
   pthread_mutex_init (&conn->intern_lock, NULL);
   conn->peer_pid = conn->peer_uid = -1;
   describe_peer (conn);
@@ -381,12 +383,15 @@ conn_handle (const struct config *cfg, int sockin, int sockout,
     close (sockout);
   conn_set_current (NULL);
   public_free_interned (conn);
+  layer_forget_default_exports (conn);
   free (conn->exportname);
   free (conn->meta_export);
   conn_io_free (conn);
   pthread_mutex_destroy (&conn->read_lock);
   pthread_mutex_destroy (&conn->write_lock);
   pthread_mutex_destroy (&conn->status_lock);
+  pthread_mutex_destroy (&conn->payload_lock);
+  pthread_cond_destroy (&conn->payload_back);
   pthread_mutex_destroy (&conn->intern_lock);
   free (conn);
   /* -s: the server's only connection is over. */

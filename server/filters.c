@@ -143,11 +143,22 @@ filter_preconnect (struct layer *l, int readonly)
   return next_preconnect (as_backend (l->next), readonly);
 }
 
+/* A filter's next_list_exports and next_default_export carry no is_tls:
+ * the layer below gets the connection's, as the filter itself did.
+ */
+static int
+conn_is_tls (void)
+{
+  struct connection *conn = conn_current ();
+  return conn ? conn->tls_active : 0;
+}
+
 static int
 next_list_exports (nbdkit_backend *b, int readonly,
                    struct nbdkit_exports *exports)
 {
-  return layer_list_exports (from_backend (b), readonly, 0, exports);
+  return layer_list_exports (from_backend (b), readonly, conn_is_tls (),
+                             exports);
 }
 
 static int
@@ -163,7 +174,7 @@ filter_list_exports (struct layer *l, int readonly, int is_tls,
 static const char *
 next_default_export (nbdkit_backend *b, int readonly)
 {
-  return layer_default_export (from_backend (b), readonly, 0);
+  return layer_default_export (from_backend (b), readonly, conn_is_tls ());
 }
 
 static const char *

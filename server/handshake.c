@@ -151,24 +151,23 @@ describe_export (struct connection *conn)
   if (conn->can_cache) f |= NBD_FLAG_SEND_CACHE;
   conn->eflags = f;
 
+  /* Block sizes are advertised only when some layer gives them (all
+   * zero means none does), and then exactly as given: the maximum is a
+   * promise about what the layers accept, not about the server's own
+   * payload limit (MAX_REQUEST_SIZE), which applies either way.
+   */
   uint32_t min, pref, max;
   if (layer_block_size (c, &min, &pref, &max) == -1)
     return -1;
-  if (min == 0 && pref == 0 && max == 0) {
-    min = 1;
-    pref = 4096;
-    max = MAX_REQUEST_SIZE;
-  }
-  if (!is_power_of_2 (min) || min > 65536 || !is_power_of_2 (pref) ||
-      pref < 512 || pref > 32 * 1024 * 1024 || pref < min ||
-      (max != 0xffffffff && (max < pref || max % min != 0))) {
+  conn->block_sizes = min != 0 || pref != 0 || max != 0;
+  if (conn->block_sizes &&
+      (!is_power_of_2 (min) || min > 65536 || !is_power_of_2 (pref) ||
+       pref < 512 || pref > 32 * 1024 * 1024 || pref < min ||
+       (max != 0xffffffff && (max < pref || max % min != 0)))) {
     nbdkit_error ("the plugin's block size constraints (%" PRIu32 ", %"
                   PRIu32 ", %" PRIu32 ") are not valid", min, pref, max);
     return -1;
   }
-  /* Payloads are capped by the server whatever the plugin says. */
-  if (max > MAX_REQUEST_SIZE)
-    max = MAX_REQUEST_SIZE - MAX_REQUEST_SIZE % min;
   conn->block_min = min;
   conn->block_pref = pref;
   conn->block_max = max;
@@ -249,6 +248,12 @@ opt_list (struct connection *conn, uint32_t option, uint32_t len)
   if (len != 0)
     return send_error (conn, option, NBD_REP_ERR_INVALID,
                        "NBD_OPT_LIST takes no payload");
+  /* As nbdkit: the list once per connection, so that list_exports is
+   * asked at most once (a client that loops on LIST gets nowhere).
+   */
+  if (conn->exports_listed)
+    return send_error (conn, option, NBD_REP_ERR_INVALID,
+                       "the export list was already sent");
 
   struct nbdkit_exports *exports = nbdkit_exports_new ();
   if (!exports)
@@ -284,6 +289,7 @@ opt_list (struct connection *conn, uint32_t option, uint32_t len)
     }
   }
   nbdkit_exports_free (exports);
+  conn->exports_listed = true;
   return send_reply (conn, option, NBD_REP_ACK);
 }
 
@@ -301,7 +307,10 @@ send_infos (struct connection *conn, uint32_t option, const char *payload,
                    NULL, 0) == -1)
     return -1;
 
-  bool sent_name = false, sent_desc = false;
+  /* Each requested item once, in the order asked; NBD_INFO_EXPORT
+   * went first whether asked or not, and unknown items are ignored.
+   */
+  bool sent_name = false, sent_desc = false, sent_bs = false;
   for (uint16_t i = 0; i < nrinfos; i++) {
     uint16_t what = get16 (payload + 2 * i);
     if (what == NBD_INFO_NAME && !sent_name) {
@@ -319,15 +328,24 @@ send_infos (struct connection *conn, uint32_t option, const char *payload,
                             d, strnlen (d, NBD_MAX_STRING)) == -1)
         return -1;
     }
+    else if (what == NBD_INFO_BLOCK_SIZE && !sent_bs) {
+      /* Only when asked, and only when the layers have sizes: without
+       * them a client assumes the protocol's defaults, as with nbdkit.
+       */
+      struct nbd_info_block_size bs = {
+        .info = htobe16 (NBD_INFO_BLOCK_SIZE),
+        .minimum = htobe32 (conn->block_min),
+        .preferred = htobe32 (conn->block_pref),
+        .maximum = htobe32 (conn->block_max),
+      };
+      sent_bs = true;
+      if (conn->block_sizes &&
+          send_reply2 (conn, option, NBD_REP_INFO, &bs, sizeof bs,
+                       NULL, 0) == -1)
+        return -1;
+    }
   }
-
-  struct nbd_info_block_size bs = {
-    .info = htobe16 (NBD_INFO_BLOCK_SIZE),
-    .minimum = htobe32 (conn->block_min),
-    .preferred = htobe32 (conn->block_pref),
-    .maximum = htobe32 (conn->block_max),
-  };
-  return send_reply2 (conn, option, NBD_REP_INFO, &bs, sizeof bs, NULL, 0);
+  return 0;
 }
 
 /* NBD_OPT_INFO and NBD_OPT_GO.  Returns 1 when GO succeeded. */
@@ -545,6 +563,9 @@ opt_starttls (struct connection *conn, uint32_t option, uint32_t len,
   conn->meta_base_allocation = false;
   conn->structured = false;
   conn->extended = false;
+  /* The layers may name other exports to a TLS client. */
+  layer_forget_default_exports (conn);
+  conn->exports_listed = false;
   return 0;
 }
 

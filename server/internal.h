@@ -38,7 +38,16 @@ DEFINE_VECTOR_TYPE (const_string_vector, const char *);
 DEFINE_VECTOR_TYPE (int_vector, int);
 
 /* Limits that protect the server from what clients send. */
-#define MAX_REQUEST_SIZE   (32 * 1024 * 1024) /* read/write payload */
+/* The longest read or write: longer ones are refused with ENOMEM, as
+ * nbdkit refuses them, whatever block sizes the layers advertise.  A
+ * refused write's payload is read and thrown away up to
+ * MAX_SKIPPED_PAYLOAD; beyond that the connection ends (no reply).
+ * A connection's reads and writes in flight hold at most
+ * MAX_PAYLOAD_IN_FLIGHT bytes of buffers (request.c).
+ */
+#define MAX_REQUEST_SIZE   (64 * 1024 * 1024)
+#define MAX_SKIPPED_PAYLOAD (2 * (uint64_t) MAX_REQUEST_SIZE)
+#define MAX_PAYLOAD_IN_FLIGHT (512 * 1024 * 1024)
 #define MAX_OPTION_LENGTH  (64 * 1024)        /* one handshake option */
 #define MAX_META_QUERIES   128
 #define DEFAULT_THREADS    16
@@ -273,6 +282,10 @@ extern int layer_list_exports (struct layer *l, int readonly, int is_tls,
                                struct nbdkit_exports *exports);
 extern const char *layer_default_export (struct layer *l, int readonly,
                                          int is_tls);
+/* Forget the default exports kept for CONN (at the start of TLS, when
+ * is_tls changes, and at the end of the connection).
+ */
+extern void layer_forget_default_exports (struct connection *conn);
 extern const char *layer_export_description (struct context *c);
 extern int layer_block_size (struct context *c, uint32_t *minimum,
                              uint32_t *preferred, uint32_t *maximum);
@@ -360,11 +373,13 @@ struct connection {
   bool extended;
   bool meta_base_allocation;    /* base:allocation selected */
   char *meta_export;            /* export named in SET_META_CONTEXT */
+  bool exports_listed;          /* NBD_OPT_LIST was answered */
   char *exportname;
   struct context *top;
   uint64_t exportsize;
   uint16_t eflags;
-  uint32_t block_min, block_pref, block_max;
+  bool block_sizes;             /* a layer gave block sizes */
+  uint32_t block_min, block_pref, block_max; /* as it gave them */
   bool can_write, can_flush, can_trim, can_zero, can_fast_zero;
   bool can_fua, can_cache, can_extents, can_multi_conn;
 
@@ -377,6 +392,13 @@ struct connection {
   pthread_mutex_t read_lock;
   pthread_mutex_t write_lock;
   pthread_mutex_t status_lock;
+  /* Bytes of large buffers that requests in flight hold against
+   * MAX_PAYLOAD_IN_FLIGHT (request.c), and the signal that some came
+   * back.  payload_lock is a leaf, taken under the read lock or alone.
+   */
+  pthread_mutex_t payload_lock;
+  pthread_cond_t payload_back;
+  uint64_t payload_held;
   bool closing;
   const char *close_reason;
   /* The server's stop cut this connection while its client was still
@@ -392,6 +414,9 @@ struct connection {
    * replies).  Written only under write_lock; read without it.
    */
   uint64_t replies;
+
+  /* Each layer's default export, by depth, once asked (backend.c). */
+  string_vector default_exports;
 
   /* Strings from nbdkit_strdup_intern during this connection. */
   pthread_mutex_t intern_lock;

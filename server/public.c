@@ -364,11 +364,15 @@ nbdkit_read_password (const char *value, char **password)
 }
 
 /* Sleeps, but gives up (-1, ESHUTDOWN) as soon as there is no point
- * in going on: the server is stopping, or the current connection has
- * been cut off (a client that sent NBD_CMD_DISC is still waited for,
- * so the delay filter's delay-close applies to it alone).  The server
- * stopping wakes the sleep at once; a connection cut off is noticed
- * within 100 ms.
+ * in going on: the server is stopping, the current connection has been
+ * cut off, or its client has gone (closed its end of the socket), as
+ * in nbdkit, whose clients rely on a request left sleeping by a client
+ * that went away not holding up the next one under a serialising
+ * thread model.  A client that sent NBD_CMD_DISC is still waited for
+ * while it waits for the server to close, so the delay filter's
+ * delay-close applies to it alone.  The server stopping and the client
+ * hanging up wake the sleep at once; a connection cut off for another
+ * reason is noticed within 100 ms.
  */
 int
 nbdkit_nanosleep (unsigned sec, unsigned nsec)
@@ -379,6 +383,7 @@ nbdkit_nanosleep (unsigned sec, unsigned nsec)
     return -1;
   }
   struct connection *conn = conn_current ();
+  int sock = conn ? conn->sockin : -1;    /* watched for the client's end */
   uint64_t end = now_ns () + sec * UINT64_C (1000000000) + nsec;
   for (;;) {
     if (server_stopping ()) {
@@ -397,11 +402,27 @@ nbdkit_nanosleep (unsigned sec, unsigned nsec)
     uint64_t slice = MIN (end - now, UINT64_C (100000000));
     struct timespec ts = { .tv_sec = slice / 1000000000,
                            .tv_nsec = slice % 1000000000 };
-    struct pollfd p = { .fd = server_quit_fd (), .events = POLLIN };
-    if (p.fd >= 0)
-      ppoll (&p, 1, &ts, NULL);   /* EINTR: just look again */
-    else
-      nanosleep (&ts, NULL);
+    /* poll ignores a negative fd: without a quit pipe or a connection
+     * this is a plain sleep.
+     */
+    struct pollfd p[2] = {
+      { .fd = server_quit_fd (), .events = POLLIN },
+      { .fd = sock, .events = POLLRDHUP },
+    };
+    if (ppoll (p, 2, &ts, NULL) > 0 &&  /* EINTR: just look again */
+        (p[1].revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+      /* After NBD_CMD_DISC the server shuts its own reading side,
+       * which looks the same: that client is still there, and the
+       * socket, which would now wake every poll, is no longer watched.
+       */
+      if (conn_is_closing (conn) && !conn_is_aborted (conn)) {
+        sock = -1;
+        continue;
+      }
+      nbdkit_error ("nbdkit_nanosleep: the client has gone");
+      errno = ESHUTDOWN;
+      return -1;
+    }
   }
 }
 

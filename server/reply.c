@@ -408,9 +408,9 @@ send_fd_data (struct connection *conn, struct worker *w,
 }
 
 /* Send (or, with HOLD, hold back) the reply to REQ. */
-int
-tx_send_reply (struct connection *conn, struct worker *w,
-               const struct request *req, int err, int ndesc, bool hold)
+static int
+send_reply (struct connection *conn, struct worker *w,
+            const struct request *req, int err, int ndesc, bool hold)
 {
   struct iovec iov[4];
   int n = 0;
@@ -521,4 +521,16 @@ tx_send_reply (struct connection *conn, struct worker *w,
     return 0;
   LOCK_FOR_SCOPE (&conn->write_lock);
   return flush_locked (conn, w, 1, req, iov, n, &simple);
+}
+
+int
+tx_send_reply (struct connection *conn, struct worker *w,
+               const struct request *req, int err, int ndesc, bool hold)
+{
+  int r = send_reply (conn, w, req, err, ndesc, hold);
+  /* The data is out (or copied into w->out, or lost with the client):
+   * a large buffer is given back now, not kept for the next request.
+   */
+  tx_return_payload (conn, w);
+  return r;
 }

@@ -4,12 +4,16 @@
  * header (compact or extended), fires request_start, reads the payload
  * (into the worker's buffer, or straight into memory the plugin lends),
  * and checks every field against the export and the negotiated limits.
+ * A large read or write also holds its share of what the connection's
+ * requests in flight may allocate (hold_payload), until its reply is
+ * out (tx_return_payload, from reply.c).
  * This is the edge: the layers below trust what passes.  A request
  * that fails the checks leaves with req->error set, to be answered and
  * not run; one whose framing cannot be trusted ends the connection.
  */
 #include <config.h>
 
+#include <assert.h>
 #include <endian.h>
 #include <errno.h>
 #include <stdint.h>
@@ -115,10 +119,56 @@ validate (struct connection *conn, const struct request *req)
   if (req->offset > conn->exportsize ||
       req->count > conn->exportsize - req->offset)
     return is_write && req->type != NBD_CMD_TRIM ? ENOSPC : EINVAL;
+  /* The server's own limit on reads and writes, after the range as in
+   * nbdkit, and with nbdkit's answer.  A maximum block size that the
+   * layers advertise is not enforced here: a request above it reaches
+   * them, and they decide (the blocksize-policy filter may refuse it).
+   */
   if ((req->type == NBD_CMD_READ || req->type == NBD_CMD_WRITE) &&
-      req->count > conn->block_max)
-    return EOVERFLOW;
+      req->count > MAX_REQUEST_SIZE) {
+    NBDKIT_LIMIT_HIT (conn->id, "payload");
+    return ENOMEM;
+  }
   return 0;
+}
+
+/* Hold N bytes of the connection's MAX_PAYLOAD_IN_FLIGHT for the
+ * request in hand, until tx_return_payload.  A request that fits the
+ * buffer a worker keeps holds nothing.  When the connection's reads
+ * and writes in flight already hold too much, wait for some to be
+ * answered: under the read lock, so the connection reads no more
+ * requests meanwhile, which is what bounds the memory of a client that
+ * sends large reads and never reads the replies.  The workers that
+ * hold the bytes give them back after their reply without taking any
+ * lock of the connection but payload_lock, so the wait ends.
+ */
+static void
+hold_payload (struct connection *conn, struct worker *w, uint64_t n)
+{
+  if (n <= KEPT_BUFFER)
+    return;
+  assert (w->holding == 0 && n <= MAX_PAYLOAD_IN_FLIGHT);
+  LOCK_FOR_SCOPE (&conn->payload_lock);
+  while (conn->payload_held + n > MAX_PAYLOAD_IN_FLIGHT)
+    pthread_cond_wait (&conn->payload_back, &conn->payload_lock);
+  conn->payload_held += n;
+  w->holding = n;
+}
+
+void
+tx_return_payload (struct connection *conn, struct worker *w)
+{
+  if (w->cap > KEPT_BUFFER) {
+    free (w->buf);
+    w->buf = NULL;
+    w->cap = 0;
+  }
+  if (w->holding) {
+    LOCK_FOR_SCOPE (&conn->payload_lock);
+    conn->payload_held -= w->holding;
+    w->holding = 0;
+    pthread_cond_broadcast (&conn->payload_back);
+  }
 }
 
 /* What receiving a write payload into the plugin's memory came to. */
@@ -218,20 +268,31 @@ tx_recv_request (struct connection *conn, struct worker *w,
   else if (conn->extended && (req->flags & NBD_CMD_FLAG_PAYLOAD_LEN))
     payload = req->count;
 
-  if (payload > MAX_REQUEST_SIZE) {
-    /* Refused from the header alone: reading it could take forever. */
+  if (payload > MAX_SKIPPED_PAYLOAD) {
+    /* Refused from the header alone: reading the payload would tie the
+     * connection up for too long.  nbdkit hangs up without a reply
+     * (the protocol allows it for a payload this size), and so do we;
+     * marked closing while we hold the read lock, so that no other
+     * worker reads the payload as a request header.
+     */
     NBDKIT_PROTOCOL_VIOLATION (conn->id, "payload too large");
     NBDKIT_LIMIT_HIT (conn->id, "payload");
-    /* Mark closing while we still hold the read lock, so no other
-     * worker reads the unread payload as a request header.
-     */
     conn_set_closing (conn, "request too large");
-    req->error = EOVERFLOW;
-    return RECV_LAST_REQUEST;
+    return RECV_CLOSED;
   }
   if (req->type == NBD_CMD_WRITE) {
     req->error = validate (conn, req);
-    if (req->error == 0 && w->zc_write && payload > ZC_MIN_WRITE &&
+    if (req->error) {
+      /* Refused (too long, past the end, ...): the payload is read and
+       * thrown away, and the connection goes on.
+       */
+      if (discard (conn, w, payload) == -1) {
+        conn_set_closing (conn, "read error");
+        return RECV_CLOSED;
+      }
+      return RECV_REQUEST;
+    }
+    if (w->zc_write && payload > ZC_MIN_WRITE &&
         payload <= ZC_MAX_BYTES && !(req->flags & NBD_CMD_FLAG_FUA)) {
       switch (recv_mapped (conn, w, req)) {
       case MAPPED_IN: return RECV_REQUEST;
@@ -239,10 +300,12 @@ tx_recv_request (struct connection *conn, struct worker *w,
       case MAPPED_DECLINED: break;
       }
     }
+    hold_payload (conn, w, payload);
     if (!tx_grow (w, payload)) {
       req->error = ENOMEM;
       if (discard (conn, w, payload) == -1) {
         conn_set_closing (conn, "read error");
+        tx_return_payload (conn, w);
         return RECV_CLOSED;
       }
       return RECV_REQUEST;
@@ -250,6 +313,7 @@ tx_recv_request (struct connection *conn, struct worker *w,
     if (conn_recv (conn, w->buf, payload) == -1) {
       NBDKIT_PROTOCOL_VIOLATION (conn->id, "write payload cut short");
       conn_set_closing (conn, "read error");
+      tx_return_payload (conn, w);      /* no reply will do it */
       return RECV_CLOSED;
     }
     return RECV_REQUEST;
@@ -264,6 +328,8 @@ tx_recv_request (struct connection *conn, struct worker *w,
   }
 
   req->error = validate (conn, req);
+  if (req->error == 0 && req->type == NBD_CMD_READ)
+    hold_payload (conn, w, req->count);
   return RECV_REQUEST;
 
  bad_magic:

@@ -69,6 +69,8 @@ struct worker {
   unsigned index;               /* in the pool */
   char *buf;                    /* payload in, data out */
   size_t cap;
+  uint64_t holding;             /* of MAX_PAYLOAD_IN_FLIGHT, for the
+                                 * request in hand (request.c) */
   struct nbd_block_descriptor_64 *desc;   /* block status scratch */
   byte_vector out;              /* replies held back to go out together */
   uint64_t out_n;               /* how many replies are in out */
@@ -141,6 +143,13 @@ enum worker_phase {
 #define MAX_HELD_REPLIES (1024 * 1024)
 #define MAX_HELD_REPLY (64 * 1024)
 
+/* A worker keeps a buffer of up to KEPT_BUFFER bytes from one request
+ * to the next.  A larger one (a read or write of more) is given back
+ * with its reply (tx_return_payload), so that a connection that once
+ * served large requests does not hold that much per worker for good.
+ */
+#define KEPT_BUFFER (4 * 1024 * 1024)
+
 /* Make the worker's buffer hold NEED bytes; what it held is lost.  It
  * starts on a page: where it happened to sit decided how fast the
  * kernel copied a payload from it into the file plugin's page cache
@@ -188,6 +197,11 @@ tx_request_buffered (const struct connection *conn)
 extern enum recv_outcome tx_recv_request (struct connection *conn,
                                           struct worker *w,
                                           struct request *req);
+/* request.c: once the reply to the request in hand is out (or failed),
+ * give back its large buffer and its share of MAX_PAYLOAD_IN_FLIGHT.
+ * With no connection lock held.
+ */
+extern void tx_return_payload (struct connection *conn, struct worker *w);
 
 /* reply.c */
 extern int tx_layer_error_for_reply (int err, uint16_t nbd_flags);

@@ -23,19 +23,19 @@ fi
 
 hostile="$srcdir/hostile-client.py"
 
-start_server memory 64M
+start_server memory 256M
 t /usr/bin/python3 "$hostile" "$sock" "$server_pid" connections \
   --case idle-1000
 kill -0 "$server_pid" || fail "the server died"
 stop_server
 
-start_server --max-connections 16 memory 64M
+start_server --max-connections 16 memory 256M
 t /usr/bin/python3 "$hostile" "$sock" "$server_pid" connections \
   --case connection-limit --max-connections 16
 kill -0 "$server_pid" || fail "the server died"
 stop_server
 
-start_server --handshake-timeout 2 memory 64M
+start_server --handshake-timeout 2 memory 256M
 t /usr/bin/python3 "$hostile" "$sock" "$server_pid" connections \
   --case drip-feed --handshake-timeout 2
 kill -0 "$server_pid" || fail "the server died"
@@ -43,7 +43,7 @@ stop_server
 
 # The client lowers this server's descriptor limit to 64 (setrlimit on
 # another process of the same user) and opens 200 connections.
-start_server memory 64M 2>"$tmpdir/fd-exhaustion.log"
+start_server memory 256M 2>"$tmpdir/fd-exhaustion.log"
 t /usr/bin/python3 "$hostile" "$sock" "$server_pid" connections \
   --case fd-exhaustion --fd-limit 64 --fd-flood 200
 kill -0 "$server_pid" || fail "the server died"

@@ -12,6 +12,6 @@
 source "$(dirname "$0")/functions.sh"
 requires test -x /usr/bin/python3
 
-start_server memory 64M
+start_server memory 256M
 t /usr/bin/python3 "$srcdir/hostile-client.py" "$sock" "$server_pid" handshake
 kill -0 "$server_pid" || fail "the server died"

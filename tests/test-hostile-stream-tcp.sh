@@ -8,7 +8,7 @@
 source "$(dirname "$0")/functions.sh"
 requires test -x /usr/bin/python3
 
-start_tcp_server memory 64M
+start_tcp_server memory 256M
 t /usr/bin/python3 "$srcdir/hostile-client.py" "tcp:127.0.0.1:$port" \
   "$server_pid" stream
 kill -0 "$server_pid" || fail "the server died"
