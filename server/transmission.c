@@ -283,14 +283,12 @@ tx_worker_loop (void *arg)
     /* Hold the reply back while more requests wait in the buffer, if
      * this is the connection's only worker.
      */
-    bool hold = r == RECV_REQUEST && !parking && w->index == 0 && pool->active == 1 &&
+    bool hold = !parking && w->index == 0 && pool->active == 1 &&
       tx_request_buffered (conn);
     if (tx_send_reply (conn, w, &req, err, ndesc, hold) == -1) {
       conn_set_closing (conn, "write error");
       break;
     }
-    if (r == RECV_LAST_REQUEST)
-      break;
   }
   if (w->out.len && tx_flush_replies (conn, w) == -1)
     conn_set_closing (conn, "write error");

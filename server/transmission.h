@@ -35,9 +35,6 @@ struct request {
 enum recv_outcome {
   RECV_REQUEST,                 /* *req to run (or refuse with req->error)
                                  * and answer */
-  RECV_LAST_REQUEST,            /* *req to answer (it is refused), then
-                                 * the connection ends: its framing is
-                                 * lost */
   RECV_DISCONNECT,              /* NBD_CMD_DISC: no reply, the end */
   RECV_CLOSED,                  /* the connection is over (end of file,
                                  * a read error, bad magic): no reply */
