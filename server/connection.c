@@ -179,8 +179,23 @@ conn_count_active (void)
 
 /* Stop reading from every connection: requests in flight finish and
  * send their replies, then each connection closes.  Waits up to
- * TIMEOUT_S seconds for them to go.
+ * TIMEOUT_S seconds for them to go (the drain); then cuts short what
+ * is still in flight (server_end_drain: nbdkit_nanosleep gives up) and
+ * waits up to AFTER_DRAIN_S more.  Every stop signal, nbdkit_shutdown
+ * and the end of a --run command stop the same way.
  */
+#define AFTER_DRAIN_S 2
+
+static bool
+registry_wait (const struct timespec *deadline)
+{
+  while (registry.len > 0 || n_admitted > 0)
+    if (pthread_cond_timedwait (&registry_empty, &registry_lock,
+                                deadline) == ETIMEDOUT)
+      return false;
+  return true;
+}
+
 void
 conn_shutdown_all (int timeout_s)
 {
@@ -192,21 +207,29 @@ conn_shutdown_all (int timeout_s)
   {
     LOCK_FOR_SCOPE (&registry_lock);
     for (size_t i = 0; i < registry.len; i++) {
+      struct connection *conn = registry.ptr[i];
       /* A client that has already hung up (a --run command that
        * exited) left on its own: its connection ends as it would
        * have without the stop.
        */
-      struct pollfd pfd = { .fd = registry.ptr[i]->sockin,
-                            .events = POLLRDHUP };
+      struct pollfd pfd = { .fd = conn->sockin, .events = POLLRDHUP };
       if (poll (&pfd, 1, 0) == 1 && (pfd.revents & (POLLRDHUP | POLLHUP)))
         continue;
-      registry.ptr[i]->cut_by_stop = true;
-      shutdown (registry.ptr[i]->sockin, SHUT_RD);
+      /* No more requests are read; those read already run on, and a
+       * sleep among them goes on until the drain is over.
+       */
+      conn->cut_by_stop = true;
+      conn_set_closing (conn, "stop");
+      shutdown (conn->sockin, SHUT_RD);
     }
-    while (registry.len > 0 || n_admitted > 0)
-      if (pthread_cond_timedwait (&registry_empty, &registry_lock,
-                                  &deadline) == ETIMEDOUT)
-        break;
+    if (!registry_wait (&deadline)) {
+      nbdkit_debug ("stop: requests still in flight after %d s: "
+                    "cutting them short", timeout_s);
+      server_end_drain ();
+      clock_gettime (CLOCK_REALTIME, &deadline);
+      deadline.tv_sec += AFTER_DRAIN_S;
+      registry_wait (&deadline);
+    }
   }
   /* Those that finished; any still serving past the deadline are left. */
   conn_reap_threads ();
@@ -229,14 +252,16 @@ conn_is_closing (struct connection *conn)
   return conn->closing;
 }
 
-/* Closing for any reason but the client's NBD_CMD_DISC: nothing more
- * will reach the client, so there is no point in waiting for it.
+/* Closing for any reason but the client's NBD_CMD_DISC, or a stop
+ * whose drain is not over: nothing more will reach the client, so
+ * there is no point in waiting for it.
  */
 bool
 conn_is_aborted (struct connection *conn)
 {
   LOCK_FOR_SCOPE (&conn->status_lock);
-  return conn->closing && strcmp (conn->close_reason, "disconnect") != 0;
+  return conn->closing && strcmp (conn->close_reason, "disconnect") != 0 &&
+    (strcmp (conn->close_reason, "stop") != 0 || server_drain_over ());
 }
 
 

@@ -561,8 +561,9 @@ extern int exports_resolve_default (struct nbdkit_exports *e, struct layer *l,
 /* ---- main.c: the start-up order ---- */
 extern void server_request_shutdown (const char *reason);
 extern const struct config *server_config (void);
-extern bool server_stopping (void);
-extern int server_quit_fd (void);
+extern bool server_drain_over (void);
+extern int server_drain_fd (void);
+extern void server_end_drain (void);
 
 /* ---- options.c: the command line ---- */
 extern void options_parse (struct config *cfg, int argc, char *argv[]);

@@ -29,6 +29,13 @@
 static int quit_pipe[2] = { -1, -1 };
 static const char *volatile stop_reason;
 
+/* The end of a stop's drain (server_end_drain): requests still in
+ * flight then, such as those asleep in nbdkit_nanosleep, are cut short.
+ * Readable once the drain is over; set up with quit_pipe.
+ */
+static int drain_pipe[2] = { -1, -1 };
+static volatile bool drain_over;
+
 /* The configuration, published read-only for nbdkit_stdio_safe. */
 static const struct config *the_config;
 
@@ -50,19 +57,32 @@ server_request_shutdown (const char *reason)
   }
 }
 
-/* For nbdkit_nanosleep: is the server stopping, and the fd that
- * becomes readable when it does (-1 before it exists).
+/* For nbdkit_nanosleep: is the stop's drain over, and the fd that
+ * becomes readable when it is (-1 before it exists).  A stop first
+ * lets requests in flight finish (conn_shutdown_all), sleeps included;
+ * only at the end of that time are sleeps cut short.
  */
 bool
-server_stopping (void)
+server_drain_over (void)
 {
-  return stop_reason != NULL;
+  return drain_over;
 }
 
 int
-server_quit_fd (void)
+server_drain_fd (void)
 {
-  return quit_pipe[0];
+  return drain_pipe[0];
+}
+
+void
+server_end_drain (void)
+{
+  drain_over = true;
+  if (drain_pipe[1] >= 0) {
+    char c = 0;
+    ssize_t r = write (drain_pipe[1], &c, 1);
+    (void) r;
+  }
 }
 
 static void
@@ -250,7 +270,8 @@ main (int argc, char *argv[])
   if (cfg.exit_with_parent)
     prctl (PR_SET_PDEATHSIG, SIGTERM);
 
-  if (pipe2 (quit_pipe, O_CLOEXEC) == -1) {
+  if (pipe2 (quit_pipe, O_CLOEXEC) == -1 ||
+      pipe2 (drain_pipe, O_CLOEXEC) == -1) {
     nbdkit_error ("pipe2: %m");
     exit (EXIT_FAILURE);
   }

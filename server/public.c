@@ -364,15 +364,17 @@ nbdkit_read_password (const char *value, char **password)
 }
 
 /* Sleeps, but gives up (-1, ESHUTDOWN) as soon as there is no point
- * in going on: the server is stopping, the current connection has been
- * cut off, or its client has gone (closed its end of the socket), as
- * in nbdkit, whose clients rely on a request left sleeping by a client
- * that went away not holding up the next one under a serialising
- * thread model.  A client that sent NBD_CMD_DISC is still waited for
- * while it waits for the server to close, so the delay filter's
- * delay-close applies to it alone.  The server stopping and the client
- * hanging up wake the sleep at once; a connection cut off for another
- * reason is noticed within 100 ms.
+ * in going on: a stopping server's time for requests in flight is up,
+ * the current connection has been cut off, or its client has gone
+ * (closed its end of the socket), as in nbdkit, whose clients rely on
+ * a request left sleeping by a client that went away not holding up
+ * the next one under a serialising thread model.  A client that sent
+ * NBD_CMD_DISC is still waited for while it waits for the server to
+ * close, so the delay filter's delay-close applies to it alone; so is
+ * one whose server has begun to stop, until the drain is over
+ * (conn_shutdown_all).  The end of the drain and the client hanging up
+ * wake the sleep at once; a connection cut off for another reason is
+ * noticed within 100 ms.
  */
 int
 nbdkit_nanosleep (unsigned sec, unsigned nsec)
@@ -386,7 +388,7 @@ nbdkit_nanosleep (unsigned sec, unsigned nsec)
   int sock = conn ? conn->sockin : -1;    /* watched for the client's end */
   uint64_t end = now_ns () + sec * UINT64_C (1000000000) + nsec;
   for (;;) {
-    if (server_stopping ()) {
+    if (server_drain_over ()) {
       nbdkit_error ("nbdkit_nanosleep: the server is shutting down");
       errno = ESHUTDOWN;
       return -1;
@@ -406,7 +408,7 @@ nbdkit_nanosleep (unsigned sec, unsigned nsec)
      * this is a plain sleep.
      */
     struct pollfd p[2] = {
-      { .fd = server_quit_fd (), .events = POLLIN },
+      { .fd = server_drain_fd (), .events = POLLIN },
       { .fd = sock, .events = POLLRDHUP },
     };
     if (ppoll (p, 2, &ts, NULL) > 0 &&  /* EINTR: just look again */
