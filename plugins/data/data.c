@@ -41,6 +41,9 @@
  */
 #define MAP_PAGE 32768
 
+/* -D data.AST=1: show the parsed expression in the debug log. */
+NBDKIT_DLL_PUBLIC int data_debug_AST = 0;
+
 struct var {
   char *name;
   char *value;
@@ -266,6 +269,8 @@ data_config_complete (void)
     t = data_parse (source, &opts, &len);
     if (t == NULL)
       return -1;
+    if (data_debug_AST)
+      data_show (t, nbdkit_debug);
     disk_size = size >= 0 ? (uint64_t) size : len;
     r = make_store (disk_size);
     if (r == 0)

@@ -5,4 +5,5 @@ TESTS += \
 	test-data-compare.sh \
 	test-data-errors.sh \
 	test-data-probes.sh \
-	test-data-written-zeroes.sh
+	test-data-written-zeroes.sh \
+	test-data-ast.sh
