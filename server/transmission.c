@@ -100,7 +100,7 @@ block_status (struct connection *conn, struct worker *w,
     *err = EIO;
     return -1;
   }
-  if (n > MAX_DESCRIPTORS) {
+  if (!one && n > MAX_DESCRIPTORS) {
     NBDKIT_LIMIT_HIT (conn->id, "descriptors");
     n = MAX_DESCRIPTORS;
   }

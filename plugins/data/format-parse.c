@@ -218,13 +218,6 @@ is_literal (const struct node *n)
   return n->kind == N_BYTES && n->source == NULL;
 }
 
-/* Literals next to each other in a list make one run of bytes, as in
- * nbdkit, where "0 0" is a run of zeroes (left a hole) while "0" alone
- * or "0 1" are bytes stored.  Returns the node to put in place of
- * PREV: PREV itself, grown, if an earlier join made it (it is in no
- * other list), else a new node, since PREV may be named and used
- * elsewhere.
- */
 /* Room for a joined run of LEN bytes: doubling, so that a long list of
  * single bytes costs linear time.
  */
@@ -238,6 +231,13 @@ join_room (uint64_t len)
   return r;
 }
 
+/* Literals next to each other in a list make one run of bytes, as in
+ * nbdkit, where "0 0" is a run of zeroes (left a hole) while "0" alone
+ * or "0 1" are bytes stored.  Returns the node to put in place of
+ * PREV: PREV itself, grown, if an earlier join made it (it is in no
+ * other list), else a new node, since PREV may be named and used
+ * elsewhere.
+ */
 static struct node *
 join_literals (struct parser *p, struct node *prev, const struct node *n)
 {
