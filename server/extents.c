@@ -3,7 +3,10 @@
  * read back by the server (block status) or by filters.  A list covers
  * [start, end): extents must be added in order and without gaps;
  * anything outside the range is clipped, adjacent extents of the same
- * type are merged.
+ * type are merged.  A list may also know how much its reader wants
+ * (extents_new_wanted, for block status replies): once what it holds
+ * reaches that far it keeps only growing its last extent, so a layer
+ * that describes the whole disk costs no more than the reply needs.
  */
 #include <config.h>
 
@@ -24,12 +27,20 @@ DEFINE_VECTOR_TYPE (extent_list, struct nbdkit_extent);
 struct nbdkit_extents {
   extent_list v;
   uint64_t start, end;
+  uint64_t wanted;              /* start <= wanted <= end */
   uint64_t next;                /* where the next extent must begin */
   bool any;                     /* has anything been added */
+  bool done;                    /* full, or past wanted: keep no more */
 };
 
 struct nbdkit_extents *
 nbdkit_extents_new (uint64_t start, uint64_t end)
+{
+  return extents_new_wanted (start, end, end);
+}
+
+struct nbdkit_extents *
+extents_new_wanted (uint64_t start, uint64_t wanted, uint64_t end)
 {
   if (start > INT64_MAX || end > INT64_MAX || start > end) {
     nbdkit_error ("nbdkit_extents_new: bad range [%" PRIu64 ", %" PRIu64
@@ -44,6 +55,7 @@ nbdkit_extents_new (uint64_t start, uint64_t end)
   }
   e->start = e->next = start;
   e->end = end;
+  e->wanted = wanted < start ? start : wanted > end ? end : wanted;
   return e;
 }
 
@@ -92,15 +104,26 @@ nbdkit_add_extent (struct nbdkit_extents *e, uint64_t offset,
   /* Clip to [start, end). */
   uint64_t lo = offset < e->start ? e->start : offset;
   uint64_t hi = e->next > e->end ? e->end : e->next;
-  if (lo >= hi)
+  if (lo >= hi || e->done)
     return 0;
 
-  if (e->v.len > 0 && e->v.ptr[e->v.len - 1].type == type) {
-    e->v.ptr[e->v.len - 1].length += hi - lo;
-    return 0;
+  if (e->v.len > 0) {
+    struct nbdkit_extent *last = &e->v.ptr[e->v.len - 1];
+
+    if (last->type == type) {
+      last->length += hi - lo;
+      return 0;
+    }
+    /* The reader has all it wants, or the list is full: from here on
+     * nothing is kept, or the last extent would grow over what was
+     * dropped.
+     */
+    if (last->offset + last->length >= e->wanted ||
+        e->v.len >= MAX_EXTENTS) {
+      e->done = true;
+      return 0;
+    }
   }
-  if (e->v.len >= MAX_EXTENTS)
-    return 0;
   if (extent_list_append (&e->v, (struct nbdkit_extent) {
         .offset = lo, .length = hi - lo, .type = type }) == -1) {
     nbdkit_error ("realloc: %m");
@@ -167,7 +190,9 @@ nbdkit_extents_full (nbdkit_next *next, uint32_t count, uint64_t offset,
  * describes with several extents gets the type bits all of them share
  * (a block is a hole, or reads as zeroes, only if all of it does).
  * Like a plugin's answer, this may stop short of count: it stops after
- * the first batch of whole blocks next described.
+ * the first batch of whole blocks next described.  It may also go past
+ * count, as far as extents allows, when next describes whole blocks
+ * beyond it anyway.
  */
 int
 nbdkit_extents_aligned (nbdkit_next *next, uint32_t count, uint64_t offset,
@@ -193,8 +218,13 @@ nbdkit_extents_aligned (nbdkit_next *next, uint32_t count, uint64_t offset,
   uint32_t shared = 0;          /* ... with the bits its pieces share */
   bool added = false;
 
+  /* What next says past end is kept as far as its first extent that
+   * reaches end.
+   */
+  const uint64_t part_end = extents->end > end ? extents->end : end;
+
   while (pos < end && (partial || !added)) {
-    struct nbdkit_extents *part = nbdkit_extents_new (pos, end);
+    struct nbdkit_extents *part = extents_new_wanted (pos, end, part_end);
     if (!part) {
       *err = errno ? errno : ENOMEM;
       return -1;

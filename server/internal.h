@@ -554,6 +554,12 @@ extern void public_set_config_param (const char *key, const char *value,
 extern void public_free_interned (struct connection *conn);
 
 /* ---- extents.c, exports.c ---- */
+/* An extent list for [start, end) whose reader needs only what covers
+ * [start, wanted): once that is covered, only the last extent grows.
+ */
+extern struct nbdkit_extents *extents_new_wanted (uint64_t start,
+                                                  uint64_t wanted,
+                                                  uint64_t end);
 extern bool exports_has_default (const struct nbdkit_exports *exports);
 extern int exports_resolve_default (struct nbdkit_exports *e, struct layer *l,
                                     int readonly, int is_tls);

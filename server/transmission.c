@@ -63,17 +63,29 @@ in_chunks (struct context *c, effect_fn fn, uint64_t count, uint64_t offset,
   return 0;
 }
 
-/* Block status: fill w->desc, return the descriptor count or -1. */
+/* Block status: fill w->desc, return the descriptor count or -1.
+ *
+ * The layers are asked about at most MAX_EFFECT_CHUNK bytes (the
+ * length is a hint), and their answer may run past the request: it is
+ * clipped only at the end of the export.  As the protocol asks, every
+ * descriptor but the last ends before offset+count, and with REQ_ONE
+ * the one descriptor ends by then too; the last may go further, which
+ * saves the client asking again about what the layer already said
+ * (nbdkit 1.32 answers the same way).  Compact descriptors carry
+ * 32-bit lengths, so without extended headers a longer extent is cut
+ * to fit, and is then the last.
+ */
 static int
 block_status (struct connection *conn, struct worker *w,
               const struct request *req, uint32_t flags, int *err)
 {
-  uint64_t count = req->count;
-  if (count > MAX_EFFECT_CHUNK)
-    count = MAX_EFFECT_CHUNK;   /* the length is a hint */
+  const uint64_t count = req->count > MAX_EFFECT_CHUNK
+    ? MAX_EFFECT_CHUNK : req->count;
+  const uint64_t wanted = req->offset + req->count; /* checked at the edge */
+  const bool one = flags & NBDKIT_FLAG_REQ_ONE;
 
   struct nbdkit_extents *e =
-    nbdkit_extents_new (req->offset, req->offset + count);
+    extents_new_wanted (req->offset, wanted, conn->exportsize);
   if (!e) {
     *err = ENOMEM;
     return -1;
@@ -89,9 +101,7 @@ block_status (struct connection *conn, struct worker *w,
     *err = EIO;
     return -1;
   }
-  if (flags & NBDKIT_FLAG_REQ_ONE)
-    n = 1;
-  if (n > MAX_DESCRIPTORS) {
+  if (!one && n > MAX_DESCRIPTORS) {
     NBDKIT_LIMIT_HIT (conn->id, "descriptors");
     n = MAX_DESCRIPTORS;
   }
@@ -103,13 +113,22 @@ block_status (struct connection *conn, struct worker *w,
       return -1;
     }
   }
-  for (size_t i = 0; i < n; i++) {
+  size_t i = 0;
+  while (i < n) {
     struct nbdkit_extent x = nbdkit_get_extent (e, i);
-    w->desc[i].length = x.length;
+    uint64_t len = x.length;
+    if (one && len > req->count)
+      len = req->count;
+    if (!conn->extended && len > UINT32_MAX)
+      len = UINT32_MAX;
+    w->desc[i].length = len;
     w->desc[i].status_flags = x.type & (NBD_STATE_HOLE | NBD_STATE_ZERO);
+    i++;
+    if (one || len < x.length || x.offset + len >= wanted)
+      break;
   }
   nbdkit_extents_free (e);
-  return n;
+  return i;
 }
 
 /* Run one validated request.  Returns the errno for the reply; for

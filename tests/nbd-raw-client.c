@@ -11,6 +11,10 @@
  *                                     of at least 8 GiB)
  *   nbd-raw-client SOCKET errors      protocol errors: bad flags, bad
  *                                     requests, past-the-end, bad magic
+ *   nbd-raw-client SOCKET status structured|extended OFFSET COUNT [one]
+ *                                     one BLOCK_STATUS (with REQ_ONE if
+ *                                     "one"), each descriptor printed as
+ *                                     "desc LENGTH FLAGS"
  *
  * Each check prints "ok N - what" or "not ok N - what (why)"; the exit
  * status is 1 if any check failed.  Only the C library and POSIX sockets;
@@ -900,11 +904,70 @@ test_errors (void)
   close (fd);
 }
 
+/* One BLOCK_STATUS request, its descriptors printed for the caller to
+ * judge (their lengths and flags as they came, in either width).
+ */
+static void
+query_status (enum mode mode, uint64_t offset, uint64_t count, bool one)
+{
+  struct export_info info;
+  uint32_t ctx_id = 0;
+  struct reply r;
+  int fd = open_export (mode, &info, &ctx_id);
+
+  send_request (fd, mode, one ? NBD_CMD_FLAG_REQ_ONE : 0,
+                NBD_CMD_BLOCK_STATUS, 1, offset, count, NULL, 0);
+  do {
+    recv_reply (fd, &r);
+    if (r.error)
+      printf ("error %u\n", r.error);
+    else if (r.type == NBD_REPLY_TYPE_BLOCK_STATUS && r.length >= 4 &&
+             (r.length - 4) % 8 == 0) {
+      check (mode != EXTENDED || r.magic == NBD_EXTENDED_REPLY_MAGIC,
+             "the reply's magic suits the headers");
+      for (uint64_t i = 0; i < (r.length - 4) / 8; i++) {
+        struct nbd_block_descriptor_32 d;
+
+        memcpy (&d, r.payload + 4 + 8 * i, sizeof d);
+        printf ("desc %" PRIu32 " %" PRIu32 "\n",
+                be32toh (d.length), be32toh (d.status_flags));
+      }
+    }
+    else if (r.type == NBD_REPLY_TYPE_BLOCK_STATUS_EXT && r.length >= 8 &&
+             (r.length - 8) % 16 == 0) {
+      check (mode == EXTENDED, "64-bit descriptors only with extended "
+             "headers");
+      for (uint64_t i = 0; i < (r.length - 8) / 16; i++) {
+        struct nbd_block_descriptor_64 d;
+
+        memcpy (&d, r.payload + 8 + 16 * i, sizeof d);
+        printf ("desc %" PRIu64 " %" PRIu64 "\n",
+                be64toh (d.length), be64toh (d.status_flags));
+      }
+    }
+    else if (r.type != NBD_REPLY_TYPE_NONE)
+      check (false, "unexpected chunk type %u, length %" PRIu64,
+             r.type, r.length);
+    free (r.payload);
+  } while (!(r.flags & NBD_REPLY_FLAG_DONE));
+  close (fd);
+}
+
 int
 main (int argc, char *argv[])
 {
+  if (argc >= 6 && strcmp (argv[2], "status") == 0) {
+    sockpath = argv[1];
+    query_status (strcmp (argv[3], "extended") == 0 ? EXTENDED : STRUCTURED,
+                  strtoull (argv[4], NULL, 0), strtoull (argv[5], NULL, 0),
+                  argc > 6 && strcmp (argv[6], "one") == 0);
+    printf ("# %d checks, %d failed\n", checks, failures);
+    exit (failures ? 1 : 0);
+  }
   if (argc != 3) {
-    fprintf (stderr, "usage: %s SOCKET handshake|extended|errors\n", argv[0]);
+    fprintf (stderr, "usage: %s SOCKET handshake|extended|errors\n"
+             "       %s SOCKET status structured|extended OFFSET COUNT "
+             "[one]\n", argv[0], argv[0]);
     exit (2);
   }
   sockpath = argv[1];

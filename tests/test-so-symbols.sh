@@ -12,14 +12,15 @@ n=0
 for so in "$abs_top_builddir"/plugins/*/.libs/nbdkit-*-plugin.so \
           "$abs_top_builddir"/filters/*/.libs/nbdkit-*-filter.so; do
   [ -f "$so" ] || continue
-  # Debug flags are named for the plugin as the user types it after -D,
-  # so in upper case for the S3 plugin (S3_debug_verbose).
+  # Debug flags are named as the user types them after -D, so in upper
+  # case for the S3 plugin (S3_debug_verbose) and the data plugin's
+  # data.AST flag (data_debug_AST), as in nbdkit.
   # AddressSanitizer adds an __odr_asan marker beside each exported
   # global (the debug flags) in a sanitizer build.
   case "$so" in
-    *-plugin.so) allowed='^(plugin_init|nbdkit_zerocopy_ops|[A-Za-z0-9_]+_debug_[a-z0-9_]+|__odr_asan[._].*)$'
+    *-plugin.so) allowed='^(plugin_init|nbdkit_zerocopy_ops|[A-Za-z0-9_]+_debug_[A-Za-z0-9_]+|__odr_asan[._].*)$'
                  init=plugin_init ;;
-    *) allowed='^(filter_init|[a-z0-9_]+_debug_[a-z0-9_]+|__odr_asan[._].*)$'
+    *) allowed='^(filter_init|[a-z0-9_]+_debug_[A-Za-z0-9_]+|__odr_asan[._].*)$'
        init=filter_init ;;
   esac
   nm -D --defined-only "$so" | awk '{ print $NF }' > "$tmpdir/syms"

@@ -43,6 +43,12 @@ sa_write (struct allocator *a, const void *buf, uint32_t count,
   return sparse_write (store_of (a), buf, count, offset);
 }
 
+static void
+sa_keep_zero_writes (struct allocator *a)
+{
+  sparse_keep_zero_writes (store_of (a));
+}
+
 static int
 sa_zero (struct allocator *a, uint32_t count, uint64_t offset)
 {
@@ -91,6 +97,7 @@ static const struct allocator_ops sparse_ops = {
   .write = sa_write,
   .zero = sa_zero,
   .extents = sa_extents,
+  .keep_zero_writes = sa_keep_zero_writes,
   .map_read = sa_map_read,
   .unmap_read = sa_unmap_read,
   .map_write = sa_map_write,

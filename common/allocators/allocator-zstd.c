@@ -7,7 +7,8 @@
  * of 512 pointers, of a depth fixed by the size, where a NULL pointer
  * means everything below reads as zeroes.  A stored page is a blob of
  * its compressed bytes; a page that would hold only zeroes is not
- * stored.
+ * stored (unless a write left it so and allocator_keep_zero_writes was
+ * asked for).
  *
  * One mutex covers the tree, the compression contexts and the scratch
  * buffers: every request decompresses and compresses under it, so
@@ -83,6 +84,7 @@ struct zstd_allocator {
   size_t cbuf_size;
   uint64_t pages;               /* pages stored */
   uint64_t compressed;          /* bytes of their blobs */
+  bool keep_zero_writes;        /* set before the first write */
 };
 
 static inline struct zstd_allocator *
@@ -160,16 +162,17 @@ get_page (struct zstd_allocator *za, uint64_t page, unsigned char *out)
 }
 
 /* Store IN (ZPAGE_SIZE bytes) as page PAGE, or drop the page if IN is
- * all zero.  -1 (errno ENOMEM) if out of memory.
+ * all zero (unless KEEP_ZERO).  -1 (errno ENOMEM) if out of memory.
  */
 static int
-put_page (struct zstd_allocator *za, uint64_t page, const unsigned char *in)
+put_page (struct zstd_allocator *za, uint64_t page, const unsigned char *in,
+          bool keep_zero)
 {
   void **slot;
   struct blob *b;
   size_t n;
 
-  if (is_zero (in, ZPAGE_SIZE)) {
+  if (!keep_zero && is_zero (in, ZPAGE_SIZE)) {
     slot = find_slot (za, page, false);
     if (slot != NULL)
       drop_blob (za, slot);
@@ -225,33 +228,37 @@ za_read (struct allocator *a, void *buf, uint32_t count, uint64_t offset)
   pthread_mutex_unlock (&za->lock);
 }
 
-/* Write COUNT bytes of IN (or zeroes if IN is NULL) at OFFSET. */
+/* Write COUNT bytes of IN (or zeroes if IN is NULL) at OFFSET.  With
+ * keep_zero_writes, a page that was written stays stored when it holds
+ * only zeroes, whether a write or zeroing part of it made it so (as in
+ * nbdkit's zstd array); zeroing a whole page always drops it.
+ */
 static int
 write_or_zero (struct zstd_allocator *za, const unsigned char *in,
                uint32_t count, uint64_t offset)
 {
+  const bool keep_zero = za->keep_zero_writes;
   int r = 0;
 
   while (count > 0) {
     uint64_t page = offset >> ZPAGE_SHIFT;
     uint32_t in_page = offset & (ZPAGE_SIZE - 1);
     uint32_t n = MIN (ZPAGE_SIZE - in_page, count);
+    void **slot = in == NULL ? find_slot (za, page, false) : NULL;
 
     if (n == ZPAGE_SIZE && in != NULL)
-      r = put_page (za, page, in);
-    else if (n == ZPAGE_SIZE) {
-      void **slot = find_slot (za, page, false);
-
-      if (slot != NULL)
-        drop_blob (za, slot);
-    }
+      r = put_page (za, page, in, keep_zero);
+    else if (in == NULL && (slot == NULL || *slot == NULL))
+      ;                         /* zeroing a page not stored */
+    else if (n == ZPAGE_SIZE)
+      drop_blob (za, slot);
     else {
       get_page (za, page, za->page);
       if (in != NULL)
         memcpy (za->page + in_page, in, n);
       else
         memset (za->page + in_page, 0, n);
-      r = put_page (za, page, za->page);
+      r = put_page (za, page, za->page, keep_zero);
     }
     if (r == -1)
       break;
@@ -456,6 +463,12 @@ za_destroy (struct allocator *a)
   free (za);
 }
 
+static void
+za_keep_zero_writes (struct allocator *a)
+{
+  za_of (a)->keep_zero_writes = true;
+}
+
 static const struct allocator_ops zstd_ops = {
   .type = "zstd",
   .destroy = za_destroy,
@@ -463,6 +476,7 @@ static const struct allocator_ops zstd_ops = {
   .write = za_write,
   .zero = za_zero,
   .extents = za_extents,
+  .keep_zero_writes = za_keep_zero_writes,
 };
 
 struct allocator *

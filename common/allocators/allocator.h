@@ -7,7 +7,8 @@
  * parameter takes:
  *
  *   sparse               4 KiB pages in a radix tree; only pages holding
- *                        non-zero data take memory (allocator-sparse.c)
+ *                        non-zero data (or, on request, written at all)
+ *                        take memory (allocator-sparse.c)
  *   malloc[,mlock=true]  one flat buffer of SIZE bytes, optionally
  *                        locked into RAM (allocator-malloc.c)
  *   zstd                 like sparse, but 32 KiB pages each compressed
@@ -49,6 +50,10 @@ struct allocator_ops {
   int (*zero) (struct allocator *a, uint32_t count, uint64_t offset);
   int (*extents) (struct allocator *a, uint32_t count, uint64_t offset,
                   bool one, allocator_emit_fn emit, void *opaque);
+  /* Optional (NULL for allocators without pages): see
+   * allocator_keep_zero_writes.
+   */
+  void (*keep_zero_writes) (struct allocator *a);
   /* Optional (NULL if not offered): the zero-copy loans of
    * common/zerocopy.h, with the same rules.
    */
@@ -104,6 +109,21 @@ allocator_write (struct allocator *a, const void *buf, uint32_t count,
                  uint64_t offset)
 {
   return a->ops->write (a, buf, count, offset);
+}
+
+/* From now on a write stores the pages it touches even when all it
+ * writes is zeroes, so block status tells pages that were written
+ * (allocated, reading as zeroes) from holes, as a disk that allocates
+ * on write does; only zeroing gives such pages back.  The data plugin
+ * wants this; the memory plugin keeps the default, where zeroes cost no
+ * memory.  Call it before the first write; allocators without pages
+ * (malloc) ignore it.
+ */
+static inline void
+allocator_keep_zero_writes (struct allocator *a)
+{
+  if (a->ops->keep_zero_writes)
+    a->ops->keep_zero_writes (a);
 }
 
 /* Make COUNT bytes at OFFSET read as zeroes, giving back what memory

@@ -142,6 +142,7 @@ struct sparse {
   size_t nr_spare;
   unsigned char *old[OLD_MAX];  /* pages replaced: readers may hold them */
   size_t nr_old;
+  bool keep_zero_writes;        /* set before the first write */
 };
 
 /* Atomic access to the tree's pointers. */
@@ -436,6 +437,12 @@ sparse_destroy (struct sparse *s)
   pthread_mutex_destroy (&s->retire_lock);
   pthread_rwlock_destroy (&s->lock);
   free (s);
+}
+
+void
+sparse_keep_zero_writes (struct sparse *s)
+{
+  s->keep_zero_writes = true;
 }
 
 uint64_t
@@ -740,7 +747,8 @@ finish_write (struct sparse *s, uint32_t count, uint64_t offset,
     ours = mapped_at (iov, &at, &into, n) - in_page;
     if (store && r == 0) {
       cur = cursor_page (s, &c, page);
-      if (cur == NULL && !is_zero (ours + in_page, n)) {
+      if (cur == NULL &&
+          (s->keep_zero_writes || !is_zero (ours + in_page, n))) {
         cur = store_page (s, &c, page, ours);
         if (cur == NULL) {
           errno = ENOMEM;
@@ -874,7 +882,7 @@ sparse_write (struct sparse *s, const void *buf, uint32_t count,
 
     n = MIN (n, (size_t) count);
     data = cursor_page (s, &c, page);
-    if (data == NULL && !is_zero (in, n)) {
+    if (data == NULL && (s->keep_zero_writes || !is_zero (in, n))) {
       /* The arena's pages are zero already: just the data. */
       unsigned char *fresh = arena_alloc (s->arena);
 

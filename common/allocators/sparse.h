@@ -33,9 +33,16 @@ extern void sparse_destroy (struct sparse *s);
 extern void sparse_read (struct sparse *s, void *buf, uint32_t count,
                          uint64_t offset);
 
+/* From now on, store the pages that writes touch even when the bytes
+ * written are zeroes (see allocator_keep_zero_writes).  Call it before
+ * the first write.
+ */
+extern void sparse_keep_zero_writes (struct sparse *s);
+
 /* Store COUNT bytes from BUF at OFFSET.  Zero bytes landing in a page
- * that is not stored allocate nothing.  Returns -1 (errno ENOMEM) if a
- * page could not be allocated; the pages before it have been written.
+ * that is not stored allocate nothing, unless sparse_keep_zero_writes
+ * was called.  Returns -1 (errno ENOMEM) if a page could not be
+ * allocated; the pages before it have been written.
  */
 /* Describe [OFFSET, OFFSET + COUNT) as at most *NIOV iovecs into the
  * store (unwritten pages point at zeroes) and keep the store's lock

@@ -2,8 +2,8 @@
 /* Unit tests of the allocators: each one, driven by the same random
  * writes, zeroes and reads, must hold the same bytes as a plain buffer,
  * and its extents must cover every range exactly, with no data hidden
- * in a hole.  Also allocator_create's parsing of its string, and the
- * sparse store's zero-copy loans.
+ * in a hole.  Also allocator_create's parsing of its string, the
+ * sparse store's zero-copy loans, and stores that keep written zeroes.
  */
 #include <config.h>
 
@@ -215,6 +215,52 @@ zero_copy (void)
   allocator_destroy (a);
 }
 
+static int
+note_allocated (void *opaque, uint64_t offset, uint64_t length,
+                bool allocated)
+{
+  *(bool *) opaque = allocated;
+  return 0;
+}
+
+/* Is the byte at OFFSET in a page that holds memory? */
+static bool
+allocated_at (struct allocator *a, uint64_t offset)
+{
+  bool r = false;
+
+  assert (allocator_extents (a, 1, offset, true, note_allocated, &r) == 0);
+  return r;
+}
+
+/* allocator_keep_zero_writes: written zeroes keep their page, zeroing
+ * gives it back; without it, written zeroes take nothing.
+ */
+static void
+keep_zero_writes (const char *spec)
+{
+  const char *why;
+  struct allocator *a = allocator_create (spec, DISK, NULL, &why);
+  struct allocator *b = allocator_create (spec, DISK, NULL, &why);
+  static const unsigned char zeroes[100];
+
+  assert (a && b);
+  allocator_keep_zero_writes (a);
+  assert (allocator_write (a, zeroes, 1, 32768) == 0);
+  assert (allocator_write (a, zeroes, 100, 3 * 32768 - 50) == 0);
+  assert (allocator_write (b, zeroes, 100, 32768) == 0);
+  assert (!allocated_at (a, 0));
+  assert (allocated_at (a, 32768));
+  assert (allocated_at (a, 3 * 32768 - 50) && allocated_at (a, 3 * 32768));
+  assert (!allocated_at (b, 32768));
+  assert (allocator_zero (a, 32768, 32768) == 0);
+  assert (allocator_zero (a, 65536, 65536) == 0);
+  for (uint64_t o = 0; o < 4 * 32768; o += 4096)
+    assert (!allocated_at (a, o));
+  allocator_destroy (a);
+  allocator_destroy (b);
+}
+
 int
 main (void)
 {
@@ -231,6 +277,9 @@ main (void)
   if (allocator_have_zstd ())
     huge ("zstd");
   zero_copy ();
+  keep_zero_writes ("sparse");
+  if (allocator_have_zstd ())
+    keep_zero_writes ("zstd");
 
   free (mirror);
   free (buf);

@@ -226,14 +226,46 @@ policy_cache (nbdkit_next *next, void *handle, uint32_t count,
   return next->cache (next, count, offset, flags, err);
 }
 
+/* The protocol wants every extent to be a multiple of the advertised
+ * minimum block size, whatever the layer below describes: the extents
+ * of the blocks that the request touches are merged into whole blocks
+ * (a block the layer below describes in pieces gets the type all of
+ * them share), and the list drops what lies before offset, should the
+ * default policy have let an unaligned request through.  Only the
+ * partial block at the end of an export whose size is not a multiple
+ * of the minimum gets the layer below's extents as they are.
+ */
 static int
 policy_extents (nbdkit_next *next, void *handle, uint32_t count,
                 uint64_t offset, uint32_t flags,
                 struct nbdkit_extents *extents, int *err)
 {
+  uint32_t minimum, preferred, maximum;
+  int64_t size;
+
   if (check_policy (next, handle, "extents", false, count, offset,
                     err) == -1)
     return -1;
+  if (policy_block_size (next, handle, &minimum, &preferred, &maximum) == -1 ||
+      (size = next->get_size (next)) == -1) {
+    *err = EIO;
+    return -1;
+  }
+  if (minimum > 1) {
+    /* offset + count <= size <= INT64_MAX: no overflow. */
+    uint64_t start = offset - offset % minimum;
+    uint64_t end = MIN (offset + count + (minimum - 1),
+                        (uint64_t) size - size % minimum);
+
+    end -= end % minimum;
+    if (end > offset) {
+      uint32_t n = MIN (end - start,
+                        (uint64_t) (UINT32_MAX - UINT32_MAX % minimum));
+
+      return nbdkit_extents_aligned (next, n, start, flags, minimum,
+                                     extents, err);
+    }
+  }
   return next->extents (next, count, offset, flags, extents, err);
 }
 

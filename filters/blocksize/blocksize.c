@@ -441,8 +441,12 @@ blocksize_cache (nbdkit_next *next, void *handle, uint32_t count,
 }
 
 /* Ask about the whole blocks covering the request, at most maxlen
- * bytes; what lies before offset is clipped by the extents list, and
- * a short answer is allowed.
+ * bytes, and answer in whole blocks: a block that the layer below
+ * describes in pieces gets the type all of them share (data if any
+ * piece is data).  The list drops what lies before offset, so an
+ * unaligned request gets its first block from offset on; the answer
+ * may stop short or, where the layer below says more, run past the
+ * request.
  */
 static int
 blocksize_extents (nbdkit_next *next, void *handle, uint32_t count,
@@ -453,8 +457,11 @@ blocksize_extents (nbdkit_next *next, void *handle, uint32_t count,
   uint64_t start = ROUND_DOWN (offset, (uint64_t) h->minblock);
   uint64_t end = ROUND_UP (offset + count, (uint64_t) h->minblock);
 
-  return next->extents (next, MIN (end - start, (uint64_t) h->maxlen),
-                        start, flags, extents, err);
+  if (h->minblock == 1)
+    return next->extents (next, count, offset, flags, extents, err);
+  /* end is within the size, which is rounded down to minblock. */
+  return nbdkit_extents_aligned (next, MIN (end - start, (uint64_t) h->maxlen),
+                                 start, flags, h->minblock, extents, err);
 }
 
 static struct nbdkit_filter filter = {

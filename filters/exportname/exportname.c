@@ -70,6 +70,9 @@ exportname_config (nbdkit_next_config *next, nbdkit_backend *nxdata,
 {
   int r;
 
+  /* Empty: the plugin's default export under the plugin's name, as
+   * nbdkit's page says (nbdkit 1.32 itself calls it ""; see our page).
+   */
   if (strcmp (key, "default-export") == 0 ||
       strcmp (key, "default_export") == 0)
     return set_string (&default_export, *value ? value : NULL);

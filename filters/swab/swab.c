@@ -145,8 +145,8 @@ swab_pwrite (nbdkit_next *next, void *handle, const void *buf,
   return next->pwrite (next, swapped, count, offset, flags, err);
 }
 
-/* Zeroes, trims, cache and extents do not move bytes within words:
- * only the alignment is checked.
+/* Zeroes, trims and cache do not move bytes within words: only the
+ * alignment is checked.
  */
 static int
 swab_zero (nbdkit_next *next, void *handle, uint32_t count, uint64_t offset,
@@ -175,6 +175,11 @@ swab_cache (nbdkit_next *next, void *handle, uint32_t count,
   return next->cache (next, count, offset, flags, err);
 }
 
+/* Block status in whole words: the minimum block size advertised is a
+ * word, and the protocol wants every extent to be a multiple of it.  A
+ * word that the layer below describes in pieces gets the type all of
+ * them share.
+ */
 static int
 swab_extents (nbdkit_next *next, void *handle, uint32_t count,
               uint64_t offset, uint32_t flags,
@@ -182,7 +187,10 @@ swab_extents (nbdkit_next *next, void *handle, uint32_t count,
 {
   if (check_aligned ("extents", count, offset, err) == -1)
     return -1;
-  return next->extents (next, count, offset, flags, extents, err);
+  if (word == 1)
+    return next->extents (next, count, offset, flags, extents, err);
+  return nbdkit_extents_aligned (next, count, offset, flags, word, extents,
+                                 err);
 }
 
 static struct nbdkit_filter filter = {

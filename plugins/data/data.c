@@ -28,15 +28,21 @@
 
 #include "allocator.h"
 #include "format.h"
+#include "iszero.h"
 #include "minmax.h"
 #include "rounding.h"
 #include "vector.h"
 
 /* nbdkit 1.32's sparse and zstd stores have 32 KiB pages and report
- * extents per page; ours has 4 KiB pages.  Extents of the sparse store
- * are widened to this granularity, so that maps match nbdkit's.
+ * extents per page: a page never written is a hole, a written page
+ * that reads as zeroes is allocated zeroes, any other is data.  Ours
+ * has 4 KiB pages (zstd 32 KiB); extents are reported at this
+ * granularity, so that maps match nbdkit's.
  */
 #define MAP_PAGE 32768
+
+/* -D data.AST=1: show the parsed expression in the debug log. */
+NBDKIT_DLL_PUBLIC int data_debug_AST = 0;
 
 struct var {
   char *name;
@@ -235,6 +241,10 @@ make_store (uint64_t sz)
       nbdkit_error ("allocator=%s: %m", spec);
     return -1;
   }
+  /* A written zero allocates its page, as in nbdkit: block status then
+   * says "allocated zeroes", not "hole".
+   */
+  allocator_keep_zero_writes (store);
   return 0;
 }
 
@@ -259,6 +269,8 @@ data_config_complete (void)
     t = data_parse (source, &opts, &len);
     if (t == NULL)
       return -1;
+    if (data_debug_AST)
+      data_show (t, nbdkit_debug);
     disk_size = size >= 0 ? (uint64_t) size : len;
     r = make_store (disk_size);
     if (r == 0)
@@ -393,55 +405,101 @@ data_cache (void *handle, uint32_t count, uint64_t offset, uint32_t flags)
   return 0;
 }
 
-/* Extents of the sparse store, widened to MAP_PAGE: a page is data if
- * any byte of it is stored.
+/* Extents of a paged store, widened to MAP_PAGE: a page is a hole if
+ * nothing of it is stored, else allocated, and then zero if the part
+ * of it asked about reads as zeroes (as nbdkit judges it), else data.
+ * The allocated runs are gathered first and read afterwards, since the
+ * store may hold its lock while it walks.
  */
-struct widen {
-  struct nbdkit_extents *extents;
-  uint64_t start, end;          /* the request, within the disk */
-  uint64_t pos;                 /* reported up to here */
-  uint64_t data_end;            /* pending data run [pos, data_end) */
+struct run {
+  uint64_t start, end;
 };
-
-static int
-widen_flush (struct widen *w, uint64_t upto)
-{
-  /* Emit pending data up to data_end, then hole up to UPTO. */
-  uint64_t d = MIN (w->data_end, w->end);
-
-  if (d > w->pos) {
-    if (nbdkit_add_extent (w->extents, w->pos, d - w->pos, 0) == -1)
-      return -1;
-    w->pos = d;
-  }
-  upto = MIN (upto, w->end);
-  if (upto > w->pos) {
-    if (nbdkit_add_extent (w->extents, w->pos, upto - w->pos,
-                           NBDKIT_EXTENT_HOLE | NBDKIT_EXTENT_ZERO) == -1)
-      return -1;
-    w->pos = upto;
-  }
-  return 0;
-}
+DEFINE_VECTOR_TYPE (run_list, struct run);
 
 static int
 widen_emit (void *opaque, uint64_t offset, uint64_t length, bool allocated)
 {
-  struct widen *w = opaque;
+  run_list *runs = opaque;
   uint64_t a, b;
 
   if (!allocated)
     return 0;
-  a = MAX (ROUND_DOWN (offset, MAP_PAGE), w->start);
+  a = ROUND_DOWN (offset, MAP_PAGE);
   b = MIN (ROUND_UP (offset + length, MAP_PAGE), disk_size);
-  if (a > w->data_end) {
-    if (widen_flush (w, a) == -1)
-      return -1;
-    w->data_end = b;
+  if (runs->len > 0 && a <= runs->ptr[runs->len - 1].end) {
+    runs->ptr[runs->len - 1].end = MAX (runs->ptr[runs->len - 1].end, b);
+    return 0;
   }
-  else
-    w->data_end = MAX (w->data_end, b);
-  return 0;
+  return run_list_append (runs, (struct run) { a, b });
+}
+
+/* Does [A, B) read as zeroes?  Most data gives itself away in its
+ * first bytes.
+ */
+static bool
+range_is_zero (uint64_t a, uint64_t b)
+{
+  char buf[4096];
+
+  for (uint32_t step = 64; a < b; step = sizeof buf) {
+    uint32_t n = MIN (b - a, (uint64_t) step);
+
+    allocator_read (store, buf, n, a);
+    if (!is_zero (buf, n))
+      return false;
+    a += n;
+  }
+  return true;
+}
+
+static int
+widen_extents (uint32_t count, uint64_t offset,
+               struct nbdkit_extents *extents)
+{
+  const uint64_t end = offset + count;
+  uint64_t a = ROUND_DOWN (offset, MAP_PAGE);
+  uint64_t b = MIN (ROUND_UP (end, (uint64_t) MAP_PAGE), disk_size);
+  uint64_t pos = offset;
+  run_list runs = empty_vector;
+  int r = -1;
+
+  while (a < b) {
+    uint32_t n = MIN (b - a, (uint64_t) 1 << 30);
+
+    if (allocator_extents (store, n, a, false, widen_emit, &runs) == -1) {
+      nbdkit_error ("extents: %m");
+      goto out;
+    }
+    a += n;
+  }
+  for (size_t i = 0; i < runs.len && pos < end; ++i) {
+    uint64_t rs = MAX (runs.ptr[i].start, offset);
+    uint64_t re = MIN (runs.ptr[i].end, end);
+
+    if (rs >= re)
+      continue;
+    if (rs > pos &&
+        nbdkit_add_extent (extents, pos, rs - pos,
+                           NBDKIT_EXTENT_HOLE | NBDKIT_EXTENT_ZERO) == -1)
+      goto out;
+    /* Allocated: a page (or the part of it asked about) at a time. */
+    for (pos = rs; pos < re;) {
+      uint64_t next = MIN (ROUND_DOWN (pos, MAP_PAGE) + MAP_PAGE, re);
+      uint32_t type = range_is_zero (pos, next) ? NBDKIT_EXTENT_ZERO : 0;
+
+      if (nbdkit_add_extent (extents, pos, next - pos, type) == -1)
+        goto out;
+      pos = next;
+    }
+  }
+  if (pos < end &&
+      nbdkit_add_extent (extents, pos, end - pos,
+                         NBDKIT_EXTENT_HOLE | NBDKIT_EXTENT_ZERO) == -1)
+    goto out;
+  r = 0;
+ out:
+  run_list_reset (&runs);
+  return r;
 }
 
 static int
@@ -458,27 +516,13 @@ data_extents (void *handle, uint32_t count, uint64_t offset,
 {
   bool one = (flags & NBDKIT_FLAG_REQ_ONE) != 0;
 
-  if (strcmp (store->ops->type, "sparse") != 0)
+  /* malloc: one flat buffer, all data. */
+  if (strcmp (store->ops->type, "malloc") == 0)
     return allocator_extents (store, count, offset, one, plain_emit,
                               extents);
 
   /* Look at whole pages around the request, report the request. */
-  struct widen w = {
-    .extents = extents, .start = offset, .end = offset + count,
-    .pos = offset, .data_end = offset,
-  };
-  uint64_t a = ROUND_DOWN (offset, MAP_PAGE);
-  uint64_t b = MIN (ROUND_UP (offset + count, (uint64_t) MAP_PAGE),
-                    disk_size);
-
-  while (a < b) {
-    uint32_t n = MIN (b - a, (uint64_t) 1 << 30);
-
-    if (allocator_extents (store, n, a, false, widen_emit, &w) == -1)
-      return -1;
-    a += n;
-  }
-  return widen_flush (&w, w.end);
+  return widen_extents (count, offset, extents);
 }
 
 #define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL

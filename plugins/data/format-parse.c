@@ -33,6 +33,7 @@
 #include "format.h"
 #include "format-tree.h"
 #include "ispowerof2.h"
+#include "iszero.h"
 #include "minmax.h"
 #include "vector.h"
 
@@ -191,6 +192,7 @@ bytes_node (struct parser *p, uint8_t *bytes, uint64_t len)
   n->bytes = bytes;
   n->len = len;
   n->depth = 1;
+  n->zero_run = len > 1 && is_zero (bytes, len);
   return n;
 }
 
@@ -205,6 +207,77 @@ copy_bytes_node (struct parser *p, const void *buf, size_t len)
   }
   memcpy (b, buf, len);
   return bytes_node (p, b, len);
+}
+
+/* A literal: bytes written in the expression, not read from a file or
+ * a script.
+ */
+static bool
+is_literal (const struct node *n)
+{
+  return n->kind == N_BYTES && n->source == NULL;
+}
+
+/* Room for a joined run of LEN bytes: doubling, so that a long list of
+ * single bytes costs linear time.
+ */
+static uint64_t
+join_room (uint64_t len)
+{
+  uint64_t r = 64;
+
+  while (r < len)
+    r *= 2;
+  return r;
+}
+
+/* Literals next to each other in a list make one run of bytes, as in
+ * nbdkit, where "0 0" is a run of zeroes (left a hole) while "0" alone
+ * or "0 1" are bytes stored.  Returns the node to put in place of
+ * PREV: PREV itself, grown, if an earlier join made it (it is in no
+ * other list), else a new node, since PREV may be named and used
+ * elsewhere.
+ */
+static struct node *
+join_literals (struct parser *p, struct node *prev, const struct node *n)
+{
+  const uint64_t len = prev->len + n->len;
+  /* Whether the run is all zero so far (zero_run is false for a
+   * single byte, which is not a run).
+   */
+  const bool prev_zero = prev->len <= 1 ? is_zero (prev->bytes, prev->len)
+                                        : prev->zero_run;
+  struct node *r = prev;
+
+  if (len > MAX_LEN || join_room (len) > SIZE_MAX) {
+    parse_error (p, "data too large");
+    return NULL;
+  }
+  if (!prev->joined || join_room (len) > join_room (prev->len)) {
+    uint8_t *b = malloc (join_room (len));
+
+    if (b == NULL) {
+      nbdkit_error ("data parameter: out of memory");
+      return NULL;
+    }
+    if (prev->len > 0)          /* an empty string has no bytes */
+      memcpy (b, prev->bytes, prev->len);
+    if (prev->joined) {
+      free (prev->bytes);
+      prev->bytes = b;
+    }
+    else {
+      r = bytes_node (p, b, prev->len);
+      if (r == NULL)
+        return NULL;
+      r->joined = true;
+    }
+  }
+  if (n->len > 0)
+    memcpy (r->bytes + r->len, n->bytes, n->len);
+  r->zero_run = len > 1 && prev_zero && is_zero (n->bytes, n->len);
+  r->len = len;
+  return r;
 }
 
 /* le16:N ... be64:N, at p->pos pointing to 'l' or 'b'. */
@@ -525,8 +598,26 @@ parse_input (struct parser *p)
     }
     fclose (fp);
   }
-  free (what);
-  return bytes_node (p, v.ptr, v.len);
+  {
+    struct node *n = bytes_node (p, v.ptr, v.len);
+
+    if (n == NULL) {
+      free (what);
+      return NULL;
+    }
+    /* What was read is stored as it is, zeroes too (as nbdkit does);
+     * the source is also what -D data.AST=1 shows.
+     */
+    n->zero_run = false;
+    r = asprintf (&n->source, script ? "<(%s)" : "<%s", what);
+    free (what);
+    if (r == -1) {
+      n->source = NULL;
+      nbdkit_error ("data parameter: out of memory");
+      return NULL;
+    }
+    return n;
+  }
  err:
   free (what);
   byte_vector_reset (&v);
@@ -924,6 +1015,15 @@ parse_list (struct parser *p, struct scope *up, bool nested)
       parse_error (p, "the expression is nested too deeply");
       goto fail;
     }
+    if (is_literal (n) && list->items.len > 0 &&
+        is_literal (list->items.ptr[list->items.len - 1])) {
+      struct node **last = &list->items.ptr[list->items.len - 1];
+
+      *last = join_literals (p, *last, n);
+      if (*last == NULL)
+        goto fail;
+      continue;
+    }
     if (node_list_append (&list->items, n) == -1) {
       nbdkit_error ("data parameter: out of memory");
       goto fail;
@@ -969,6 +1069,7 @@ data_free (struct data_tree *t)
     return;
   for (size_t i = 0; i < t->all.len; ++i) {
     free (t->all.ptr[i]->bytes);
+    free (t->all.ptr[i]->source);
     node_list_reset (&t->all.ptr[i]->items);
     free (t->all.ptr[i]);
   }

@@ -8,8 +8,13 @@
  * buffer (with a mask of the bytes it actually sets, so that its gaps
  * do not overwrite what lies beneath) and copied, so nested repeats
  * cost the bytes they produce, not the product of their counts times
- * the nodes they hold.  All-zero runs are sent as zeroing, which the
- * stores keep as holes.
+ * the nodes they hold.
+ *
+ * Bytes are stored, zeroes too, so the pages they land in count as
+ * written (allocated); but a run of two or more zeroes made by one
+ * literal or by repetition ("0 0", le32:0, 0*N, (0 0)*N) is sent as
+ * zeroing, which leaves a hole.  That is nbdkit's rule: its optimizer
+ * turns such runs into fills, and a fill of zeroes frees pages.
  */
 #include <config.h>
 
@@ -28,18 +33,18 @@
 #define ZERO_CHUNK (1024 * 1024 * 1024) /* largest single sink zero */
 
 
-/* Send LEN bytes of BUF to the sink at DEST, a chunk at a time, as
- * zeroing where a chunk is all zero.
+/* Send LEN bytes of BUF to the sink at DEST, a chunk at a time.  With
+ * ZEROES_AS_HOLES, a chunk of two or more zeroes is sent as zeroing.
  */
 static int
 emit (struct data_sink *sink, const uint8_t *buf, uint64_t len,
-      uint64_t dest)
+      uint64_t dest, bool zeroes_as_holes)
 {
   while (len > 0) {
     uint32_t n = MIN (len, (uint64_t) CHUNK);
     int r;
 
-    if (is_zero (buf, n))
+    if (zeroes_as_holes && n > 1 && is_zero (buf, n))
       r = sink->zero (sink->opaque, n, dest);
     else
       r = sink->write (sink->opaque, buf, n, dest);
@@ -47,6 +52,22 @@ emit (struct data_sink *sink, const uint8_t *buf, uint64_t len,
       return -1;
     sink->bytes_set += n;
     buf += n;
+    len -= n;
+    dest += n;
+  }
+  return 0;
+}
+
+/* Zero LEN bytes at DEST, a large piece at a time. */
+static int
+zero_range (struct data_sink *sink, uint64_t len, uint64_t dest)
+{
+  while (len > 0) {
+    uint32_t n = MIN (len, (uint64_t) ZERO_CHUNK);
+
+    if (sink->zero (sink->opaque, n, dest) == -1)
+      return -1;
+    sink->bytes_set += n;
     len -= n;
     dest += n;
   }
@@ -91,19 +112,8 @@ render_memo_repeat (struct memo *m, uint64_t lo, uint64_t hi, uint64_t dest,
 {
   const uint64_t L = m->len;
 
-  if (m->full && is_zero (m->buf, L)) {
-    /* All zeroes: zero the whole run, a large piece at a time. */
-    while (lo < hi) {
-      uint32_t n = MIN (hi - lo, (uint64_t) ZERO_CHUNK);
-
-      if (sink->zero (sink->opaque, n, dest) == -1)
-        return -1;
-      sink->bytes_set += n;
-      lo += n;
-      dest += n;
-    }
-    return 0;
-  }
+  if (m->full && is_zero (m->buf, L))
+    return zero_range (sink, hi - lo, dest);
   if (m->full) {
     /* One contiguous run: PAT holds the pattern from phase 0 for
      * CHUNK + L bytes, so every chunk is a window of it.
@@ -120,7 +130,7 @@ render_memo_repeat (struct memo *m, uint64_t lo, uint64_t hi, uint64_t dest,
     while (lo < hi && r == 0) {
       uint64_t n = MIN (hi - lo, (uint64_t) CHUNK);
 
-      r = emit (sink, pat + k, n, dest);
+      r = emit (sink, pat + k, n, dest, true);
       k = (k + n) % L;
       lo += n;
       dest += n;
@@ -142,7 +152,7 @@ render_memo_repeat (struct memo *m, uint64_t lo, uint64_t hi, uint64_t dest,
       }
       for (e = a; e < b && m->mask[e]; ++e)
         ;
-      if (emit (sink, m->buf + a, e - a, dest + (i * L + a - lo)) == -1)
+      if (emit (sink, m->buf + a, e - a, dest + (i * L + a - lo), true) == -1)
         return -1;
       a = e;
     }
@@ -192,7 +202,12 @@ render (struct node *n, uint64_t lo, uint64_t hi, uint64_t dest,
 {
   switch (n->kind) {
   case N_BYTES:
-    return emit (sink, n->bytes + lo, hi - lo, dest);
+    /* The node decides as a whole: a zero run of a literal is a hole
+     * even where only one byte of it lands in the window.
+     */
+    if (n->zero_run)
+      return zero_range (sink, hi - lo, dest);
+    return emit (sink, n->bytes + lo, hi - lo, dest, false);
   case N_REPEAT:
     return render_repeat (n, lo, hi, dest, sink);
   case N_SLICE:

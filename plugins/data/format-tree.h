@@ -11,6 +11,7 @@
 #ifndef NBDKIT_DATA_FORMAT_TREE_H
 #define NBDKIT_DATA_FORMAT_TREE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "vector.h"
@@ -40,6 +41,12 @@ struct node {
   uint64_t n;                   /* N_ABS..N_ALIGN: N; repeat: count;
                                  * slice: start */
   uint8_t *bytes;               /* N_BYTES (owned) */
+  char *source;                 /* N_BYTES read from "<FILE" or
+                                 * "<(SCRIPT)" (owned), NULL if literal */
+  bool zero_run;                /* N_BYTES: a literal of 2 or more bytes,
+                                 * all zero (rendered as zeroing) */
+  bool joined;                  /* N_BYTES made by joining literals, in
+                                 * one list only (so it may grow) */
   node_list items;              /* N_LIST */
   struct node *child;           /* N_REPEAT, N_SLICE */
 };

@@ -11,7 +11,7 @@
  * land in the window).
  *
  * data_parse is format-parse.c, data_render format-render.c; the tree
- * between them is format-tree.h.  Errors are reported with
+ * between them is format-tree.h, and format-debug.c shows it.  Errors are reported with
  * nbdkit_error; the fuzz target (fuzzing/fuzz-data.c) links the two
  * files alone, with its own nbdkit_error.
  */
@@ -52,6 +52,12 @@ struct data_sink {
 /* Render [0, LIMIT) of the tree.  -1 if a callback failed. */
 extern int data_render (struct data_tree *t, uint64_t limit,
                         struct data_sink *sink);
+
+/* Show the tree (for -D data.AST=1), one line per node, through PRINT
+ * (format-debug.c).
+ */
+extern void data_show (const struct data_tree *t,
+                       void (*print) (const char *fmt, ...));
 
 extern void data_free (struct data_tree *t);
 

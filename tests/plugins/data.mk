@@ -4,4 +4,6 @@ TESTS += \
 	test-data-plugin.sh \
 	test-data-compare.sh \
 	test-data-errors.sh \
-	test-data-probes.sh
+	test-data-probes.sh \
+	test-data-written-zeroes.sh \
+	test-data-ast.sh
