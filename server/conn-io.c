@@ -67,6 +67,8 @@ wait_for_input (struct connection *conn)
   if (r != 0)
     return r > 0 ? 0 : -1;
   NBDKIT_LIMIT_HIT (conn->id, "handshake_timeout");
+  nbdkit_error ("client %s: negotiation ended: not done within "
+                "--handshake-timeout", conn->peer);
   conn_set_closing (conn, "handshake timeout");
   errno = ETIMEDOUT;
   return -1;

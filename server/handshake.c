@@ -18,8 +18,13 @@
 #include "internal.h"
 #include "protocol.h"
 
-/* More options than this on one connection is a client in a loop. */
-#define MAX_OPTIONS 4096
+/* What one negotiation may cost, besides --handshake-timeout: options
+ * answered with an error (an honest client gets few: listing 5000
+ * exports takes 5000 options that all succeed), and option data in
+ * all (that listing sends well under 1 MiB).
+ */
+#define MAX_FAILED_OPTIONS 1024
+#define MAX_OPTION_BYTES (16 * 1024 * 1024)
 
 #define BASE_ALLOCATION "base:allocation"
 #define BASE_ALLOCATION_ID 1    /* the context id we hand out */
@@ -61,6 +66,8 @@ send_reply2 (struct connection *conn, uint32_t option, uint32_t reply,
   NBDKIT_HANDSHAKE_OPTION_REPLY (conn->id, (uint64_t) option,
                                  (uint64_t) reply,
                                  (int64_t) ((reply & 0x80000000) != 0));
+  if (reply & 0x80000000)
+    conn->hs_errors++;
   return conn_sendv (conn, iov, 3);
 }
 
@@ -77,6 +84,17 @@ send_error (struct connection *conn, uint32_t option, uint32_t reply,
 {
   size_t len = msg ? strnlen (msg, NBD_MAX_STRING) : 0;
   return send_reply2 (conn, option, reply, msg, len, NULL, 0);
+}
+
+/* The negotiation ends here for REASON: the client broke the protocol
+ * or went past a limit.  One line in the log says so, as the probe
+ * does for tracers.
+ */
+static void
+drop (struct connection *conn, const char *reason)
+{
+  nbdkit_error ("client %s: negotiation ended: %s", conn->peer, reason);
+  NBDKIT_HANDSHAKE_FAIL (conn->id, reason);
 }
 
 /* ---- exports ---- */
@@ -634,7 +652,7 @@ hs_negotiate (struct connection *conn)
    */
   if (cflags & ~(uint32_t) gflags) {
     NBDKIT_PROTOCOL_VIOLATION (conn->id, "unknown client flags");
-    NBDKIT_HANDSHAKE_FAIL (conn->id, "unknown client flags");
+    drop (conn, "unknown client flags");
     nbdkit_debug ("client sent unknown flags 0x%" PRIx32, cflags);
     return -1;
   }
@@ -647,7 +665,8 @@ hs_negotiate (struct connection *conn)
     return -1;
   }
 
-  for (unsigned n = 0; ; n++) {
+  uint64_t option_bytes = 0;
+  for (;;) {
     struct nbd_new_option opt;
     if (conn_recv (conn, &opt, sizeof opt) == -1) {
       NBDKIT_HANDSHAKE_FAIL (conn->id, "client went away");
@@ -655,7 +674,7 @@ hs_negotiate (struct connection *conn)
     }
     if (be64toh (opt.version) != NBD_NEW_VERSION) {
       NBDKIT_PROTOCOL_VIOLATION (conn->id, "bad option magic");
-      NBDKIT_HANDSHAKE_FAIL (conn->id, "bad option magic");
+      drop (conn, "bad option magic");
       goto out;
     }
     uint32_t option = be32toh (opt.option);
@@ -665,12 +684,18 @@ hs_negotiate (struct connection *conn)
     if (len > MAX_OPTION_LENGTH) {
       NBDKIT_LIMIT_HIT (conn->id, "option_length");
       NBDKIT_PROTOCOL_VIOLATION (conn->id, "option too long");
-      NBDKIT_HANDSHAKE_FAIL (conn->id, "option too long");
+      drop (conn, "option too long");
       goto out;
     }
-    if (n >= MAX_OPTIONS) {
-      NBDKIT_LIMIT_HIT (conn->id, "options");
-      NBDKIT_HANDSHAKE_FAIL (conn->id, "too many options");
+    if (conn->hs_errors >= MAX_FAILED_OPTIONS) {
+      NBDKIT_LIMIT_HIT (conn->id, "failed_options");
+      drop (conn, "too many failed options");
+      goto out;
+    }
+    option_bytes += sizeof opt + len;
+    if (option_bytes > MAX_OPTION_BYTES) {
+      NBDKIT_LIMIT_HIT (conn->id, "option_bytes");
+      drop (conn, "too much option data");
       goto out;
     }
     if (conn_recv (conn, data, len) == -1) {
@@ -687,7 +712,7 @@ hs_negotiate (struct connection *conn)
     if (!(cflags & NBD_FLAG_C_FIXED_NEWSTYLE) &&
         option != NBD_OPT_EXPORT_NAME) {
       NBDKIT_PROTOCOL_VIOLATION (conn->id, "option without fixed newstyle");
-      NBDKIT_HANDSHAKE_FAIL (conn->id, "option without fixed newstyle");
+      drop (conn, "option without fixed newstyle");
       goto out;
     }
 
@@ -696,7 +721,7 @@ hs_negotiate (struct connection *conn)
         option != NBD_OPT_STARTTLS && option != NBD_OPT_ABORT) {
       if (option == NBD_OPT_EXPORT_NAME) {
         /* No error reply exists for EXPORT_NAME: hang up. */
-        NBDKIT_HANDSHAKE_FAIL (conn->id, "TLS required");
+        drop (conn, "TLS required");
         goto out;
       }
       if (send_error (conn, option, NBD_REP_ERR_TLS_REQD,

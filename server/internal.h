@@ -374,6 +374,7 @@ struct connection {
   bool meta_base_allocation;    /* base:allocation selected */
   char *meta_export;            /* export named in SET_META_CONTEXT */
   bool exports_listed;          /* NBD_OPT_LIST was answered */
+  unsigned hs_errors;           /* option replies that were errors */
   char *exportname;
   struct context *top;
   uint64_t exportsize;
