@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
-# tests/curl-range-server.py FILE PORTFILE: a small web server for the
+# tests/curl-range-server.py FILE PORTFILE [SKEW]: a small web server for the
 # curl plugin's write test.  It serves FILE with byte ranges (HEAD,
 # GET with "Range: bytes=A-B", answered 206) and takes partial writes
 # (PUT with "Content-Range: bytes A-B/SIZE", SIZE the file's, written
@@ -14,6 +14,9 @@ import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 path, portfile = sys.argv[1], sys.argv[2]
+# A third argument SKEW answers each ranged GET with the range SKEW bytes
+# later than asked, and says so in its Content-Range (a broken server).
+skew = int(sys.argv[3]) if len(sys.argv) > 3 else 0
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -24,6 +27,8 @@ class Handler(BaseHTTPRequestHandler):
         m = re.fullmatch(r"bytes=(\d+)-(\d+)", self.headers.get("Range", ""))
         if m:
             a, b = int(m.group(1)), min(int(m.group(2)), size - 1)
+            if body and skew:
+                a, b = a + skew, min(b + skew, size - 1)
             self.send_response(206)
             self.send_header("Content-Range", "bytes %d-%d/%d" % (a, b, size))
         else:

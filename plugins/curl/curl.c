@@ -33,6 +33,7 @@
 NBDKIT_PROBE_SEMAPHORE (curl_range_start);
 NBDKIT_PROBE_SEMAPHORE (curl_range_done);
 NBDKIT_PROBE_SEMAPHORE (curl_size);
+NBDKIT_PROBE_SEMAPHORE (curl_bad_range);
 
 #define DEFAULT_CONNECTIONS 4
 #define MAX_CONNECTIONS 1024
@@ -552,6 +553,29 @@ transfer (struct handle *h, bool write, uint64_t offset, uint32_t count,
     if (!ok) {
       nbdkit_error ("%s: %s at offset %" PRIu64 ": HTTP status %ld",
                     params.url, write ? "write" : "read", offset, *status);
+      return -1;
+    }
+    /* A partial reply must carry exactly the bytes asked for: a server
+     * that answers another range (or none it names) would have its
+     * bytes put in the wrong place, and the client would never know.
+     */
+    if (!write && *status == 206 &&
+        (!h->have_range || h->range_first != offset ||
+         h->range_last != offset + count - 1)) {
+      if (NBDKIT_PROBE_ENABLED (curl_bad_range))
+        NBDKIT_PROBE (curl_bad_range, nbdkit_connection_id (),
+                      nbdkit_request_cookie (), offset, (uint64_t) count,
+                      h->have_range ? (int64_t) h->range_first : -1,
+                      h->have_range ? (int64_t) h->range_last : -1);
+      if (h->have_range)
+        nbdkit_error ("%s: read at offset %" PRIu64 ": asked for bytes %"
+                      PRIu64 "-%" PRIu64 ", the server sent %" PRIu64 "-%"
+                      PRIu64, params.url, offset, offset,
+                      offset + count - 1, h->range_first, h->range_last);
+      else
+        nbdkit_error ("%s: read at offset %" PRIu64 ": a partial reply "
+                      "without a Content-Range of bytes", params.url,
+                      offset);
       return -1;
     }
   }

@@ -64,6 +64,8 @@ struct handle {
   size_t count, done;           /* bytes wanted, bytes moved */
   bool overrun;                 /* the server sent more than count */
   bool accept_ranges;           /* "Accept-Ranges: bytes" in the reply */
+  bool have_range;              /* "Content-Range: bytes A-B/..." came */
+  uint64_t range_first, range_last; /* and said A and B */
 };
 
 /* pool.c */

@@ -183,27 +183,68 @@ read_cb (char *ptr, size_t size, size_t nmemb, void *opaque)
   return n;
 }
 
+/* If the header line PTR (N bytes, not terminated) is NAME (with its
+ * colon, any case), the offset of its value after blanks, else 0.
+ */
+static size_t
+header_value (const char *ptr, size_t n, const char *name)
+{
+  size_t len = strlen (name), i;
+  if (n <= len || strncasecmp (ptr, name, len) != 0)
+    return 0;
+  for (i = len; i < n && (ptr[i] == ' ' || ptr[i] == '\t'); i++)
+    ;
+  return i;
+}
+
+/* "bytes A-B/..." (the value of a Content-Range header, N bytes from
+ * P): A and B into *FIRST and *LAST.  False if it is not that.
+ */
+static bool
+parse_content_range (const char *p, size_t n, uint64_t *first,
+                     uint64_t *last)
+{
+  char buf[96], *end;
+  if (n >= sizeof buf)
+    return false;
+  memcpy (buf, p, n);
+  buf[n] = '\0';
+  if (strncasecmp (buf, "bytes ", 6) != 0)
+    return false;
+  p = buf + 6;
+  if (*p < '0' || *p > '9')
+    return false;
+  errno = 0;
+  *first = strtoull (p, &end, 10);
+  if (errno || *end != '-' || end[1] < '0' || end[1] > '9')
+    return false;
+  *last = strtoull (end + 1, &end, 10);
+  return errno == 0 && *end == '/' && *last >= *first;
+}
+
 /* Each reply header: remember whether the (last) reply offers byte
- * ranges.  A new status line starts a new reply (after a redirect).
+ * ranges, and which range it says it carries.  A new status line
+ * starts a new reply (after a redirect).
  */
 static size_t
 header_cb (char *ptr, size_t size, size_t nmemb, void *opaque)
 {
   struct handle *h = opaque;
-  size_t n = size * nmemb;
-  static const char name[] = "accept-ranges:";
-  size_t i;
+  size_t n = size * nmemb, i;
 
+  /* The value ends before the line's CR LF. */
+  size_t len = n;
+  while (len > 0 && (ptr[len - 1] == '\r' || ptr[len - 1] == '\n'))
+    len--;
   if (n >= 5 && strncmp (ptr, "HTTP/", 5) == 0)
-    h->accept_ranges = false;
-  else if (n > sizeof name - 1 &&
-           strncasecmp (ptr, name, sizeof name - 1) == 0) {
-    for (i = sizeof name - 1; i < n && (ptr[i] == ' ' || ptr[i] == '\t');
-         i++)
-      ;
-    if (n - i >= 5 && strncasecmp (&ptr[i], "bytes", 5) == 0)
+    h->accept_ranges = h->have_range = false;
+  else if ((i = header_value (ptr, len, "accept-ranges:")) != 0) {
+    if (len - i >= 5 && strncasecmp (&ptr[i], "bytes", 5) == 0)
       h->accept_ranges = true;
   }
+  else if ((i = header_value (ptr, len, "content-range:")) != 0)
+    h->have_range = parse_content_range (&ptr[i], len - i, &h->range_first,
+                                         &h->range_last);
   return n;
 }
 
