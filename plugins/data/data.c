@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define NBDKIT_API_VERSION 2
 #include <nbdkit-plugin.h>
@@ -248,10 +249,44 @@ make_store (uint64_t sz)
   return 0;
 }
 
+/* The most bytes the data plugin sets up at start-up: a quarter of
+ * this machine's memory (the store is memory), eight times that with
+ * allocator=zstd, which compresses.  The same bounds any one <FILE or
+ * <(SCRIPT) that neither size= nor a slice bounds.  An expression can
+ * describe far more (0x55*9223372036854775807 is 8 EiB of data), and
+ * rendering it would fill memory at the speed of the allocator.
+ */
+static uint64_t
+stored_limit (void)
+{
+  long pages = sysconf (_SC_PHYS_PAGES), page = sysconf (_SC_PAGESIZE);
+  uint64_t mem = pages > 0 && page > 0 ? (uint64_t) pages * page
+                                       : UINT64_C (1) << 32;
+  uint64_t limit = mem / 4;
+  if (allocator_spec && strncmp (allocator_spec, "zstd", 4) == 0)
+    limit *= 8;
+  return limit;
+}
+
+/* N bytes in a unit a person reads: "24 GiB". */
+static void
+human (uint64_t n, char *buf, size_t len)
+{
+  static const char units[][4] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB",
+                                   "EiB" };
+  unsigned u = 0;
+  while (n >= 1024 * 10 && u < 6) {
+    n /= 1024;
+    u++;
+  }
+  snprintf (buf, len, "%" PRIu64 " %s", n, units[u]);
+}
+
 static int
 data_config_complete (void)
 {
-  struct data_sink sink = { .write = store_write, .zero = store_zero };
+  struct data_sink sink = { .write = store_write, .zero = store_zero,
+                            .starts_zero = true };
   struct timespec t0, t1;
 
   if (source_key == NULL) {
@@ -261,9 +296,14 @@ data_config_complete (void)
   clock_gettime (CLOCK_MONOTONIC, &t0);
 
   if (strcmp (source_key, "data") == 0) {
-    struct data_parse_opts opts = { .allow_io = true, .lookup = lookup_var };
+    uint64_t limit = stored_limit ();
+    struct data_parse_opts opts = {
+      .allow_io = true, .lookup = lookup_var,
+      .max_read = size >= 0 ? (uint64_t) size : 0,
+      .max_input = limit,
+    };
     struct data_tree *t;
-    uint64_t len;
+    uint64_t len, set;
     int r;
 
     t = data_parse (source, &opts, &len);
@@ -272,6 +312,18 @@ data_config_complete (void)
     if (data_debug_AST)
       data_show (t, nbdkit_debug);
     disk_size = size >= 0 ? (uint64_t) size : len;
+    set = data_stored_bytes (t, disk_size);
+    if (set > limit) {
+      char a[32], b[32];
+      human (set, a, sizeof a);
+      human (limit, b, sizeof b);
+      nbdkit_error ("the expression sets %s of data, more than the "
+                    "%s the plugin may keep (a quarter of this machine's "
+                    "memory, eight times that with allocator=zstd); give "
+                    "a smaller size= or expression", a, b);
+      data_free (t);
+      return -1;
+    }
     r = make_store (disk_size);
     if (r == 0)
       r = data_render (t, disk_size, &sink);

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -396,6 +397,12 @@ parse_string (struct parser *p)
   return NULL;
 }
 
+/* A script's output is read at most this far unless a slice or size=
+ * says how much of it is wanted: endless ones ("yes") are common, and
+ * the output is held in memory before it is stored.
+ */
+#define MAX_SCRIPT_INPUT (UINT64_C (1) << 30)
+
 /* Read FP until EOF or LIMIT bytes. */
 static int
 read_stream (FILE *fp, uint64_t limit, byte_vector *v, bool *hit_limit)
@@ -534,7 +541,7 @@ parse_input (struct parser *p)
   bool script, hit;
   FILE *fp;
   int r;
-  uint64_t limit;
+  uint64_t limit, max;
 
   p->pos++;                     /* '<' */
   script = p->s[p->pos] == '(';
@@ -579,16 +586,36 @@ parse_input (struct parser *p)
     return NULL;
   }
 
+  /* Read what the slice after it takes, what the disk can hold, and
+   * one byte past the input limit, to tell an input that exceeds it.
+   */
   limit = peek_slice_end (p);
+  if (p->opts->max_read && limit > p->opts->max_read)
+    limit = p->opts->max_read;
+  max = p->opts->max_input;
+  if (script && max > MAX_SCRIPT_INPUT)
+    max = MAX_SCRIPT_INPUT;
+  if (max && limit > max)
+    limit = max + 1;
   if (script) {
     if (run_script (what, limit, &v) == -1)
       goto err;
   }
   else {
+    struct stat st;
+
     fp = fopen (what, "r");
     if (fp == NULL) {
       nbdkit_error ("data parameter: <%s: %m", what);
       goto err;
+    }
+    /* A file says how long it is: one too long is refused unread. */
+    if (fstat (fileno (fp), &st) == 0 && S_ISREG (st.st_mode) &&
+        (uint64_t) st.st_size < limit)
+      limit = st.st_size;
+    if (max && limit > max) {
+      fclose (fp);
+      goto too_long;
     }
     r = read_stream (fp, limit, &v, &hit);
     if (r == -1) {
@@ -597,6 +624,14 @@ parse_input (struct parser *p)
       goto err;
     }
     fclose (fp);
+  }
+  if (max && v.len > max) {
+  too_long:
+    nbdkit_error ("data parameter: %s%s%s: more than %" PRIu64 " bytes, "
+                  "the most one input may give (read a slice of it, "
+                  "<%s[:N], or give size=)", script ? "<(" : "<", what,
+                  script ? ")" : "", max, script ? "(...)" : "FILE");
+    goto err;
   }
   {
     struct node *n = bytes_node (p, v.ptr, v.len);

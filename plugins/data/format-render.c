@@ -27,11 +27,88 @@
 #include "format-tree.h"
 #include "iszero.h"
 #include "minmax.h"
+#include "rounding.h"
 
 #define MEMO_MAX 65536          /* render repeated children this small once */
 #define CHUNK (1024 * 1024)     /* largest single sink write */
 #define ZERO_CHUNK (1024 * 1024 * 1024) /* largest single sink zero */
 
+
+/* A + B and A * B, saturating at UINT64_MAX. */
+static uint64_t
+sat_add (uint64_t a, uint64_t b)
+{
+  return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+static uint64_t
+sat_mul (uint64_t a, uint64_t b)
+{
+  return b != 0 && a > UINT64_MAX / b ? UINT64_MAX : a * b;
+}
+
+/* Does node N set every byte it spans, to zero?  (Conservative: a
+ * node with offsets in it says no.)
+ */
+static bool
+zero_full (const struct node *n)
+{
+  switch (n->kind) {
+  case N_BYTES:
+    return n->zero_run || is_zero (n->bytes, n->len);
+  case N_LIST:
+    for (size_t i = 0; i < n->items.len; i++)
+      if (!zero_full (n->items.ptr[i]))
+        return false;
+    return true;
+  case N_REPEAT: case N_SLICE:
+    return zero_full (n->child);
+  default:
+    return false;
+  }
+}
+
+/* How many bytes node N writes, at most.  Each node is worked out once
+ * (names and $VARs share nodes, so walking paths could take forever).
+ */
+static uint64_t
+stored (struct node *n)
+{
+  uint64_t r = 0;
+
+  if (n->stored_known)
+    return n->stored;
+  switch (n->kind) {
+  case N_BYTES:
+    r = n->zero_run ? 0 : n->len;
+    break;
+  case N_LIST:
+    for (size_t i = 0; i < n->items.len; i++)
+      r = sat_add (r, stored (n->items.ptr[i]));
+    break;
+  case N_REPEAT:
+    /* Copies of a child that is zero through and through are a hole
+     * (see render_memo_repeat).
+     */
+    r = n->n >= 2 && zero_full (n->child) ? 0
+      : sat_mul (stored (n->child), n->n);
+    break;
+  case N_SLICE:
+    r = MIN (stored (n->child), n->len);
+    break;
+  case N_ABS: case N_FWD: case N_BACK: case N_ALIGN:
+    break;
+  }
+  n->stored = r;
+  n->stored_known = true;
+  return r;
+}
+
+uint64_t
+data_stored_bytes (struct data_tree *t, uint64_t limit)
+{
+  return MIN (stored (t->root), limit);
+}
 
 /* Send LEN bytes of BUF to the sink at DEST, a chunk at a time.  With
  * ZEROES_AS_HOLES, a chunk of two or more zeroes is sent as zeroing.
@@ -46,8 +123,10 @@ emit (struct data_sink *sink, const uint8_t *buf, uint64_t len,
 
     if (zeroes_as_holes && n > 1 && is_zero (buf, n))
       r = sink->zero (sink->opaque, n, dest);
-    else
+    else {
       r = sink->write (sink->opaque, buf, n, dest);
+      sink->written_end = MAX (sink->written_end, dest + n);
+    }
     if (r == -1)
       return -1;
     sink->bytes_set += n;
@@ -58,10 +137,27 @@ emit (struct data_sink *sink, const uint8_t *buf, uint64_t len,
   return 0;
 }
 
-/* Zero LEN bytes at DEST, a large piece at a time. */
+/* Zero LEN bytes at DEST, a large piece at a time.  A store that
+ * starts all zero needs zeroing only as far as the stored pages the
+ * writes so far reached (zeroing part of a page may free it, which
+ * block status shows): 0*9223372036854775807 then costs nothing, not
+ * 2^33 calls.  STORE_PAGE is at least every allocator's page.
+ */
+#define STORE_PAGE (1024 * 1024)
+
 static int
 zero_range (struct data_sink *sink, uint64_t len, uint64_t dest)
 {
+  if (sink->starts_zero) {
+    uint64_t end = sink->written_end;
+    end = end > UINT64_MAX - STORE_PAGE ? UINT64_MAX
+                                        : ROUND_UP (end, STORE_PAGE);
+    sink->bytes_set += len;
+    if (dest >= end)
+      return 0;
+    len = MIN (len, end - dest);
+    sink->bytes_set -= len;     /* counted below, as it is zeroed */
+  }
   while (len > 0) {
     uint32_t n = MIN (len, (uint64_t) ZERO_CHUNK);
 

@@ -49,6 +49,8 @@ struct node {
                                  * one list only (so it may grow) */
   node_list items;              /* N_LIST */
   struct node *child;           /* N_REPEAT, N_SLICE */
+  uint64_t stored;              /* data_stored_bytes' answer, once known */
+  bool stored_known;
 };
 
 struct data_tree {

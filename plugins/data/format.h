@@ -32,6 +32,14 @@ struct data_parse_opts {
   /* The value of $NAME given as a NAME= parameter, or NULL. */
   const char *(*lookup) (void *opaque, const char *name);
   void *opaque;
+  /* Read no more than this from one <FILE or <(SCRIPT): the size= of
+   * the disk, which no input can outgrow (0: no such bound).
+   */
+  uint64_t max_read;
+  /* An input longer than this, that nothing else bounds, is an error
+   * (0: no limit): an endless script would otherwise fill memory.
+   */
+  uint64_t max_input;
 };
 
 /* NULL on error (reported).  *SIZE is the expression's length. */
@@ -47,7 +55,19 @@ struct data_sink {
   int (*zero) (void *opaque, uint32_t count, uint64_t offset);
   void *opaque;
   uint64_t bytes_set;           /* out: bytes written or zeroed */
+  /* The store starts all zero: zeroing beyond the furthest write so far
+   * (written_end, kept by data_render) may be skipped.
+   */
+  bool starts_zero;
+  uint64_t written_end;
 };
+
+/* At most how many bytes rendering [0, LIMIT) of the tree stores (an
+ * upper bound: bytes written twice count twice; runs of zeroes that
+ * make holes count nothing).  Computed from the tree, without
+ * rendering, saturating at UINT64_MAX.
+ */
+extern uint64_t data_stored_bytes (struct data_tree *t, uint64_t limit);
 
 /* Render [0, LIMIT) of the tree.  -1 if a callback failed. */
 extern int data_render (struct data_tree *t, uint64_t limit,

@@ -3,6 +3,7 @@
 TESTS += \
 	test-data-plugin.sh \
 	test-data-compare.sh \
+	test-data-bounds.sh \
 	test-data-errors.sh \
 	test-data-probes.sh \
 	test-data-written-zeroes.sh \
