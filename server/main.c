@@ -215,6 +215,7 @@ serve_single (struct config *cfg)
   }
   conn_handle (cfg, in, out, "stdio");
   NBDKIT_SERVER_STOP ("single-done");
+  pool_watch_stop ();
   layer_unload_all (cfg->top);
   options_free (cfg);
   exit (EXIT_SUCCESS);
