@@ -1,0 +1,7 @@
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
+# The resources suite of the reliability tests (issue 28), included by
+# tests/Makefile.am: what the server holds (memory, descriptors,
+# threads, CPU) under clients that hold on, pile up or come and go.
+TESTS += reliability/test-resources-emfile.sh
+EXTRA_DIST += \
+	reliability/resources-client.py
