@@ -11,8 +11,9 @@
 #       none of the replies.  Meanwhile a second connection must be
 #       served (writes and reads checked), and the server's resident
 #       memory must grow by at most --bound MiB over what it was
-#       before; then the slow reader takes its replies (all present,
-#       all zero) and the memory goes back down.
+#       before (and by --floor MiB at least, or the load did not reach
+#       it); then the slow reader takes its replies (all present, all
+#       zero) and the memory goes back to within --after-margin MiB.
 #
 #   resources-client.py flood SOCKET PID [options] -- CLIENT...
 #       Opens --flood connections that never answer the greeting, more
@@ -191,7 +192,10 @@ def slow_reader(args):
         last, still = None, 0
         while time.monotonic() - t0 < 15 and not killed:
             time.sleep(0.1)
-            rss = status_kib(pid, "VmRSS") // 1024
+            try:
+                rss = status_kib(pid, "VmRSS") // 1024
+            except (OSError, Failed):
+                break           # stopped by the sampler, or dead
             still = still + 1 if last is not None and \
                 abs(rss - last) <= 1 else 0
             last = rss
