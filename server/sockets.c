@@ -417,10 +417,14 @@ sock_accept_loop (const struct config *cfg, struct listener *l, int quit_fd)
   p[l->fds.len] = (struct pollfd) { .fd = quit_fd, .events = POLLIN };
 
   /* While accept fails for want of resources, only the quit fd is
-   * watched, for ACCEPT_BACKOFF_MS at a time; the failure is reported
-   * once per episode, not once per attempt.
+   * watched, for ACCEPT_BACKOFF_MS at a time.  The failure is reported
+   * once per episode, not once per attempt, and so is its end, so that
+   * whoever reads the log knows the outage is over and how long it
+   * lasted.
    */
   bool starved = false, reported = false;
+  int starved_err = 0;
+  uint64_t starved_since = 0;
   for (;;) {
     int r = starved ? poll (&p[l->fds.len], 1, ACCEPT_BACKOFF_MS)
                     : poll (p, l->fds.len + 1, -1);
@@ -452,11 +456,17 @@ sock_accept_loop (const struct config *cfg, struct listener *l, int quit_fd)
         errno = err;
         nbdkit_error ("accept: %m (not accepting for a while)");
         reported = true;
+        starved_err = err;
+        starved_since = now_ns ();
       }
       starved = true;
     }
-    else
+    else if (reported) {
+      errno = starved_err;
+      nbdkit_error ("accept: %m for %.1f s: accepting again",
+                    (now_ns () - starved_since) / 1e9);
       reported = false;
+    }
   }
   free (p);
 }
