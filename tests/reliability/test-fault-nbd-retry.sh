@@ -5,7 +5,8 @@
 # qemu-nbd) is killed with SIGKILL and restarted twice during the copy:
 # the filter reopens the plugin, whose connection attempts (retry=)
 # wait for the upstream to return, and repeats the failed requests.
-# The rate filter under the retry filter makes the 4 MiB copy last
+# The rate filter under the retry filter (2 MB/s, bursts of 0.2 s,
+# so an outage does not buy a burst) makes the 4 MiB copy last
 # about 2 s, so that both outages fall inside it (checked).
 # Catches: a reopen that never reconnects, a retried read that returns
 # wrong bytes or none, a copy that fails although the upstream came
@@ -38,7 +39,7 @@ for up in nbdkit qemu-nbd; do
   echo "== upstream: $up"
   upstream_start $up
   start_server --filter=retry --filter=rate nbd socket="$up_sock" retry=20 \
-    rate=16M retries=10 retry-delay=1 retry-exponential=no
+    rate=16M burstiness=0.2 retries=10 retry-delay=1 retry-exponential=no
   rm -f "$tmpdir/copy"
   start=$SECONDS
   t nbdcopy "$uri" "$tmpdir/copy" 2> "$tmpdir/copy.err" &
