@@ -265,7 +265,16 @@ request_wait (struct upstream *up, struct request *r, int64_t cookie)
 {
   if (cookie == -1) {
     int err = nbd_get_errno ();
-    nbdkit_error ("%s: %s", r->op, nbd_get_error ());
+    /* On a connection that has died libnbd refuses the command with
+     * EINVAL ("invalid state"), which would tell the client that its
+     * own request was wrong: it is the upstream that is gone (EIO).
+     */
+    if (nbd_aio_is_dead (up->nbd) || nbd_aio_is_closed (up->nbd)) {
+      nbdkit_error ("%s: the upstream connection is lost", r->op);
+      err = ENOTCONN;
+    }
+    else
+      nbdkit_error ("%s: %s", r->op, nbd_get_error ());
     r->err = err ? err : EIO;
   }
   else {
