@@ -3,3 +3,5 @@
 TESTS += test-cow-filter.sh
 TESTS += test-cow-filter-parallel.sh
 TESTS += test-cow-filter-probes.sh
+# Both overlays (cow's and cache's) on disk, past a memory cgroup's limit.
+TESTS += test-overlay-larger-than-memory.sh
