@@ -9,7 +9,9 @@
 # is an unnamed file in $TMPDIR (the server holds it open, the directory
 # shows no name), it holds the data on disk, and nothing is left in
 # $TMPDIR once the server is gone.  Debian's nbdkit, whose overlay is
-# also a temporary file, passes the same checks.
+# also a temporary file, passes the same checks.  And as with nbdkit,
+# a TMPDIR where no file can be made stops the server at start-up, with
+# a message naming the directory.
 #
 # A server that kept the overlay in its own memory is killed by the
 # kernel's OOM killer half way through the copy.
@@ -21,6 +23,21 @@ skip_under_sanitizers "its allocator's overhead does not fit a 256 MiB cgroup"
 
 limit=$(( 256 * 1024 * 1024 ))
 size=$(( 512 * 1024 * 1024 ))
+
+# --- A TMPDIR that cannot hold the overlay --------------------------------
+
+for filter in cow cache; do
+  for bin in "$NBDKIT" /usr/bin/nbdkit; do
+    [ -x "$bin" ] || continue
+    if TMPDIR="$tmpdir/missing" t "$bin" -U - --filter="$filter" null 1M \
+         --run true 2> "$tmpdir/err"; then
+      fail "$bin --filter=$filter started with TMPDIR=$tmpdir/missing"
+    fi
+    grep -q "$tmpdir/missing" "$tmpdir/err" ||
+      fail "$bin --filter=$filter: the error does not name TMPDIR:" \
+        "$(cat "$tmpdir/err")"
+  done
+done
 
 # --- A memory cgroup of our own -------------------------------------------
 
