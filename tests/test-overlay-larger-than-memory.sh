@@ -41,12 +41,26 @@ done
 
 # --- A memory cgroup of our own -------------------------------------------
 
+# The mount point of the first mount of file system type $1 whose
+# super options match the regular expression $2 (mountinfo's optional
+# fields vary in number: the type is the field after "-").
+mount_of ()
+{
+  awk -v type="$1" -v opts="$2" '{
+    for (i = 7; i < NF; i++)
+      if ($i == "-") {
+        if ($(i + 1) == type && $(i + 3) ~ opts) { print $5; exit }
+        break
+      }
+  }' /proc/self/mountinfo
+}
+
 # Sets $cg (the new cgroup's directory) and $cg_v (1 or 2), or returns 1.
 make_cgroup ()
 {
   local mnt rel
   # cgroup v2, where its memory controller is offered.
-  mnt="$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)"
+  mnt="$(mount_of cgroup2 '')"
   if [ -n "$mnt" ] && grep -qw memory "$mnt/cgroup.controllers" 2>/dev/null
   then
     # A child of the root, where the controller can be enabled for
@@ -61,8 +75,7 @@ make_cgroup ()
   fi
   # cgroup v1: a child of the memory cgroup this test runs in (the
   # limit then nests inside whatever bounds the test), or of the root.
-  mnt="$(awk '$9 == "cgroup" && $NF ~ /(^|,)memory(,|$)/ { print $5; exit }' \
-           /proc/self/mountinfo)"
+  mnt="$(mount_of cgroup '(^|,)memory(,|$)')"
   [ -n "$mnt" ] || return 1
   rel="$(awk -F: '$2 ~ /(^|,)memory(,|$)/ { print $3; exit }' /proc/self/cgroup)"
   for cg in "$mnt$rel/nbdkit-test-overlay.$$" "$mnt/nbdkit-test-overlay.$$"; do
