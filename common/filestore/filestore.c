@@ -14,10 +14,10 @@
  * tmpfs, the ones where the mapping is made.  Elsewhere (btrfs copies
  * on every write, so an overwrite allocates too), on a file system
  * whose largest file is smaller than the store, or where the address
- * space is short, everything goes through pread and pwrite.  A disk
- * that fails to read the file back would raise SIGBUS through the
- * mapping, where pread returns EIO: a temporary file on a failing disk
- * is given up for the speed of every request.
+ * space is short, everything goes through pread and pwrite.  One risk
+ * is taken knowingly: a disk that fails to read the file back raises
+ * SIGBUS through the mapping where pread would return EIO, a price
+ * paid only on a failing disk, for a saving on every request.
  *
  * Pages are mapped writable as soon as pwrite has written them
  * (MADV_POPULATE_WRITE).  Otherwise a read through the mapping would
