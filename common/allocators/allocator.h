@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
-/* Allocators: byte stores for plugins and filters that keep a virtual
- * disk in memory (memory, and later data, cow, cache, tmpdisk).
+/* Allocators: byte stores for plugins that keep a virtual disk in
+ * memory (memory, data).  Overlays that may outgrow memory (the cow and
+ * cache filters') use common/filestore instead.
  *
  * An allocator holds SIZE bytes, all reading as zeroes at first.  It is
  * picked by a string in the form the memory plugin's allocator=

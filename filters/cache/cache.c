@@ -15,10 +15,12 @@
  * blocks not used since the hand last passed (an approximation of
  * least-recently-used), writing dirty ones back first.
  *
- * The cached bytes live in a sparse page store from common/allocators
- * (memory only for blocks cached), not in nbdkit's temporary file in
- * $TMPDIR: a file's write path on every request costs several times a
- * copy into memory.
+ * The cached bytes live in an unnamed sparse file in $TMPDIR
+ * (common/filestore, made at get_ready as nbdkit makes its own), so the
+ * cache may grow to the size of the plugin's disk whatever the memory:
+ * the process keeps only the bitmaps, and the kernel's page cache is
+ * the memory in front of the file, written back and reclaimed under
+ * pressure.  Evicted and trimmed blocks are punched out of the file.
  *
  * Locking: nothing global.  Block BLK's state and accessed bits, its
  * stored bytes while they are written, and gens[] of its stripe are
@@ -33,7 +35,7 @@
  * pwrite, so that a later write-back of newer bytes cannot be passed by
  * an older one.  reclaim_lock is only ever tried, never waited for: one
  * thread sweeps at a time, taking stripes one by one.  size_lock guards
- * creating the store and bitmaps at the first connection.
+ * sizing the bitmaps at the first connection.
  *
  * This file holds the callbacks, reads, fills and writes; writeback.c
  * writes dirty blocks back and evicts; cache.h is the state they share.
@@ -52,7 +54,6 @@
 #include <nbdkit-filter.h>
 #include <nbdkit-probe.h>
 
-#include "allocator.h"
 #include "bitmap.h"
 #include "cache.h"
 #include "cleanup.h"
@@ -75,12 +76,19 @@ fill_on_read (void)
   return cache.on_read;
 }
 
+/* HELD: the bytes lie in a cached block, whose disk space the file
+ * holds, so they may be copied in place.
+ */
 static int
-store_write (const void *buf, uint32_t count, uint64_t offset, int *err)
+store_write (const void *buf, uint32_t count, uint64_t offset, bool held,
+             int *err)
 {
-  if (allocator_write (cache.store, buf, count, offset) == -1) {
+  int r = held
+    ? filestore_overwrite (cache.store, buf, count, offset)
+    : filestore_write (cache.store, buf, count, offset);
+  if (r == -1) {
     *err = errno;
-    nbdkit_error ("cache: storing a block: %m");
+    nbdkit_error ("cache: writing the cache file: %m");
     return -1;
   }
   return 0;
@@ -109,7 +117,7 @@ cache_load (void)
 static void
 cache_unload (void)
 {
-  allocator_destroy (cache.store);
+  filestore_destroy (cache.store);
   free (cache.zeroes);
   free (cache.on_read_path);
   bitmap_free (&cache.state);
@@ -231,6 +239,15 @@ cache_get_ready (int thread_model)
     nbdkit_error ("calloc: %m");
     return -1;
   }
+  /* Made now, so that a TMPDIR that cannot hold it stops the server
+   * at start-up rather than failing the first write.
+   */
+  cache.store = filestore_create ();
+  if (cache.store == NULL) {
+    nbdkit_error ("cache: making the cache file in %s: %m",
+                  filestore_dir ());
+    return -1;
+  }
   return 0;
 }
 
@@ -240,9 +257,7 @@ cache_thread_model (void)
   return NBDKIT_THREAD_MODEL_PARALLEL;
 }
 
-/* Size the store and bitmaps at the first connection; later ones
- * must agree.
- */
+/* Size the bitmaps at the first connection; later ones must agree. */
 static int
 cache_prepare (nbdkit_next *next, void *handle, int readonly)
 {
@@ -269,13 +284,10 @@ cache_prepare (nbdkit_next *next, void *handle, int readonly)
     nbdkit_error ("cache: bitmaps for %" PRIi64 " bytes: %m", size);
     return -1;
   }
-  const char *why;
-  cache.store = allocator_create ("sparse", room, nbdkit_debug, &why);
-  if (cache.store == NULL) {
-    nbdkit_error ("cache: creating the store: %s",
-                  why ? why : strerror (errno));
-    return -1;
-  }
+  filestore_set_size (cache.store, ROUND_UP ((uint64_t) size, cache.blksize));
+  nbdkit_debug ("cache: the cache file in %s is %s", filestore_dir (),
+                filestore_mapped (cache.store)
+                ? "mapped" : "read and written by system calls");
   cache.size = size;
   cache.sized = true;
   return 0;
@@ -343,8 +355,7 @@ fill_block (nbdkit_next *next, uint64_t blk, uint8_t *buf, int *err)
     LOCK_FOR_SCOPE (stripe (blk));
     if (bitmap_get_blk (&cache.state, blk) != NOT_CACHED) {
       bitmap_set_blk (&cache.accessed, blk, 1);
-      allocator_read (cache.store, buf, cache.blksize, blk_offset (blk));
-      return 0;
+      return store_read (buf, cache.blksize, blk_offset (blk), err);
     }
     g = *gen (blk);
   }
@@ -353,9 +364,9 @@ fill_block (nbdkit_next *next, uint64_t blk, uint8_t *buf, int *err)
   LOCK_FOR_SCOPE (stripe (blk));
   enum blk_state st = bitmap_get_blk (&cache.state, blk);
   if (st != NOT_CACHED)
-    allocator_read (cache.store, buf, cache.blksize, blk_offset (blk));
-  else if (*gen (blk) == g) {
-    if (store_write (buf, cache.blksize, blk_offset (blk), err) == -1)
+    return store_read (buf, cache.blksize, blk_offset (blk), err);
+  if (*gen (blk) == g) {
+    if (store_write (buf, cache.blksize, blk_offset (blk), false, err) == -1)
       return -1;
     set_state_locked (blk, CLEAN);
     NBDKIT_PROBE (cache_fill, blk_offset (blk), UINT64_C (1) << cache.shift,
@@ -417,7 +428,8 @@ cache_pread (nbdkit_next *next, void *handle, void *buf, uint32_t count,
     uint64_t e = run_end (cached, offset, end);
     uint32_t n = e - offset;
     if (cached) {
-      allocator_read (cache.store, p, n, offset);
+      if (store_read (p, n, offset, err) == -1)
+        return -1;
       NBDKIT_PROBE (cache_hit, offset, n);
     }
     else {
@@ -458,9 +470,9 @@ write_back_block (nbdkit_next *next, uint64_t blk, uint64_t blkoffs,
     buf = cache.zeroes;
   {
     LOCK_FOR_SCOPE (stripe (blk));
-    if (count == cache.blksize ||
-        bitmap_get_blk (&cache.state, blk) != NOT_CACHED) {
-      if (store_write (buf, count, offset, err) == -1)
+    bool held = bitmap_get_blk (&cache.state, blk) != NOT_CACHED;
+    if (count == cache.blksize || held) {
+      if (store_write (buf, count, offset, held, err) == -1)
         return -1;
       set_state_locked (blk, DIRTY);
       return 0;
@@ -479,12 +491,13 @@ write_back_block (nbdkit_next *next, uint64_t blk, uint64_t blkoffs,
     if (*gen (blk) != g && plugin_block (next, blk, block, err) == -1)
       return -1;
     memcpy (block + blkoffs, buf, count);
-    if (store_write (block, cache.blksize, blk_offset (blk), err) == -1)
+    if (store_write (block, cache.blksize, blk_offset (blk), false,
+                     err) == -1)
       return -1;
     NBDKIT_PROBE (cache_fill, blk_offset (blk), UINT64_C (1) << cache.shift,
                   blk);
   }
-  else if (store_write (buf, count, offset, err) == -1)
+  else if (store_write (buf, count, offset, true, err) == -1)
     return -1;
   set_state_locked (blk, DIRTY);
   return 0;
@@ -526,11 +539,11 @@ trim_cached (uint32_t count, uint64_t offset, int *err)
     ++*gen (blk);
     enum blk_state st = bitmap_get_blk (&cache.state, blk);
     if (st == CLEAN || (st == DIRTY && n == cache.blksize)) {
-      allocator_zero (cache.store, cache.blksize, blk_offset (blk));
+      filestore_discard (cache.store, cache.blksize, blk_offset (blk));
       set_state_locked (blk, NOT_CACHED);
     }
     else if (st == DIRTY &&
-             store_write (cache.zeroes, n, offset, err) == -1)
+             store_write (cache.zeroes, n, offset, true, err) == -1)
       return -1;
     offset += n;
     count -= n;

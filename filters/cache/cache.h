@@ -15,9 +15,9 @@
 
 #include <nbdkit-filter.h>
 
-#include "allocator.h"
 #include "bitmap.h"
 #include "cleanup.h"
+#include "filestore.h"
 #include "minmax.h"
 
 #define NR_STRIPES 1024
@@ -36,13 +36,13 @@ struct cache {
   char *on_read_path;           /* cache-on-read=/PATH, or NULL */
 
   uint8_t *zeroes;              /* blksize zero bytes, from get_ready */
+  struct filestore *store;      /* whole blocks at their own offsets */
   pthread_mutex_t stripes[NR_STRIPES];
   uint64_t gens[NR_STRIPES];    /* each under its stripe */
 
   pthread_mutex_t size_lock;
   bool sized;                   /* under size_lock; then read-only */
   uint64_t size;                /* the plugin's size, once sized */
-  struct allocator *store;      /* whole blocks: ROUND_UP (size) bytes */
   struct bitmap state;          /* enum blk_state, under the stripes */
   struct bitmap accessed;       /* 1 if used since the hand passed */
   uint64_t nr_cached;           /* CLEAN + DIRTY blocks, atomic */
@@ -104,6 +104,18 @@ get_state (uint64_t blk, bool touch)
   if (touch && st != NOT_CACHED)
     bitmap_set_blk (&cache.accessed, blk, 1);
   return st;
+}
+
+/* Cached bytes from the cache file; the caller knows they are cached. */
+static inline int
+store_read (void *buf, uint32_t count, uint64_t offset, int *err)
+{
+  if (filestore_read (cache.store, buf, count, offset) == -1) {
+    *err = errno;
+    nbdkit_error ("cache: reading the cache file: %m");
+    return -1;
+  }
+  return 0;
 }
 
 static inline uint8_t *

@@ -27,7 +27,8 @@ wb_writeback_locked (nbdkit_next *next, uint64_t blk, uint8_t *bounce,
                      uint32_t flags, int *err)
 {
   uint32_t n = blk_len (blk);
-  allocator_read (cache.store, bounce, n, blk_offset (blk));
+  if (store_read (bounce, n, blk_offset (blk), err) == -1)
+    return -1;
   ++*gen (blk);
   if (next->pwrite (next, bounce, n, blk_offset (blk), flags, err) == -1)
     return -1;
@@ -45,7 +46,7 @@ evict_locked (nbdkit_next *next, uint64_t blk, uint8_t *bounce, int *err)
   enum blk_state st = bitmap_get_blk (&cache.state, blk);
   if (st == DIRTY && wb_writeback_locked (next, blk, bounce, 0, err) == -1)
     return -1;
-  allocator_zero (cache.store, cache.blksize, blk_offset (blk));
+  filestore_discard (cache.store, cache.blksize, blk_offset (blk));
   set_state_locked (blk, NOT_CACHED);
   ++*gen (blk);
   NBDKIT_PROBE (cache_evict, blk_offset (blk), UINT64_C (1) << cache.shift,

@@ -4,11 +4,13 @@
  * reads of blocks never written go to the plugin.  Every connection
  * shares the one overlay, which vanishes when the server exits.
  *
- * The overlay is a sparse page store from common/allocators (memory
- * only for the blocks written), not nbdkit's temporary file in $TMPDIR:
- * a write to a temporary file pays the file system's write path on
- * every request (half the time of a 4 KiB write, measured on ext4),
- * while the store copies under a shared lock.
+ * The overlay's bytes live in an unnamed sparse file in $TMPDIR
+ * (common/filestore, made at get_ready as nbdkit makes its own), so an
+ * overlay may grow to the size of the disk under it: the process keeps
+ * only the bitmap, and the kernel's page cache is the memory in front
+ * of the file, written back and reclaimed under pressure.  (It once
+ * lived in a page store in process memory, a little faster, until a
+ * large copy through the filter got the server killed for memory.)
  *
  * Each block is in one of three states (a 2-bit bitmap):
  *   BLK_PLUGIN   not in the overlay: the plugin's bytes are current
@@ -25,9 +27,9 @@
  * A partial write to a block still in the plugin reads the plugin's
  * block unlocked, then takes the stripe and copies it up only if no
  * other request did so meanwhile.  Overlay reads need no stripe: the
- * store may be read and written from many threads at once.  size_lock
- * guards only the creation of the bitmap and the store, once, at the
- * first connection's prepare.
+ * file may be read and written from many threads at once.  size_lock
+ * guards only the sizing of the bitmap, once, at the first
+ * connection's prepare.
  */
 #include <config.h>
 
@@ -45,9 +47,9 @@
 #include <nbdkit-filter.h>
 #include <nbdkit-probe.h>
 
-#include "allocator.h"
 #include "bitmap.h"
 #include "cleanup.h"
+#include "filestore.h"
 #include "ispowerof2.h"
 #include "minmax.h"
 #include "rounding.h"
@@ -66,12 +68,12 @@ struct cow {
 
   /* Set by get_ready, freed by unload. */
   uint8_t *zeroes;              /* blksize zero bytes */
+  struct filestore *store;      /* whole blocks, at their own offsets */
   pthread_mutex_t stripes[NR_STRIPES];
 
   pthread_mutex_t size_lock;
   bool sized;                   /* under size_lock; then read-only */
   uint64_t size;                /* the plugin's size, once sized */
-  struct allocator *store;      /* whole blocks, so up to ROUND_UP (size) */
   struct bitmap bm;             /* bits under the stripes */
 };
 
@@ -111,7 +113,7 @@ cow_load (void)
 static void
 cow_unload (void)
 {
-  allocator_destroy (cow.store);
+  filestore_destroy (cow.store);
   free (cow.zeroes);
   free (cow.on_read_path);
   bitmap_free (&cow.bm);
@@ -181,6 +183,15 @@ cow_get_ready (int thread_model)
     nbdkit_error ("calloc: %m");
     return -1;
   }
+  /* Made now, so that a TMPDIR that cannot hold it stops the server
+   * at start-up rather than failing the first write.
+   */
+  cow.store = filestore_create ();
+  if (cow.store == NULL) {
+    nbdkit_error ("cow: making the overlay file in %s: %m",
+                  filestore_dir ());
+    return -1;
+  }
   return 0;
 }
 
@@ -213,20 +224,16 @@ cow_prepare (nbdkit_next *next, void *handle, int readonly)
       nbdkit_error ("cow: bitmap for %" PRIi64 " bytes: %m", size);
       return -1;
     }
-    /* The store holds whole blocks, the last one too. */
-    uint64_t room = ROUND_UP ((uint64_t) size, cow.blksize);
-    const char *why;
-    if (room > INT64_MAX) {
+    /* The overlay holds whole blocks, the last one too. */
+    if (ROUND_UP ((uint64_t) size, cow.blksize) > INT64_MAX) {
       nbdkit_error ("cow: the plugin's size %" PRIi64 " is too large",
                     size);
       return -1;
     }
-    cow.store = allocator_create ("sparse", room, nbdkit_debug, &why);
-    if (cow.store == NULL) {
-      nbdkit_error ("cow: creating the overlay: %s",
-                    why ? why : strerror (errno));
-      return -1;
-    }
+    filestore_set_size (cow.store, ROUND_UP ((uint64_t) size, cow.blksize));
+    nbdkit_debug ("cow: the overlay file in %s is %s", filestore_dir (),
+                  filestore_mapped (cow.store)
+                  ? "mapped" : "read and written by system calls");
     cow.size = size;
     cow.sized = true;
   }
@@ -301,12 +308,30 @@ cow_flush (nbdkit_next *next, void *handle, uint32_t flags, int *err)
   return 0;
 }
 
+/* HELD: the bytes lie in a block in the overlay (BLK_OVERLAY), whose
+ * disk space the file holds, so they may be copied in place.
+ */
 static int
-overlay_pwrite (const void *buf, uint32_t count, uint64_t offset, int *err)
+overlay_pwrite (const void *buf, uint32_t count, uint64_t offset, bool held,
+                int *err)
 {
-  if (allocator_write (cow.store, buf, count, offset) == -1) {
+  int r = held
+    ? filestore_overwrite (cow.store, buf, count, offset)
+    : filestore_write (cow.store, buf, count, offset);
+  if (r == -1) {
     *err = errno;
-    nbdkit_error ("cow: writing the overlay: %m");
+    nbdkit_error ("cow: writing the overlay file: %m");
+    return -1;
+  }
+  return 0;
+}
+
+static int
+overlay_pread (void *buf, uint32_t count, uint64_t offset, int *err)
+{
+  if (filestore_read (cow.store, buf, count, offset) == -1) {
+    *err = errno;
+    nbdkit_error ("cow: reading the overlay file: %m");
     return -1;
   }
   return 0;
@@ -333,7 +358,8 @@ plugin_block (nbdkit_next *next, uint64_t blk, uint8_t *buf, int *err)
 static int
 store_block_locked (uint64_t blk, const uint8_t *block, int *err)
 {
-  if (overlay_pwrite (block, cow.blksize, blk << cow.shift, err) == -1)
+  bool held = bitmap_get_blk (&cow.bm, blk) == BLK_OVERLAY;
+  if (overlay_pwrite (block, cow.blksize, blk << cow.shift, held, err) == -1)
     return -1;
   bitmap_set_blk (&cow.bm, blk, BLK_OVERLAY);
   return 0;
@@ -372,7 +398,7 @@ write_part (nbdkit_next *next, uint64_t blk, uint64_t blkoffs,
   pthread_mutex_lock (stripe (blk));
   enum blk_state st = bitmap_get_blk (&cow.bm, blk);
   if (st == BLK_OVERLAY) {
-    int r = overlay_pwrite (buf, count, offset, err);
+    int r = overlay_pwrite (buf, count, offset, true, err);
     pthread_mutex_unlock (stripe (blk));
     return r;
   }
@@ -391,7 +417,7 @@ write_part (nbdkit_next *next, uint64_t blk, uint64_t blkoffs,
   LOCK_FOR_SCOPE (stripe (blk));
   enum blk_state now = bitmap_get_blk (&cow.bm, blk);
   if (now == BLK_OVERLAY)
-    return overlay_pwrite (buf, count, offset, err);
+    return overlay_pwrite (buf, count, offset, true, err);
   if (now == BLK_TRIMMED)
     memset (block, 0, cow.blksize);
   else
@@ -434,7 +460,7 @@ cow_pwrite (nbdkit_next *next, void *handle, const void *buf,
   return write_range (next, buf, count, offset, err);
 }
 
-/* Whole blocks become BLK_TRIMMED (their overlay memory is given back);
+/* Whole blocks become BLK_TRIMMED (their overlay space is given back);
  * the parts of blocks at either end are written with zeroes.
  */
 static int
@@ -447,9 +473,9 @@ cow_trim (nbdkit_next *next, void *handle, uint32_t count, uint64_t offset,
     uint32_t n = MIN (cow.blksize - blkoffs, count);
     if (n == cow.blksize) {
       LOCK_FOR_SCOPE (stripe (blk));
-      /* Only memory is at stake: a failure changes nothing visible. */
+      /* A trimmed block is never read from the file again. */
       if (bitmap_get_blk (&cow.bm, blk) == BLK_OVERLAY)
-        allocator_zero (cow.store, cow.blksize, blk << cow.shift);
+        filestore_discard (cow.store, cow.blksize, blk << cow.shift);
       bitmap_set_blk (&cow.bm, blk, BLK_TRIMMED);
     }
     else if (write_part (next, blk, blkoffs, n, NULL, err) == -1)
@@ -515,7 +541,8 @@ cow_pread (nbdkit_next *next, void *handle, void *buf, uint32_t count,
     uint32_t n = e - offset;
     switch (st) {
     case BLK_OVERLAY:
-      allocator_read (cow.store, p, n, offset);
+      if (overlay_pread (p, n, offset, err) == -1)
+        return -1;
       NBDKIT_PROBE (cow_read_overlay, offset, n);
       break;
     case BLK_TRIMMED:
