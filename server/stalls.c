@@ -14,7 +14,10 @@
  *    when all are busy on the CPU it adds one, up to busy_max
  *    (workers.c says why).  A request seen running for the first time
  *    is looked at again after RELOOK_NS, so a stuck one is found within
- *    RELOOK_NS to STALL_TICK_NS + RELOOK_NS of its start.  A worker
+ *    RELOOK_NS to STALL_TICK_NS + RELOOK_NS of its start (within
+ *    RELOOK_NS of a connection's first request, which wakes the
+ *    watcher to look at once, and of any request that wakes it from
+ *    its sleep).  A worker
  *    answering a client that does not read its replies counts as free
  *    to read, so such a client gets no more workers;
  *  - a stuck worker that lent its held replies has them sent by the
@@ -48,8 +51,9 @@
 #include "protocol.h"
 #include "transmission.h"
 
-#define STALL_TICK_NS 1000000   /* 1 ms */
+#define STALL_TICK_NS 4000000   /* 4 ms */
 #define RELOOK_NS 250000        /* 250 us */
+#define NUDGE_RELOOK_NS 100000  /* 100 us: a connection's first request */
 #define IDLE_TICKS 64
 
 static pthread_mutex_t watch_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -62,6 +66,7 @@ static struct pool *pools;              /* with watch_lock: those watched */
 static pthread_mutex_t sleep_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t watch_cond;       /* CLOCK_MONOTONIC, once started */
 static bool watcher_started, watcher_ended;
+static bool nudged;                     /* look now (pool_watch_nudge) */
 static pthread_t watcher;
 
 /* Set (sequentially consistent) just before the watcher sleeps for
@@ -262,8 +267,12 @@ static void *
 watch_loop (void *arg)
 {
   (void) arg;
-  unsigned idle = 0;
+  unsigned idle = 0, fresh_looks = 0;
+  bool after_nudge = false;
   struct sight sight = { 0 };
+
+  /* So that top -H and perf name it. */
+  pthread_setname_np (pthread_self (), "nbdkit-stalls");
 
   pthread_mutex_lock (&sleep_lock);
   while (!watcher_ended) {
@@ -283,18 +292,23 @@ watch_loop (void *arg)
       struct timespec when;
       clock_gettime (CLOCK_MONOTONIC, &when);
       /* A request seen running for the first time is looked at again
-       * soon: if it is stuck, the sooner the better.
+       * soon: if it is stuck, the sooner the better.  But while look
+       * after look finds new requests running, requests come and go
+       * faster than the looks: the next look can wait a tick.
        */
-      when.tv_nsec += sight.fresh ? RELOOK_NS : STALL_TICK_NS;
+      when.tv_nsec += !sight.fresh || fresh_looks > 1 ? STALL_TICK_NS
+        : after_nudge ? NUDGE_RELOOK_NS : RELOOK_NS;
       if (when.tv_nsec >= 1000000000L) {
         when.tv_sec++;
         when.tv_nsec -= 1000000000L;
       }
-      while (!watcher_ended &&
+      while (!watcher_ended && !nudged &&
              pthread_cond_timedwait (&watch_cond, &sleep_lock, &when) !=
              ETIMEDOUT)
         ;
     }
+    after_nudge = nudged;
+    nudged = false;
     if (watcher_ended)
       break;
     pthread_mutex_unlock (&sleep_lock);
@@ -305,11 +319,25 @@ watch_loop (void *arg)
       look (p, &sight);
     pthread_mutex_unlock (&watch_lock);
     idle = sight.running ? 0 : idle + 1;
+    fresh_looks = sight.fresh ? fresh_looks + 1 : 0;
 
     pthread_mutex_lock (&sleep_lock);
   }
   pthread_mutex_unlock (&sleep_lock);
   return NULL;
+}
+
+/* A connection runs its first request: look at once, rather than at
+ * the next tick, so that a first burst of slow requests is found stuck
+ * RELOOK_NS after it starts.  One wake-up per connection.
+ */
+void
+pool_watch_nudge (void)
+{
+  LOCK_FOR_SCOPE (&sleep_lock);
+  atomic_store (&pool_watch_asleep, false);
+  nudged = true;
+  pthread_cond_signal (&watch_cond);
 }
 
 void

@@ -271,6 +271,7 @@ extern void pool_grow (struct pool *pool, unsigned n);
 extern void pool_watch_add (struct pool *pool);
 extern void pool_watch_remove (struct pool *pool);
 extern void pool_watch_wake (void);
+extern void pool_watch_nudge (void);
 extern void pool_take_back_out (struct pool *pool, struct worker *w);
 extern _Atomic bool pool_watch_asleep;
 
@@ -287,7 +288,9 @@ pool_run_start (struct worker *w, bool lend)
    * it sees this run, or this worker sees it asleep and wakes it.
    */
   atomic_store (&w->state, state);
-  if (atomic_load (&pool_watch_asleep))
+  if (runs == 0 && w->index == 0)
+    pool_watch_nudge ();        /* the connection's first request */
+  else if (atomic_load (&pool_watch_asleep))
     pool_watch_wake ();
   return state;
 }
