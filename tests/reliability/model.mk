@@ -2,5 +2,6 @@
 # Reliability suites (issue 28): the concurrent model checker, writers
 # on disjoint stripes over a matrix of filter stacks.  Included by
 # tests/Makefile.am.
-TESTS += reliability/test-model-stripes.sh
+TESTS += reliability/test-model-stripes.sh \
+	reliability/test-model-cache-reclaim.sh
 EXTRA_DIST += reliability/model-stripes.py
