@@ -272,7 +272,27 @@ class Writer:
                 self.h.shutdown()
         except nbd.Error as e:
             error = "an operation failed (%d issued): %s" % (issued, e)
+            self.drain()
         return issued, error
+
+    def drain(self):
+        """After a failure: let the requests still in flight finish (for
+        at most 10 s), so that the final read is not compared with
+        writes that were cut short by this process's exit.  (The
+        failed request's range may still differ.)"""
+        deadline = time.monotonic() + 10
+        while self.inflight and time.monotonic() < deadline:
+            try:
+                self.h.poll(100)
+            except nbd.Error:
+                return              # the connection is gone
+            for cookie in list(self.inflight):
+                try:
+                    done = self.h.aio_command_completed(cookie)
+                except nbd.Error:
+                    done = True     # failed, and retired
+                if done:
+                    del self.inflight[cookie]
 
 
 class Op:

@@ -155,14 +155,14 @@ run_model readahead -- \
   --filter=readahead --filter=cache --filter=delay memory 8M \
   cache=writethrough rdelay=1ms wdelay=1ms
 
-# retry: one read in a hundred fails (EIO) below the retry filter, which
+# retry: one read in fifty fails (EIO) below the retry filter, which
 # reopens and repeats it after a second, so every request of the
 # writers and of the reader succeeds.  The server's log shows how many
 # failed below.  Fewer operations here: each failure stalls its
 # connection for the retry delay.
 run_model retry --ops 300 -- \
   --filter=retry --filter=error memory 8M \
-  error-pread=EIO error-pread-rate=1% retries=8 retry-delay=1 \
+  error-pread=EIO error-pread-rate=2% retries=8 retry-delay=1 \
   retry-exponential=no
 injected=$(grep -c 'injecting' "$tmpdir/retry.log" || :)
 echo "retry: $injected reads failed below the retry filter"
