@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
+# shellcheck shell=bash
 # Sourced by tests/reliability/test-hostile-stack-*.sh, after
 # functions.sh and once start_server has started the stack: the
 # project's hostile client (tests/hostile-client.py, the groups that
@@ -24,7 +25,7 @@ hostile="$(cd "$(dirname "$0")/.." && pwd)/hostile-client.py"
 server_counts ()
 {
   local fds
-  fds=$(ls "/proc/$server_pid/fd" | wc -l)
+  fds=$(find "/proc/$server_pid/fd" -mindepth 1 -maxdepth 1 | wc -l)
   awk -v fds="$fds" '
     /^Threads:/ { th = $2 } /^VmRSS:/ { rss = $2 } /^VmHWM:/ { hwm = $2 }
     END { printf "%d fds, %d threads, RSS %d MiB (peak %d MiB)\n",

@@ -56,7 +56,9 @@ start_server --filter=cache --filter=delay file "$disk" \
 if [ -n "$trace" ]; then
   so="$(filter_so cache)"
   trace_start "$tmpdir/trace" "
-usdt:$so:nbdkit:cache_evict { printf(\"%lld evict %d %d\\n\", nsecs, arg2, arg3); }
+usdt:$so:nbdkit:cache_evict {
+  printf(\"%lld evict %d %d\\n\", nsecs, arg2, arg3);
+}
 "
 fi
 

@@ -113,8 +113,8 @@ run_model blocksize --ops 500 -- \
 # sector.
 part="$tmpdir/part.img"
 random_disk "$part" 12M
-printf 'label: dos\nstart=2048, size=2048, type=83\nstart=6151, size=14001, type=83\n' |
-  sfdisk -q "$part" >/dev/null
+printf '%s\n' 'label: dos' 'start=2048, size=2048, type=83' \
+  'start=6151, size=14001, type=83' | sfdisk -q "$part" >/dev/null
 cp "$part" "$tmpdir/part.orig"
 p_off=$((6151 * 512))
 p_len=$((14001 * 512))
