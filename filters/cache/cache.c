@@ -23,14 +23,15 @@
  * pressure.  Evicted and trimmed blocks are punched out of the file.
  *
  * Locking: nothing global.  Block BLK's state and accessed bits, its
- * stored bytes while they are written, and gens[] of its stripe are
- * guarded by stripes[(BLK >> 3) % NR_STRIPES] (eight neighbouring
- * blocks share a stripe, so bitmap bytes shared between blocks share a
- * lock).  Reads of the plugin are made without any lock: a reader that
- * wants to fill a block notes its stripe's generation, reads, and
- * stores the block only if it is still NOT_CACHED and the generation
- * has not moved (every change to the plugin's bytes, by write-through,
- * trim, zero, write-back or eviction, bumps it before and after).
+ * stored bytes while they are written or copied out (an eviction
+ * zeroes them), and gens[] of its stripe are guarded by
+ * stripes[(BLK >> 3) % NR_STRIPES] (eight neighbouring blocks share a
+ * stripe, so bitmap bytes shared between blocks share a lock).  Reads
+ * of the plugin are made without any lock: a reader that wants to fill
+ * a block notes its stripe's generation, reads, and stores the block
+ * only if it is still NOT_CACHED and the generation has not moved
+ * (every change to the plugin's bytes, by write-through, trim, zero,
+ * write-back or eviction, bumps it before and after).
  * Writing a DIRTY block back holds its stripe across the plugin's
  * pwrite, so that a later write-back of newer bytes cannot be passed by
  * an older one.  reclaim_lock is only ever tried, never waited for: one
@@ -428,9 +429,27 @@ cache_pread (nbdkit_next *next, void *handle, void *buf, uint32_t count,
     uint64_t e = run_end (cached, offset, end);
     uint32_t n = e - offset;
     if (cached) {
-      if (store_read (p, n, offset, err) == -1)
-        return -1;
-      NBDKIT_PROBE (cache_hit, offset, n);
+      /* Each block is copied under its stripe: an eviction zeroes a
+       * block's bytes in the store before it marks the block
+       * NOT_CACHED, so an unlocked copy could return those zeroes.
+       * The run stops at a block evicted since run_end saw it, which
+       * the next turn reads as a miss.
+       */
+      uint64_t o = offset;
+      while (o < e) {
+        uint64_t blk = o >> cache.shift;
+        uint32_t m = MIN (e, blk_offset (blk) + cache.blksize) - o;
+        LOCK_FOR_SCOPE (stripe (blk));
+        if (bitmap_get_blk (&cache.state, blk) == NOT_CACHED)
+          break;
+        if (store_read (p + (o - offset), m, o, err) == -1)
+          return -1;
+        o += m;
+      }
+      if (o > offset)
+        NBDKIT_PROBE (cache_hit, offset, o - offset);
+      e = o;
+      n = e - offset;
     }
     else {
       NBDKIT_PROBE (cache_miss, offset, n);
