@@ -3,7 +3,5 @@
 TESTS += test-cow-filter.sh
 TESTS += test-cow-filter-parallel.sh
 TESTS += test-cow-filter-probes.sh
-# Both overlays (cow's and cache's) on disk: past a memory cgroup's
-# limit, and in a TMPDIR that fills up.
-TESTS += test-overlay-larger-than-memory.sh
-TESTS += test-overlay-disk-full.sh
+# Both overlays (cow's and cache's) on disk, past a memory cgroup's
+# limit and in a TMPDIR that fills up: tests/reliability/overlay.mk.

@@ -10,7 +10,7 @@
 # fails the same write with ENOSPC and keeps the earlier bytes, but
 # neither of its filters gives a trimmed block's room back, so the last
 # step is ours alone.
-source "$(dirname "$0")/functions.sh"
+source "$(dirname "$0")/../functions.sh"
 requires_root
 requires_cmd unshare nbdsh
 requires unshare -m true

@@ -15,7 +15,7 @@
 #
 # A server that kept the overlay in its own memory is killed by the
 # kernel's OOM killer half way through the copy.
-source "$(dirname "$0")/functions.sh"
+source "$(dirname "$0")/../functions.sh"
 requires_root
 requires_cmd nbdcopy sha256sum stat
 # In a sanitizer build, ASan's quarantine of freed memory (256 MiB by
