@@ -4,7 +4,8 @@
  * in the layers reads nothing more, so a burst of requests to a slow
  * backend would run one at a time, and replies held back to go out
  * together (reply.c) would wait behind the stuck one.  One thread for
- * the whole server looks at every pool each STALL_TICK_NS:
+ * the whole server looks at every pool each tick (STALL_TICK_NS, and
+ * up to MAX_TICK_NS while it finds nothing stuck):
  *
  *  - a worker that is running the same request at two looks in a row
  *    is stuck.  If every active worker of its pool is running a
@@ -14,7 +15,7 @@
  *    when all are busy on the CPU it adds one, up to busy_max
  *    (workers.c says why).  A request seen running for the first time
  *    is looked at again after RELOOK_NS, so a stuck one is found within
- *    RELOOK_NS to STALL_TICK_NS + RELOOK_NS of its start (within
+ *    RELOOK_NS to a tick + RELOOK_NS of its start (within
  *    RELOOK_NS of a connection's first request, which wakes the
  *    watcher to look at once, and of any request that wakes it from
  *    its sleep).  A worker
@@ -48,10 +49,12 @@
 #include <unistd.h>
 
 #include "internal.h"
+
 #include "protocol.h"
 #include "transmission.h"
 
 #define STALL_TICK_NS 4000000   /* 4 ms */
+#define MAX_TICK_NS 64000000    /* 64 ms */
 #define RELOOK_NS 250000        /* 250 us */
 #define NUDGE_RELOOK_NS 100000  /* 100 us: a connection's first request */
 #define IDLE_TICKS 64
@@ -170,6 +173,7 @@ blocked (pid_t tid)
 struct sight {
   bool running;                 /* a worker was running a request */
   bool fresh;                   /* one that the last look had not seen */
+  bool stuck;                   /* one that the last look had seen */
 };
 
 /* How many more workers would have a request to read: the bytes the
@@ -221,6 +225,7 @@ look (struct pool *pool, struct sight *sight)
        */
       else if (nstuck < 2 && pool->seen[i].handed != runs)
         stuck[nstuck++] = i;
+      sight->stuck |= same;
       break;
     }
   }
@@ -269,6 +274,7 @@ watch_loop (void *arg)
   (void) arg;
   unsigned idle = 0, fresh_looks = 0;
   bool after_nudge = false;
+  uint64_t tick_ns = STALL_TICK_NS;
   struct sight sight = { 0 };
 
   /* So that top -H and perf name it. */
@@ -294,10 +300,14 @@ watch_loop (void *arg)
       /* A request seen running for the first time is looked at again
        * soon: if it is stuck, the sooner the better.  But while look
        * after look finds new requests running, requests come and go
-       * faster than the looks: the next look can wait a tick.
+       * faster than the looks: the next look can wait a tick, and the
+       * ticks grow while no request is ever seen stuck (every wake-up
+       * takes a CPU from a busy server and its clients).
        */
-      when.tv_nsec += !sight.fresh || fresh_looks > 1 ? STALL_TICK_NS
+      uint64_t ns = !sight.fresh || fresh_looks > 1 ? tick_ns
         : after_nudge ? NUDGE_RELOOK_NS : RELOOK_NS;
+      when.tv_sec += ns / 1000000000;
+      when.tv_nsec += ns % 1000000000;
       if (when.tv_nsec >= 1000000000L) {
         when.tv_sec++;
         when.tv_nsec -= 1000000000L;
@@ -308,6 +318,8 @@ watch_loop (void *arg)
         ;
     }
     after_nudge = nudged;
+    if (nudged)
+      tick_ns = STALL_TICK_NS;  /* a new connection: it may be slow */
     nudged = false;
     if (watcher_ended)
       break;
@@ -320,6 +332,8 @@ watch_loop (void *arg)
     pthread_mutex_unlock (&watch_lock);
     idle = sight.running ? 0 : idle + 1;
     fresh_looks = sight.fresh ? fresh_looks + 1 : 0;
+    tick_ns = sight.stuck ? STALL_TICK_NS
+      : tick_ns * 2 < MAX_TICK_NS ? tick_ns * 2 : MAX_TICK_NS;
 
     pthread_mutex_lock (&sleep_lock);
   }
