@@ -173,7 +173,8 @@ blocked (pid_t tid)
 struct sight {
   bool running;                 /* a worker was running a request */
   bool fresh;                   /* one that the last look had not seen */
-  bool stuck;                   /* one that the last look had seen */
+  bool stuck;                   /* one, seen at the last look too, that
+                                 * waits with no worker free to read */
 };
 
 /* How many more workers would have a request to read: the bytes the
@@ -225,7 +226,6 @@ look (struct pool *pool, struct sight *sight)
        */
       else if (nstuck < 2 && pool->seen[i].handed != runs)
         stuck[nstuck++] = i;
-      sight->stuck |= same;
       break;
     }
   }
@@ -248,6 +248,11 @@ look (struct pool *pool, struct sight *sight)
                                       memory_order_relaxed);
     wait = tid > 0 && blocked (tid);
   }
+  /* Keep looking often while this pool waits on its backend; a pool
+   * that computes, or has a worker free, needs no hurry (and every look
+   * at /proc costs the server CPU time).
+   */
+  sight->stuck |= wait;
   if (wait)
     pool_grow (pool, wanted (pool));
   else if (active < pool->busy_max)

@@ -20,7 +20,11 @@ mkdir "$tmpdir/tree"
 cp "$disk" "$tmpdir/tree/"
 mke2fs -q -F -t ext2 -d "$tmpdir/tree" "$tmpdir/fs.img" 4M
 echo -n secret > "$tmpdir/pass"
-for i in 1 2 3 4 5; do  # qemu-img's key timing sometimes gives up
+# qemu-img times its key derivation on the CPU clock and gives up now
+# and then ("Unable to get accurate CPU usage"), half the time on a
+# loaded machine: up to 30 tries, a little apart.
+for i in $(seq 30); do
+  [ "$i" -eq 1 ] || sleep 0.2
   qemu-img convert -q --object secret,id=s,file="$tmpdir/pass" -O luks \
     -o key-secret=s,iter-time=10 "$disk" "$tmpdir/disk.luks" 2>/dev/null &&
     break

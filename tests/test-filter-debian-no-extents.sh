@@ -27,11 +27,11 @@ xz -c "$disk" > "$tmpdir/disk.xz"
 # qemu-img times its key derivation on the CPU clock and now and then
 # gives up on a loaded machine ("Unable to get accurate CPU usage"):
 # a few tries.
-for try in 1 2 3 4 5; do
+for try in $(seq 30); do
   t qemu-img convert -q -f raw -O luks --object secret,id=s,data=pw \
     -o key-secret=s,iter-time=100 "$disk" "$tmpdir/disk.luks" && break
-  [ "$try" -lt 5 ] || fail "qemu-img could not make a LUKS image"
-  sleep 1
+  [ "$try" -lt 30 ] || fail "qemu-img could not make a LUKS image"
+  sleep 0.2
 done
 
 # check NAME FILE [PARAMS]: copy through Debian's NAME filter over the

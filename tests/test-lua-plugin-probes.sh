@@ -4,7 +4,7 @@
 # lua_call_done fire around each function the host calls, with the
 # request's connection id and cookie (those of the server's
 # request_start), the function's name, the time spent in it (a pread that
-# spins 0.2 s takes >= 0.2 s), the errno it failed with (28 after
+# spins 0.3 s of CPU takes >= 0.2 s), the errno it failed with (28 after
 # nbdkit.set_error (nbdkit.ENOSPC)) and its error text; config fires them
 # outside any connection (id and cookie 0).  nbdkit.probe fires the
 # server's probe "user" with the script's arguments and the same ids.
@@ -31,8 +31,10 @@ function pread (h, count, offset)
       nbdkit.set_error (nbdkit.ENOSPC)
       error ("no room", 0)
    end
-   -- Busy for 0.2 s: Lua has no sleep of its own.
-   local t = os.clock () + 0.2
+   -- Busy for 0.3 s of the process's CPU time (os.clock, Lua has no
+   -- sleep of its own), so at least 0.2 s of wall time, whatever the
+   -- server's other threads use meanwhile.
+   local t = os.clock () + 0.3
    repeat until os.clock () >= t
    nbdkit.probe ("luaread", count, offset, "lua read")
    return string.rep ("\0", count)

@@ -63,6 +63,10 @@ stop_server
 # against the host name it dialled (over a Unix socket it has none).
 for srv in server server-expired server-rogue; do
   port="$(free_port)"
+  # The pid file outlives its server (as nbdkit's does): one left by an
+  # earlier server (start_server's is server.pid too) would say "ready"
+  # before this one listens.
+  rm -f "$tmpdir/$srv.pid"
   "$NBDKIT" -f -i 127.0.0.1 -p "$port" -P "$tmpdir/$srv.pid" \
     --tls=require --tls-certificates="$d/$srv" memory 1M &
   pid=$!
