@@ -4,14 +4,16 @@
 # nbdkit(1) -t promises ("the number of outstanding requests that can be
 # processed at once"), from the first request on, and a reply ready
 # early is not held behind a slower one.  Each case runs under
-# Debian's nbdkit and ours, and both must behave the same:
+# Debian's nbdkit and ours, and both must behave the same where nbdkit's
+# answer does not depend on timing:
 #  - qemu-io sends a write that the delay filter holds 2 s and then a
 #    read it holds 1 s: the read completes first (a server that ran
 #    them one at a time answered the write first, then the read at 3 s);
-#  - a cache hit sent just before a miss that waits 1 s is answered at
-#    once (not along with the miss), through --filter=cache over a
-#    delayed plugin, and from an eval plugin whose thread model
-#    serialises requests;
+#  - (ours only: Debian's nbdkit answers these either way, depending on
+#    which of its threads wins) a cache hit sent just before a miss that
+#    waits 1 s is answered at once (not along with the miss), through
+#    --filter=cache over a delayed plugin, and from an eval plugin whose
+#    thread model serialises requests;
 #  - 16 reads of 1 s through the delay filter, sent together, all
 #    finish within 2.5 s (run one at a time they take 16 s; grown only
 #    after reads had finished, 5 s).  The bound is generous: the point
@@ -82,15 +84,22 @@ for srv in debian ours; do
   [ "$(cat "$tmpdir/order.$srv")" = "read wrote " ] ||
     fail "$srv: the 1 s read did not complete before the 2 s write"
 
-  t "$bin" -U - --filter=cache --filter=delay memory 4M rdelay=1 \
-    --run "/usr/bin/python3 $tmpdir/two.py \"\$uri\" 0 $((1 << 20)) cache" ||
-    fail "$srv: a cache hit waited for the miss behind it"
+  # Under Debian's nbdkit these two depend on which of its threads
+  # takes the request first (its cache filter's lock, the serialising
+  # thread model's lock): a CI run saw its cache hit wait for the miss.
+  # Ours answers the first request read first and sends its reply while
+  # the second runs, every time.
+  if [ $srv = ours ]; then
+    t "$bin" -U - --filter=cache --filter=delay memory 4M rdelay=1 \
+      --run "/usr/bin/python3 $tmpdir/two.py \"\$uri\" 0 $((1 << 20)) cache" ||
+      fail "$srv: a cache hit waited for the miss behind it"
 
-  t "$bin" -U - eval get_size='echo 2M' \
-    pread='if [ $4 -ge 1048576 ]; then sleep 1; fi
-           dd if=/dev/zero count=$3 iflag=count_bytes 2>/dev/null' \
-    --run "/usr/bin/python3 $tmpdir/two.py \"\$uri\" 0 $((1 << 20))" ||
-    fail "$srv: under a serialising plugin a reply waited for the next read"
+    t "$bin" -U - eval get_size='echo 2M' \
+      pread='if [ $4 -ge 1048576 ]; then sleep 1; fi
+             dd if=/dev/zero count=$3 iflag=count_bytes 2>/dev/null' \
+      --run "/usr/bin/python3 $tmpdir/two.py \"\$uri\" 0 $((1 << 20))" ||
+      fail "$srv: under a serialising plugin a reply waited for the next read"
+  fi
 
   t "$bin" -U - --filter=delay memory 1M rdelay=1 \
     --run "/usr/bin/python3 $tmpdir/burst.py \"\$uri\"" ||
