@@ -29,21 +29,6 @@
 
 /* ---- tracing every call ---- */
 
-/* The cookie of the request this thread is running, 0 outside one. */
-static __thread uint64_t call_cookie;
-
-void
-layer_set_cookie (uint64_t cookie)
-{
-  call_cookie = cookie;
-}
-
-uint64_t
-layer_current_cookie (void)
-{
-  return call_cookie;
-}
-
 static inline uint64_t
 conn_id (const struct connection *conn)
 {
@@ -56,7 +41,7 @@ layer_trace_start (const struct connection *conn, const struct layer *l,
 {
   log_layer_call (conn, l, cb, offset, count);
   if (NBDKIT_LAYER_CALL_START_ENABLED ())
-    NBDKIT_LAYER_CALL_START (conn_id (conn), probe_u64 (call_cookie),
+    NBDKIT_LAYER_CALL_START (conn_id (conn), probe_u64 (layer_current_cookie ()),
                              (uint64_t) l->depth, l->name, cb, offset,
                              count);
 }
@@ -66,46 +51,8 @@ layer_trace_done (const struct connection *conn, const struct layer *l,
                   const char *cb, int64_t err)
 {
   if (NBDKIT_LAYER_CALL_DONE_ENABLED ())
-    NBDKIT_LAYER_CALL_DONE (conn_id (conn), probe_u64 (call_cookie),
+    NBDKIT_LAYER_CALL_DONE (conn_id (conn), probe_u64 (layer_current_cookie ()),
                             (uint64_t) l->depth, l->name, cb, err);
-}
-
-/* ---- the thread model's request lock ---- */
-
-/* With SERIALIZE_ALL_REQUESTS (or SERIALIZE_CONNECTIONS), at most one
- * call from any connection is inside the chain at a time: requests,
- * and also open, prepare, the handshake's questions, finalize and
- * close.  A connection's thread takes the lock around each outermost
- * call; the calls a filter makes down the chain run under the lock its
- * caller holds (the depth counts them).  Threads a filter starts for
- * itself hold no connection and do not take it, as in nbdkit.
- * SERIALIZE_CONNECTIONS is also enforced around a whole connection by
- * connection.c (that lock is taken first).
- */
-static pthread_mutex_t all_requests_lock = PTHREAD_MUTEX_INITIALIZER;
-static __thread unsigned requests_lock_depth;
-
-static bool
-serialize_all (void)
-{
-  const struct config *cfg = server_config ();
-  return cfg &&
-    cfg->thread_model <= NBDKIT_THREAD_MODEL_SERIALIZE_ALL_REQUESTS;
-}
-
-void
-layer_requests_lock (void)
-{
-  if (requests_lock_depth++ == 0 && serialize_all ())
-    pthread_mutex_lock (&all_requests_lock);
-}
-
-void
-layer_requests_unlock (void)
-{
-  assert (requests_lock_depth > 0);
-  if (--requests_lock_depth == 0 && serialize_all ())
-    pthread_mutex_unlock (&all_requests_lock);
 }
 
 /* ---- configuration-time calls ---- */
@@ -191,6 +138,20 @@ layer_preconnect (struct layer *l, int readonly)
   return r;
 }
 
+/* Turn a nbdkit_use_default_export mark into the default export's name
+ * as layer L gives it, so that the layer above (a filter looking at the
+ * list, such as log or exportname) sees a real name, as in nbdkit.
+ */
+static int
+resolve_default_export (struct nbdkit_exports *e, struct layer *l,
+                        int readonly, int is_tls)
+{
+  if (!exports_take_default (e))
+    return 0;
+  const char *def = layer_default_export (l, readonly, is_tls);
+  return def ? nbdkit_add_export (e, def, NULL) : 0;
+}
+
 int
 layer_list_exports (struct layer *l, int readonly, int is_tls,
                     struct nbdkit_exports *exports)
@@ -202,7 +163,7 @@ layer_list_exports (struct layer *l, int readonly, int is_tls,
   layer_trace_done (conn, l, "list_exports", ctl_err (r));
   leave (s);
   if (r == 0)
-    r = exports_resolve_default (exports, l, readonly, is_tls);
+    r = resolve_default_export (exports, l, readonly, is_tls);
   return r;
 }
 
@@ -749,66 +710,3 @@ layer_read_fd (struct context *c, uint32_t count, uint64_t offset,
   return DATA_CALL (c, "pread", offset, count,
              c->layer->ops->read_fd (c, count, offset, fd, fd_offset, err));
 }
-
-/* ---- the same calls as a filter sees them (nbdkit_next) ---- */
-
-static struct context *
-ctx (nbdkit_next *next)
-{
-  return container_of (next, struct context, next_ops);
-}
-
-static int
-next_prepare (nbdkit_next *next)
-{
-  return layer_prepare (ctx (next));
-}
-
-static int
-next_finalize (nbdkit_next *next)
-{
-  return layer_finalize (ctx (next));
-}
-
-static const char *
-next_export_description (nbdkit_next *next)
-{
-  return layer_export_description (ctx (next));
-}
-
-static int
-next_block_size (nbdkit_next *next, uint32_t *minimum, uint32_t *preferred,
-                 uint32_t *maximum)
-{
-  return layer_block_size (ctx (next), minimum, preferred, maximum);
-}
-
-#define X(name, type, kind)                     \
-  static type                                   \
-  next_##name (nbdkit_next *next)               \
-  {                                             \
-    return layer_##name (ctx (next));           \
-  }
-LAYER_QUERIES (X)
-#undef X
-
-#define X(name, params, args)                                   \
-  static int                                                    \
-  next_##name (nbdkit_next *next, LAYER_UNPAREN params)         \
-  {                                                             \
-    return layer_##name (ctx (next), LAYER_UNPAREN args);       \
-  }
-LAYER_DATA_CALLS (X)
-#undef X
-
-const struct nbdkit_next_ops layer_next_ops = {
-  .prepare = next_prepare,
-  .finalize = next_finalize,
-  .export_description = next_export_description,
-  .block_size = next_block_size,
-#define X(name, ...) .name = next_##name,
-  LAYER_QUERIES (X)
-  LAYER_DATA_CALLS (X)
-#undef X
-};
-

@@ -24,31 +24,6 @@
 
 #include "internal.h"
 
-/* Wait up to MS milliseconds (-1: no limit of its own) for input,
- * never past the connection's deadline (the handshake's, if set).
- * Returns >0 when readable, 0 when the time or the deadline ran out, -1
- * on error.  Plain reads and the TLS session's reads both wait here.
- */
-int
-conn_poll_input (struct connection *conn, int ms)
-{
-  for (;;) {
-    int wait = ms;
-    if (conn->deadline_ns) {
-      uint64_t now = now_ns ();
-      if (now >= conn->deadline_ns)
-        return 0;
-      uint64_t left = DIV_ROUND_UP (conn->deadline_ns - now, 1000000);
-      if (wait < 0 || left < (uint64_t) wait)
-        wait = left;
-    }
-    struct pollfd p = { .fd = conn->sockin, .events = POLLIN };
-    int r = poll (&p, 1, wait);
-    if (r >= 0 || errno != EINTR)
-      return r;
-  }
-}
-
 static bool
 is_socket (int fd)
 {

@@ -32,24 +32,6 @@
 
 #include "internal.h"
 
-/* Fire connection_info for CONN.  The caller holds the registry's lock
- * (conn_foreach_live, or connection.c publishing the end of a
- * negotiation), which keeps CONN alive and its published fields still.
- */
-void
-conn_info_fire (struct connection *conn)
-{
-  if (NBDKIT_CONNECTION_INFO_ENABLED ()) {
-    char transport[32];
-    snprintf (transport, sizeof transport, "%s%s", conn->transport,
-              conn->info_tls ? "+tls" : "");
-    NBDKIT_CONNECTION_INFO (conn->id,
-                            conn->info_export ? conn->info_export : "",
-                            conn->peer, transport, conn->peer_pid,
-                            conn->peer_uid);
-  }
-}
-
 #ifdef ENABLE_PROBES
 
 /* A tracer that attaches is answered within a tick while it is the

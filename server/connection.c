@@ -62,20 +62,6 @@ static thread_list finished;
 /* SERIALIZE_CONNECTIONS: one connection at a time, server-wide. */
 static pthread_mutex_t one_connection_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static __thread struct connection *current;
-
-struct connection *
-conn_current (void)
-{
-  return current;
-}
-
-void
-conn_set_current (struct connection *conn)
-{
-  current = conn;
-}
-
 static bool
 registry_add (struct connection *conn)
 {
@@ -105,6 +91,24 @@ conn_foreach_live (void (*fn) (struct connection *conn))
   LOCK_FOR_SCOPE (&registry_lock);
   for (size_t i = 0; i < registry.len; i++)
     fn (registry.ptr[i]);
+}
+
+/* Fire connection_info for CONN.  The caller holds the registry's lock
+ * (conn_foreach_live, or connection.c publishing the end of a
+ * negotiation), which keeps CONN alive and its published fields still.
+ */
+void
+conn_info_fire (struct connection *conn)
+{
+  if (NBDKIT_CONNECTION_INFO_ENABLED ()) {
+    char transport[32];
+    snprintf (transport, sizeof transport, "%s%s", conn->transport,
+              conn->info_tls ? "+tls" : "");
+    NBDKIT_CONNECTION_INFO (conn->id,
+                            conn->info_export ? conn->info_export : "",
+                            conn->peer, transport, conn->peer_pid,
+                            conn->peer_uid);
+  }
 }
 
 /* Negotiation is over: publish what connection_info reports and fire
@@ -203,7 +207,6 @@ conn_shutdown_all (int timeout_s)
   clock_gettime (CLOCK_REALTIME, &deadline);
   deadline.tv_sec += timeout_s;
 
-  conn_watch_stop ();
   {
     LOCK_FOR_SCOPE (&registry_lock);
     for (size_t i = 0; i < registry.len; i++) {
@@ -234,36 +237,6 @@ conn_shutdown_all (int timeout_s)
   /* Those that finished; any still serving past the deadline are left. */
   conn_reap_threads ();
 }
-
-void
-conn_set_closing (struct connection *conn, const char *reason)
-{
-  LOCK_FOR_SCOPE (&conn->status_lock);
-  if (!conn->closing) {
-    conn->closing = true;
-    conn->close_reason = reason;
-  }
-}
-
-bool
-conn_is_closing (struct connection *conn)
-{
-  LOCK_FOR_SCOPE (&conn->status_lock);
-  return conn->closing;
-}
-
-/* Closing for any reason but the client's NBD_CMD_DISC, or a stop
- * whose drain is not over: nothing more will reach the client, so
- * there is no point in waiting for it.
- */
-bool
-conn_is_aborted (struct connection *conn)
-{
-  LOCK_FOR_SCOPE (&conn->status_lock);
-  return conn->closing && strcmp (conn->close_reason, "disconnect") != 0 &&
-    (strcmp (conn->close_reason, "stop") != 0 || server_drain_over ());
-}
-
 
 static void
 describe_peer (struct connection *conn)
@@ -341,7 +314,6 @@ conn_handle (const struct config *cfg, int sockin, int sockout,
   describe_peer (conn);
   conn_set_current (conn);
   bool registered = registry_add (conn);
-  conn_watch_start ();
 
   NBDKIT_CONNECTION_ACCEPT (conn->id, (int64_t) sockin, conn->peer,
                             transport, conn->peer_pid, conn->peer_uid);
@@ -419,7 +391,4 @@ conn_handle (const struct config *cfg, int sockin, int sockout,
   pthread_cond_destroy (&conn->payload_back);
   pthread_mutex_destroy (&conn->intern_lock);
   free (conn);
-  /* -s: the server's only connection is over. */
-  if (cfg->single)
-    conn_watch_stop ();
 }

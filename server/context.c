@@ -273,3 +273,60 @@ nbdkit_context_set_next (nbdkit_context *context, nbdkit_next *next)
   c->below = next ? ctx (next) : NULL;
   return old ? &old->next_ops : NULL;
 }
+
+/* ---- the same calls as a filter sees them (nbdkit_next) ---- */
+
+static int
+next_prepare (nbdkit_next *next)
+{
+  return layer_prepare (ctx (next));
+}
+
+static int
+next_finalize (nbdkit_next *next)
+{
+  return layer_finalize (ctx (next));
+}
+
+static const char *
+next_export_description (nbdkit_next *next)
+{
+  return layer_export_description (ctx (next));
+}
+
+static int
+next_block_size (nbdkit_next *next, uint32_t *minimum, uint32_t *preferred,
+                 uint32_t *maximum)
+{
+  return layer_block_size (ctx (next), minimum, preferred, maximum);
+}
+
+#define X(name, type, kind)                     \
+  static type                                   \
+  next_##name (nbdkit_next *next)               \
+  {                                             \
+    return layer_##name (ctx (next));           \
+  }
+LAYER_QUERIES (X)
+#undef X
+
+#define X(name, params, args)                                   \
+  static int                                                    \
+  next_##name (nbdkit_next *next, LAYER_UNPAREN params)         \
+  {                                                             \
+    return layer_##name (ctx (next), LAYER_UNPAREN args);       \
+  }
+LAYER_DATA_CALLS (X)
+#undef X
+
+const struct nbdkit_next_ops layer_next_ops = {
+  .prepare = next_prepare,
+  .finalize = next_finalize,
+  .export_description = next_export_description,
+  .block_size = next_block_size,
+#define X(name, ...) .name = next_##name,
+  LAYER_QUERIES (X)
+  LAYER_DATA_CALLS (X)
+#undef X
+};
+

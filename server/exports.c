@@ -102,17 +102,11 @@ exports_has_default (const struct nbdkit_exports *e)
   return e->use_default;
 }
 
-/* Turn a nbdkit_use_default_export mark into the default export's name
- * as layer L gives it, so that the layer above (a filter looking at the
- * list, such as log or exportname) sees a real name, as in nbdkit.
- */
-int
-exports_resolve_default (struct nbdkit_exports *e, struct layer *l,
-                         int readonly, int is_tls)
+/* Take the nbdkit_use_default_export mark off E: true if it was there. */
+bool
+exports_take_default (struct nbdkit_exports *e)
 {
-  if (!e->use_default)
-    return 0;
+  bool was = e->use_default;
   e->use_default = false;
-  const char *def = layer_default_export (l, readonly, is_tls);
-  return def ? nbdkit_add_export (e, def, NULL) : 0;
+  return was;
 }

@@ -7,9 +7,9 @@
  *   told to stop -> wind connections down -> unload
  *
  * The configuration (struct config) is filled by options.c and is
- * read-only once the first connection thread starts.  The quit pipe is
- * the one piece of process-wide mutable state: signal handlers, the
- * --run waiter and nbdkit_shutdown write to it to stop the accept loop.
+ * read-only once the first connection thread starts; runtime.c
+ * publishes it, and holds the stop's state (the quit pipe that signal
+ * handlers, the --run waiter and nbdkit_shutdown write to).
  */
 #include <config.h>
 
@@ -22,68 +22,6 @@
 #include <unistd.h>
 
 #include "internal.h"
-
-/* Written by signal handlers and nbdkit_shutdown, read by the accept
- * loop.  Set up once before any thread starts.
- */
-static int quit_pipe[2] = { -1, -1 };
-static const char *volatile stop_reason;
-
-/* The end of a stop's drain (server_end_drain): requests still in
- * flight then, such as those asleep in nbdkit_nanosleep, are cut short.
- * Readable once the drain is over; set up with quit_pipe.
- */
-static int drain_pipe[2] = { -1, -1 };
-static volatile bool drain_over;
-
-/* The configuration, published read-only for nbdkit_stdio_safe. */
-static const struct config *the_config;
-
-const struct config *
-server_config (void)
-{
-  return the_config;
-}
-
-void
-server_request_shutdown (const char *reason)
-{
-  if (!stop_reason)
-    stop_reason = reason;
-  if (quit_pipe[1] >= 0) {
-    char c = 0;
-    ssize_t r = write (quit_pipe[1], &c, 1);
-    (void) r;
-  }
-}
-
-/* For nbdkit_nanosleep: is the stop's drain over, and the fd that
- * becomes readable when it is (-1 before it exists).  A stop first
- * lets requests in flight finish (conn_shutdown_all), sleeps included;
- * only at the end of that time are sleeps cut short.
- */
-bool
-server_drain_over (void)
-{
-  return drain_over;
-}
-
-int
-server_drain_fd (void)
-{
-  return drain_pipe[0];
-}
-
-void
-server_end_drain (void)
-{
-  drain_over = true;
-  if (drain_pipe[1] >= 0) {
-    char c = 0;
-    ssize_t r = write (drain_pipe[1], &c, 1);
-    (void) r;
-  }
-}
 
 static void
 on_signal (int sig)
@@ -213,7 +151,9 @@ serve_single (struct config *cfg)
     dup2 (STDERR_FILENO, STDOUT_FILENO);
     close (null);
   }
+  conn_watch_start ();
   conn_handle (cfg, in, out, "stdio");
+  conn_watch_stop ();
   NBDKIT_SERVER_STOP ("single-done");
   pool_watch_stop ();
   layer_unload_all (cfg->top);
@@ -239,7 +179,7 @@ main (int argc, char *argv[])
   resident_object ((const void *) main);  /* for the probes' strings */
 
   options_parse (&cfg, argc, argv);
-  the_config = &cfg;
+  runtime_set_config (&cfg);
   log_init (&cfg);
 
   if (load_layers (&cfg) == -1)
@@ -271,8 +211,7 @@ main (int argc, char *argv[])
   if (cfg.exit_with_parent)
     prctl (PR_SET_PDEATHSIG, SIGTERM);
 
-  if (pipe2 (quit_pipe, O_CLOEXEC) == -1 ||
-      pipe2 (drain_pipe, O_CLOEXEC) == -1) {
+  if (runtime_stop_init () == -1) {
     nbdkit_error ("pipe2: %m");
     exit (EXIT_FAILURE);
   }
@@ -352,12 +291,13 @@ main (int argc, char *argv[])
 
   daemon_ready ();
   NBDKIT_SERVER_READY ();
-  sock_accept_loop (&cfg, &listener, quit_pipe[0]);
+  sock_accept_loop (&cfg, &listener, server_quit_fd ());
   daemon_stopping ();
-  NBDKIT_SERVER_STOP (stop_reason ? stop_reason : "unknown");
-  nbdkit_debug ("stopping: %s", stop_reason ? stop_reason : "unknown");
+  NBDKIT_SERVER_STOP (server_stop_reason ());
+  nbdkit_debug ("stopping: %s", server_stop_reason ());
 
   sock_close_all (&listener);
+  conn_watch_stop ();
   conn_shutdown_all (5);
   int status = captive_wait (&cap);
   if (!cfg.listen_fds)

@@ -678,10 +678,3 @@ nbdkit_printf_intern (const char *fs, ...)
   return r;
 }
 
-uint64_t
-now_ns (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (uint64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
-}

@@ -21,7 +21,7 @@
 
 #include "internal.h"
 #include "protocol.h"
-#include "transmission.h"
+#include "tx.h"
 
 static int
 nbd_errno (int err)

@@ -20,7 +20,7 @@
 
 #include "internal.h"
 #include "protocol.h"
-#include "transmission.h"
+#include "tx.h"
 
 const char *
 tx_command_name (uint16_t cmd)

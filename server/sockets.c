@@ -250,6 +250,8 @@ connection_thread (void *arg)
 {
   struct accepted a = *(struct accepted *) arg;
   free (arg);
+  /* The late-attach watcher starts with the first connection. */
+  conn_watch_start ();
   conn_handle (a.cfg, a.fd, a.fd, a.transport);
   conn_release_thread ();
   return NULL;

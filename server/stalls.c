@@ -28,7 +28,7 @@
  *
  * Requests faster than RELOOK_NS are never stuck, so they pay no
  * hand-off: two stores and a load each (pool_run_start and pool_run_end
- * in transmission.h), and a share of the watcher's looks (two a tick
+ * in tx.h), and a share of the watcher's looks (two a tick
  * while requests run).
  * The watcher sleeps for good once no pool has run a request at
  * IDLE_TICKS looks in a row; the next request to start wakes it.
@@ -51,7 +51,8 @@
 #include "internal.h"
 
 #include "protocol.h"
-#include "transmission.h"
+#include "tx.h"
+#include "stalls.h"
 
 #define STALL_TICK_NS 4000000   /* 4 ms */
 #define MAX_TICK_NS 64000000    /* 64 ms */

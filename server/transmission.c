@@ -18,7 +18,8 @@
 
 #include "internal.h"
 #include "protocol.h"
-#include "transmission.h"
+#include "tx.h"
+#include "stalls.h"
 
 /* Block status replies carry at most this many descriptors. */
 #define MAX_DESCRIPTORS 65536
@@ -322,4 +323,77 @@ tx_worker_loop (void *arg)
   if (NBDKIT_WORKER_STOP_ENABLED ())
     NBDKIT_WORKER_STOP (conn->id, (uint64_t) w->index, w->requests);
   return NULL;
+}
+
+/* Serve requests until the connection ends: set up its pool, run
+ * worker 0 here, then wait for the others to exit.
+ */
+void
+tx_serve (struct connection *conn)
+{
+  struct pool pool = { .conn = conn, .body = tx_worker_loop,
+                       .max = conn->cfg->threads };
+  if (conn->cfg->thread_model < NBDKIT_THREAD_MODEL_PARALLEL ||
+      pool.max < 1)
+    pool.max = 1;
+
+  pool.workers = calloc (pool.max, sizeof *pool.workers);
+  pool.threads = calloc (pool.max, sizeof *pool.threads);
+  if (!pool.workers || !pool.threads) {
+    nbdkit_error ("calloc: %m");
+    free (pool.workers);
+    free (pool.threads);
+    conn_set_closing (conn, "out of memory");
+    return;
+  }
+  /* Reads straight from the plugin's memory need a plugin that can map
+   * them with no filter above it, and a plain socket (not TLS, whose
+   * records are built from a copy anyway).
+   */
+  bool zerocopy = layer_has_map_read (conn->top) &&
+    conn_can_send_nowait (conn);
+  /* Write payloads straight into its memory: any transport will do
+   * (TLS decrypts into it).
+   */
+  bool zc_write = layer_has_map_write (conn->top);
+  /* Reads sent from the plugin's file: not through TLS, which must
+   * encrypt a copy anyway.
+   */
+  bool fd_read = layer_has_read_fd (conn->top) &&
+    conn_can_send_nowait (conn);
+  pthread_mutex_init (&pool.lock, NULL);
+  pthread_cond_init (&pool.wake, NULL);
+  for (unsigned i = 0; i < pool.max; i++) {
+    pool.workers[i].conn = conn;
+    pool.workers[i].pool = &pool;
+    pool.workers[i].index = i;
+    pool.workers[i].zerocopy = zerocopy;
+    pool.workers[i].zc_write = zc_write;
+    pool.workers[i].fd_read = fd_read;
+  }
+  long cpus = sysconf (_SC_NPROCESSORS_ONLN);
+  pool.busy_max = cpus >= 4 ? cpus / 2 : 1;
+  if (pool.busy_max > pool.max)
+    pool.busy_max = pool.max;
+  pool.started = 1;             /* worker 0 is this thread */
+  pool.active = 1;
+  pool_watch_add (&pool);
+  tx_worker_loop (&pool.workers[0]);
+
+  /* Worker 0 never parks, so it returns only when the connection is
+   * over.  No worker starts after DONE (pool_grow checks under the
+   * lock), so the set to join is final; parked workers wake and exit.
+   */
+  pthread_mutex_lock (&pool.lock);
+  pool.done = true;
+  pthread_cond_broadcast (&pool.wake);
+  unsigned started = pool.started;
+  pthread_mutex_unlock (&pool.lock);
+  for (unsigned i = 1; i < started; i++)
+    pthread_join (pool.threads[i], NULL);
+  pool_watch_remove (&pool);
+  pthread_cond_destroy (&pool.wake);
+  pthread_mutex_destroy (&pool.lock);
+  free (pool.workers);
+  free (pool.threads);
 }

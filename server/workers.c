@@ -1,11 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
-/* nbdkit server: the worker pool of a connection.  tx_serve runs
- * worker 0 in the connection's own thread and, as the requests call for
- * it, starts or unparks more workers, up to -t: each runs
- * tx_worker_loop (transmission.c), which after each request tells
- * pool_account how long it took and parks in pool_park when told to.
- * tx_serve returns when the connection is over and every worker has
- * exited.
+/* nbdkit server: the worker pool of a connection.  tx_serve
+ * (transmission.c) runs worker 0 in the connection's own thread; as the
+ * requests call for it, pool_grow starts or unparks more workers, up to
+ * -t: each runs the pool's body (tx_worker_loop), which after each
+ * request tells pool_account how long it took and parks in pool_park
+ * when told to.  This file knows nothing of requests.
  */
 #include <config.h>
 
@@ -16,7 +15,7 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "transmission.h"
+#include "tx.h"
 
 /* A connection starts with one worker, which reads, runs and answers
  * requests in turn: for a plugin that answers in microseconds this
@@ -78,7 +77,7 @@ pool_grow (struct pool *pool, unsigned n)
     }
     else if (pool->started < pool->max) {
       unsigned i = pool->started;
-      int e = pthread_create (&pool->threads[i], NULL, tx_worker_loop,
+      int e = pthread_create (&pool->threads[i], NULL, pool->body,
                               &pool->workers[i]);
       if (e != 0) {
         pool->max = pool->started;      /* stop trying */
@@ -184,73 +183,4 @@ pool_park (struct pool *pool, struct worker *w)
   while (w->index >= pool->active && !pool->done)
     pthread_cond_wait (&pool->wake, &pool->lock);
   return !pool->done;
-}
-
-void
-tx_serve (struct connection *conn)
-{
-  struct pool pool = { .conn = conn, .max = conn->cfg->threads };
-  if (conn->cfg->thread_model < NBDKIT_THREAD_MODEL_PARALLEL ||
-      pool.max < 1)
-    pool.max = 1;
-
-  pool.workers = calloc (pool.max, sizeof *pool.workers);
-  pool.threads = calloc (pool.max, sizeof *pool.threads);
-  if (!pool.workers || !pool.threads) {
-    nbdkit_error ("calloc: %m");
-    free (pool.workers);
-    free (pool.threads);
-    conn_set_closing (conn, "out of memory");
-    return;
-  }
-  /* Reads straight from the plugin's memory need a plugin that can map
-   * them with no filter above it, and a plain socket (not TLS, whose
-   * records are built from a copy anyway).
-   */
-  bool zerocopy = layer_has_map_read (conn->top) &&
-    conn_can_send_nowait (conn);
-  /* Write payloads straight into its memory: any transport will do
-   * (TLS decrypts into it).
-   */
-  bool zc_write = layer_has_map_write (conn->top);
-  /* Reads sent from the plugin's file: not through TLS, which must
-   * encrypt a copy anyway.
-   */
-  bool fd_read = layer_has_read_fd (conn->top) &&
-    conn_can_send_nowait (conn);
-  pthread_mutex_init (&pool.lock, NULL);
-  pthread_cond_init (&pool.wake, NULL);
-  for (unsigned i = 0; i < pool.max; i++) {
-    pool.workers[i].conn = conn;
-    pool.workers[i].pool = &pool;
-    pool.workers[i].index = i;
-    pool.workers[i].zerocopy = zerocopy;
-    pool.workers[i].zc_write = zc_write;
-    pool.workers[i].fd_read = fd_read;
-  }
-  long cpus = sysconf (_SC_NPROCESSORS_ONLN);
-  pool.busy_max = cpus >= 4 ? cpus / 2 : 1;
-  if (pool.busy_max > pool.max)
-    pool.busy_max = pool.max;
-  pool.started = 1;             /* worker 0 is this thread */
-  pool.active = 1;
-  pool_watch_add (&pool);
-  tx_worker_loop (&pool.workers[0]);
-
-  /* Worker 0 never parks, so it returns only when the connection is
-   * over.  No worker starts after DONE (pool_grow checks under the
-   * lock), so the set to join is final; parked workers wake and exit.
-   */
-  pthread_mutex_lock (&pool.lock);
-  pool.done = true;
-  pthread_cond_broadcast (&pool.wake);
-  unsigned started = pool.started;
-  pthread_mutex_unlock (&pool.lock);
-  for (unsigned i = 1; i < started; i++)
-    pthread_join (pool.threads[i], NULL);
-  pool_watch_remove (&pool);
-  pthread_cond_destroy (&pool.wake);
-  pthread_mutex_destroy (&pool.lock);
-  free (pool.workers);
-  free (pool.threads);
 }

@@ -6,8 +6,8 @@
  * own buffers from one request to the next, so the data path allocates
  * nothing per request.
  */
-#ifndef NBDKIT_TRANSMISSION_H
-#define NBDKIT_TRANSMISSION_H
+#ifndef NBDKIT_TX_H
+#define NBDKIT_TX_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -207,7 +207,7 @@ extern int tx_send_reply (struct connection *conn, struct worker *w,
                           bool hold);
 extern int tx_flush_replies (struct connection *conn, struct worker *w);
 
-/* transmission.c: a worker's life, started by workers.c. */
+/* transmission.c: a worker's life (the pool's body). */
 extern void *tx_worker_loop (void *arg);
 
 /* The workers of one connection (workers.c).  A connection starts with
@@ -217,6 +217,7 @@ extern void *tx_worker_loop (void *arg);
  */
 struct pool {
   struct connection *conn;
+  void *(*body) (void *);       /* what a worker's thread runs */
   pthread_mutex_t lock;         /* protects started, threads, done, and
                                  * pool_grow's changes to active and max */
   pthread_cond_t wake;          /* parked workers wait here */
@@ -261,49 +262,4 @@ extern bool pool_account (struct pool *pool, struct worker *w, uint64_t wall,
 extern bool pool_park (struct pool *pool, struct worker *w);
 extern void pool_grow (struct pool *pool, unsigned n);
 
-/* stalls.c: the stall watcher.  A connection whose workers are all
- * stuck in slow requests reads no more of them: the watcher notices
- * within two ticks and adds a worker, and sends replies a stuck worker
- * was holding back.  pool_watch_add and pool_watch_remove bracket a
- * pool's life; pool_run_start and pool_run_end bracket each request's
- * run.
- */
-extern void pool_watch_add (struct pool *pool);
-extern void pool_watch_remove (struct pool *pool);
-extern void pool_watch_wake (void);
-extern void pool_watch_nudge (void);
-extern void pool_take_back_out (struct pool *pool, struct worker *w);
-extern _Atomic bool pool_watch_asleep;
-
-/* W begins to run a request; LEND: its held replies may be sent
- * meanwhile (it will not touch w->out until pool_run_end).
- */
-static inline uint64_t
-pool_run_start (struct worker *w, bool lend)
-{
-  uint64_t runs = atomic_load_explicit (&w->state, memory_order_relaxed) &
-    ~PHASE_MASK;
-  uint64_t state = (runs + 4) | (lend ? PHASE_RUN_HELD : PHASE_RUN);
-  /* Sequentially consistent, against the watcher going to sleep: either
-   * it sees this run, or this worker sees it asleep and wakes it.
-   */
-  atomic_store (&w->state, state);
-  if (runs == 0 && w->index == 0)
-    pool_watch_nudge ();        /* the connection's first request */
-  else if (atomic_load (&pool_watch_asleep))
-    pool_watch_wake ();
-  return state;
-}
-
-/* The run that pool_run_start began (and returned STATE for) is over. */
-static inline void
-pool_run_end (struct pool *pool, struct worker *w, uint64_t state)
-{
-  uint64_t read = state & ~PHASE_MASK;
-  if ((state & PHASE_MASK) == PHASE_RUN)
-    atomic_store_explicit (&w->state, read, memory_order_relaxed);
-  else if (!atomic_compare_exchange_strong (&w->state, &state, read))
-    pool_take_back_out (pool, w);
-}
-
-#endif /* NBDKIT_TRANSMISSION_H */
+#endif /* NBDKIT_TX_H */
