@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "conn-io.h"
 
 static bool
 is_socket (int fd)
@@ -97,14 +98,14 @@ enum poll_outcome {
 static enum poll_outcome
 busy_poll (struct connection *conn, void *buf, size_t len, ssize_t *got)
 {
-  if (conn->poll_skip > 0) {
-    conn->poll_skip--;
-    conn->poll_slept = true;
+  if (conn->in->poll_skip > 0) {
+    conn->in->poll_skip--;
+    conn->in->poll_slept = true;
     return POLL_SLEEP;
   }
-  if (++conn->poll_waits >= conn->poll_every) {
-    conn->poll_waits = 0;
-    conn->poll_slept = conn->poll_sampled = true;
+  if (++conn->in->poll_waits >= conn->in->poll_every) {
+    conn->in->poll_waits = 0;
+    conn->in->poll_slept = conn->in->poll_sampled = true;
     return POLL_SLEEP;
   }
   if (__atomic_add_fetch (&pollers, 1, __ATOMIC_RELAXED) >
@@ -120,7 +121,7 @@ busy_poll (struct connection *conn, void *buf, size_t len, ssize_t *got)
     if (r >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
       break;
     now = now_ns ();
-    if (now - start >= conn->poll_ns) {
+    if (now - start >= conn->in->poll_ns) {
       came = false;
       break;
     }
@@ -134,14 +135,14 @@ busy_poll (struct connection *conn, void *buf, size_t len, ssize_t *got)
     NBDKIT_BUSY_POLL (conn->id, (int64_t) came,
                       (came ? now_ns () : now) - start);
   if (!came) {
-    if (++conn->poll_misses >= POLL_MISSES) {
-      conn->poll_misses = 0;
-      conn->poll_skip = POLL_REST;
+    if (++conn->in->poll_misses >= POLL_MISSES) {
+      conn->in->poll_misses = 0;
+      conn->in->poll_skip = POLL_REST;
     }
     return POLL_SLEEP;
   }
   /* Input, end of file or an error. */
-  conn->poll_misses = 0;
+  conn->in->poll_misses = 0;
   *got = r;
   return POLL_GOT;
 }
@@ -153,17 +154,17 @@ busy_poll (struct connection *conn, void *buf, size_t len, ssize_t *got)
 void
 conn_poll_feedback (struct connection *conn, bool more)
 {
-  if (conn->poll_slept) {
+  if (conn->in->poll_slept) {
     if (more) {
-      conn->poll_skip = POLL_REST;
-      conn->poll_every = POLL_SAMPLE;
+      conn->in->poll_skip = POLL_REST;
+      conn->in->poll_every = POLL_SAMPLE;
     }
-    else if (conn->poll_sampled && conn->poll_every < POLL_SAMPLE_MAX)
-      conn->poll_every *= 2;
-    if (conn->poll_sampled)
+    else if (conn->in->poll_sampled && conn->in->poll_every < POLL_SAMPLE_MAX)
+      conn->in->poll_every *= 2;
+    if (conn->in->poll_sampled)
       NBDKIT_BUSY_POLL_LOOK (conn->id, (int64_t) more,
-                             (uint64_t) conn->poll_every);
-    conn->poll_slept = conn->poll_sampled = false;
+                             (uint64_t) conn->in->poll_every);
+    conn->in->poll_slept = conn->in->poll_sampled = false;
   }
 }
 
@@ -232,7 +233,7 @@ read_once (struct connection *conn, void *buf, size_t len)
     if (wait_for_input (conn) == -1)
       return -1;
   }
-  else if (conn->poll_ns) {
+  else if (conn->in->poll_ns) {
     ssize_t got;
     if (busy_poll (conn, buf, len, &got) == POLL_GOT)
       return got;
@@ -284,14 +285,14 @@ read_some (struct connection *conn, void *buf, size_t len)
 static int
 set_lowat (struct connection *conn, int v)
 {
-  if (v == conn->lowat)
+  if (v == conn->in->lowat)
     return 0;
   if (setsockopt (conn->sockin, SOL_SOCKET, SO_RCVLOWAT, &v, sizeof v) == 0)
-    conn->lowat = v;
-  else if (conn->lowat > 1)
+    conn->in->lowat = v;
+  else if (conn->in->lowat > 1)
     return -1;                  /* stuck above 1: reads could hang */
   else
-    conn->lowat = 0;            /* refused from the start: never again */
+    conn->in->lowat = 0;            /* refused from the start: never again */
   return 0;
 }
 
@@ -299,7 +300,7 @@ set_lowat (struct connection *conn, int v)
 static int
 lowat_off (struct connection *conn)
 {
-  return conn->lowat > 1 ? set_lowat (conn, 1) : 0;
+  return conn->in->lowat > 1 ? set_lowat (conn, 1) : 0;
 }
 
 /* One read of a payload into the N pieces of IOV, over plain sockets
@@ -311,9 +312,9 @@ static ssize_t
 read_payload_once (struct connection *conn, struct iovec *iov, int n,
                    bool mark, size_t left)
 {
-  if (mark && conn->lowat != 0 &&
+  if (mark && conn->in->lowat != 0 &&
       set_lowat (conn, left > LOWAT_MAX ? LOWAT_MAX : left) == 0 &&
-      conn->lowat > 1) {
+      conn->in->lowat > 1) {
     struct pollfd p = { .fd = conn->sockin, .events = POLLIN };
     struct msghdr m = { .msg_iov = iov, .msg_iovlen = n };
     if (poll (&p, 1, -1) == -1)
@@ -351,11 +352,11 @@ read_payload (struct connection *conn, struct iovec *iov, int n,
 static size_t
 from_buffer (struct connection *conn, void *buf, size_t len)
 {
-  size_t n = conn->in_len < len ? conn->in_len : len;
+  size_t n = conn->in->len < len ? conn->in->len : len;
   if (n > 0) {
-    memcpy (buf, conn->in_buf + conn->in_pos, n);
-    conn->in_pos += n;
-    conn->in_len -= n;
+    memcpy (buf, conn->in->buf + conn->in->pos, n);
+    conn->in->pos += n;
+    conn->in->len -= n;
   }
   return n;
 }
@@ -383,13 +384,13 @@ conn_recv (struct connection *conn, void *buf, size_t len)
     ssize_t r = lowat_off (conn);
     if (r == -1)
       return -1;
-    if (want >= CONN_INBUF_SIZE / 2 || !conn->in_buf)
+    if (want >= CONN_INBUF_SIZE / 2 || !conn->in->buf)
       r = read_some (conn, p + got, want);      /* straight in */
     else {
-      r = read_some (conn, conn->in_buf, CONN_INBUF_SIZE);
+      r = read_some (conn, conn->in->buf, CONN_INBUF_SIZE);
       if (r > 0) {
-        conn->in_pos = 0;
-        conn->in_len = r;
+        conn->in->pos = 0;
+        conn->in->len = r;
         got += from_buffer (conn, p + got, want);
         continue;
       }
@@ -427,7 +428,7 @@ conn_recvv (struct connection *conn, const struct iovec *iov, int n)
     return 0;
   }
 
-  while (i < n && conn->in_len > 0) {
+  while (i < n && conn->in->len > 0) {
     size_t k = from_buffer (conn, (char *) iov[i].iov_base + skip,
                             iov[i].iov_len - skip);
     conn->bytes_in += k;
@@ -595,7 +596,7 @@ conn_pending_input (struct connection *conn)
   if (pthread_mutex_trylock (&conn->read_lock) != 0)
     return 0;
   int queued = 0;
-  size_t n = conn->in_len;
+  size_t n = conn->in->len;
   if (ioctl (conn->sockin, FIONREAD, &queued) == 0 && queued > 0)
     n += queued;
   pthread_mutex_unlock (&conn->read_lock);
@@ -618,26 +619,32 @@ conn_send (struct connection *conn, const void *buf, size_t len)
 /* Set up the I/O state of a new connection, whose sockets and
  * transport are filled in.
  */
-void
+int
 conn_io_init (struct connection *conn)
 {
+  conn->in = calloc (1, sizeof *conn->in);
+  if (!conn->in)
+    return -1;
   conn->sockout_is_socket = is_socket (conn->sockout);
-  conn->lowat = strcmp (conn->transport, "tcp") == 0;
-  conn->poll_ns = is_socket (conn->sockin) ?
+  conn->in->lowat = strcmp (conn->transport, "tcp") == 0;
+  conn->in->poll_ns = is_socket (conn->sockin) ?
     conn->cfg->busy_poll * UINT64_C (1000) : 0;
-  conn->poll_every = POLL_SAMPLE;
+  conn->in->poll_every = POLL_SAMPLE;
   if (__atomic_load_n (&max_pollers, __ATOMIC_RELAXED) == 0) {
     long cpus = sysconf (_SC_NPROCESSORS_ONLN);
     __atomic_store_n (&max_pollers, cpus > 2 ? (unsigned) cpus - 1 : 1,
                       __ATOMIC_RELAXED);
   }
   /* Without an input buffer, reads are simply unbuffered. */
-  conn->in_buf = malloc (CONN_INBUF_SIZE);
+  conn->in->buf = malloc (CONN_INBUF_SIZE);
+  return 0;
 }
 
 void
 conn_io_free (struct connection *conn)
 {
-  free (conn->in_buf);
-  conn->in_buf = NULL;
+  if (conn->in)
+    free (conn->in->buf);
+  free (conn->in);
+  conn->in = NULL;
 }

@@ -15,30 +15,38 @@
 
 /* ---- connections (connection.c, conn-io.c, handshake.c, tx.h) */
 
+struct conn_tls;
+struct conn_input;
+
+/* What the handshake settled (handshake.c writes it; fixed during
+ * transmission, when the request and reply files read it).
+ */
+struct negotiated {
+  bool structured;
+  bool extended;
+  bool meta_base_allocation;    /* base:allocation selected */
+  char *meta_export;            /* export named in SET_META_CONTEXT */
+  bool exports_listed;          /* NBD_OPT_LIST was answered */
+  unsigned hs_errors;           /* option replies that were errors */
+  char *exportname;
+  struct context *top;
+  uint64_t exportsize;
+  uint16_t eflags;
+  bool block_sizes;             /* a layer gave block sizes */
+  uint32_t block_min, block_pref, block_max; /* as it gave them */
+  bool can_write, can_flush, can_trim, can_zero, can_fast_zero;
+  bool can_fua, can_cache, can_extents, can_multi_conn;
+};
+
 struct connection {
   uint64_t id;                  /* never reused */
   int sockin, sockout;
   bool sockout_is_socket;       /* send with MSG_NOSIGNAL, else write */
 
-  /* Buffered input (conn_recv), used under the read lock only. */
-  char *in_buf;                 /* CONN_INBUF_SIZE bytes, or NULL */
-  size_t in_pos, in_len;        /* unread bytes: in_buf[in_pos, +in_len) */
   uint64_t deadline_ns;         /* reads fail after this (handshake), or 0 */
-  int lowat;                    /* SO_RCVLOWAT as set (TCP), 0: never set */
-  uint64_t poll_ns;             /* --busy-poll window; 0: never poll */
-  unsigned poll_waits;          /* polling waits since the last sample */
-  unsigned poll_every;          /* a sample every this many waits */
-  unsigned poll_misses;         /* windows in a row that ran out */
-  unsigned poll_skip;           /* waits left to sleep without polling */
-  bool poll_slept;              /* a wait slept: see conn_poll_feedback */
-  bool poll_sampled;            /* ... and it was a sample */
-  void *tls;                    /* gnutls_session_t after STARTTLS */
+  struct conn_input *in;        /* buffered input, busy polling: conn-io.h */
+  struct conn_tls *tls;         /* after STARTTLS: crypto.c's alone */
   bool tls_active;              /* the TLS handshake succeeded */
-  char *tls_out;                /* records of a large reply, batched */
-  size_t tls_out_len;           /* bytes in tls_out */
-  bool tls_batching;            /* transport_push appends to tls_out */
-  char *tls_in;                 /* bytes read ahead from the socket */
-  size_t tls_in_pos, tls_in_len; /* ... the next one, and the end */
   const struct config *cfg;
   const char *transport;        /* "unix", "tcp", "vsock", "stdio", ... */
   char peer[128];               /* printable peer address */
@@ -54,21 +62,7 @@ struct connection {
   const char *info_export;      /* the negotiated export, or NULL */
   bool info_tls;                /* negotiated over TLS */
 
-  /* Negotiated in the handshake, fixed during transmission. */
-  bool structured;
-  bool extended;
-  bool meta_base_allocation;    /* base:allocation selected */
-  char *meta_export;            /* export named in SET_META_CONTEXT */
-  bool exports_listed;          /* NBD_OPT_LIST was answered */
-  unsigned hs_errors;           /* option replies that were errors */
-  char *exportname;
-  struct context *top;
-  uint64_t exportsize;
-  uint16_t eflags;
-  bool block_sizes;             /* a layer gave block sizes */
-  uint32_t block_min, block_pref, block_max; /* as it gave them */
-  bool can_write, can_flush, can_trim, can_zero, can_fast_zero;
-  bool can_fua, can_cache, can_extents, can_multi_conn;
+  struct negotiated nego;       /* handshake.c writes it, then fixed */
 
   /* Transmission: workers take read_lock to decode one request, then
    * run it, then take write_lock to send its reply (a mapped read takes
@@ -127,7 +121,7 @@ extern void conn_watch_start (void);
 extern void conn_watch_stop (void);
 
 /* conn-io.c: the bytes to and from the client. */
-extern void conn_io_init (struct connection *conn);
+extern int conn_io_init (struct connection *conn);
 extern void conn_io_free (struct connection *conn);
 extern int conn_recv (struct connection *conn, void *buf, size_t len);
 extern int conn_recvv (struct connection *conn, const struct iovec *iov,

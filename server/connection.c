@@ -119,7 +119,7 @@ static void
 publish_info (struct connection *conn)
 {
   LOCK_FOR_SCOPE (&registry_lock);
-  conn->info_export = conn->exportname;
+  conn->info_export = conn->nego.exportname;
   conn->info_tls = conn->tls_active;
   conn_info_fire (conn);
 }
@@ -302,7 +302,14 @@ conn_handle (const struct config *cfg, int sockin, int sockout,
   conn->sockin = sockin;
   conn->sockout = sockout;
   conn->transport = transport;
-  conn_io_init (conn);
+  if (conn_io_init (conn) == -1) {
+    nbdkit_error ("calloc: %m");
+    free (conn);
+    close (sockin);
+    if (sockout != sockin)
+      close (sockout);
+    return;
+  }
   conn->start_ns = now_ns ();
   pthread_mutex_init (&conn->read_lock, NULL);
   pthread_mutex_init (&conn->write_lock, NULL);
@@ -352,13 +359,14 @@ conn_handle (const struct config *cfg, int sockin, int sockout,
    * before it closes the plugin: a client it cut off may never get to
    * flush.
    */
-  if (conn->top && conn->cut_by_stop && conn->can_write && conn->can_flush) {
+  if (conn->nego.top && conn->cut_by_stop &&
+      conn->nego.can_write && conn->nego.can_flush) {
     int err;
-    if (layer_flush (conn->top, 0, &err) == -1)
+    if (layer_flush (conn->nego.top, 0, &err) == -1)
       nbdkit_debug ("flush at shutdown: %s", strerror (err));
   }
-  if (conn->top)
-    layer_close_all (conn->top);
+  if (conn->nego.top)
+    layer_close_all (conn->nego.top);
   if (serialize)
     pthread_mutex_unlock (&one_connection_lock);
   tls_end (conn);
@@ -381,8 +389,8 @@ conn_handle (const struct config *cfg, int sockin, int sockout,
   conn_set_current (NULL);
   public_free_interned (conn);
   layer_forget_default_exports (conn);
-  free (conn->exportname);
-  free (conn->meta_export);
+  free (conn->nego.exportname);
+  free (conn->nego.meta_export);
   conn_io_free (conn);
   pthread_mutex_destroy (&conn->read_lock);
   pthread_mutex_destroy (&conn->write_lock);

@@ -33,11 +33,22 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "include/array-size.h"
 
 #ifdef HAVE_GNUTLS
 
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
+
+/* A connection's TLS state: only this file sees inside it. */
+struct conn_tls {
+  gnutls_session_t session;
+  char *out;                    /* records of a large reply, batched */
+  size_t out_len;               /* bytes in out */
+  bool batching;                /* transport_push appends to out */
+  char *in;                     /* bytes read ahead from the socket */
+  size_t in_pos, in_len;        /* ... the next one, and the end */
+};
 
 static enum { CREDS_NONE, CREDS_X509, CREDS_PSK } creds_type;
 static gnutls_certificate_credentials_t x509_creds;
@@ -426,34 +437,34 @@ transport_pull (gnutls_transport_ptr_t p, void *buf, size_t len)
 {
   struct connection *conn = p;
   ssize_t r;
-  if (conn->tls_in_pos < conn->tls_in_len) {
-    size_t n = conn->tls_in_len - conn->tls_in_pos;
+  if (conn->tls->in_pos < conn->tls->in_len) {
+    size_t n = conn->tls->in_len - conn->tls->in_pos;
     if (n > len)
       n = len;
-    memcpy (buf, conn->tls_in + conn->tls_in_pos, n);
-    conn->tls_in_pos += n;
+    memcpy (buf, conn->tls->in + conn->tls->in_pos, n);
+    conn->tls->in_pos += n;
     return n;
   }
-  if (conn->tls_active && conn->tls_in == NULL && len < TLS_IN_SIZE)
-    conn->tls_in = malloc (TLS_IN_SIZE);
-  if (conn->tls_active && conn->tls_in && len < TLS_IN_SIZE) {
+  if (conn->tls_active && conn->tls->in == NULL && len < TLS_IN_SIZE)
+    conn->tls->in = malloc (TLS_IN_SIZE);
+  if (conn->tls_active && conn->tls->in && len < TLS_IN_SIZE) {
     do
-      r = read (conn->sockin, conn->tls_in, TLS_IN_SIZE);
+      r = read (conn->sockin, conn->tls->in, TLS_IN_SIZE);
     while (r == -1 && errno == EINTR);
     if (r <= 0) {
       if (r == -1)
-        gnutls_transport_set_errno (conn->tls, errno);
+        gnutls_transport_set_errno (conn->tls->session, errno);
       return r;
     }
-    conn->tls_in_len = r;
-    conn->tls_in_pos = 0;
+    conn->tls->in_len = r;
+    conn->tls->in_pos = 0;
     return transport_pull (p, buf, len);
   }
   do
     r = read (conn->sockin, buf, len);
   while (r == -1 && errno == EINTR);
   if (r == -1)
-    gnutls_transport_set_errno (conn->tls, errno);
+    gnutls_transport_set_errno (conn->tls->session, errno);
   return r;
 }
 
@@ -464,12 +475,12 @@ static int
 transport_pull_timeout (gnutls_transport_ptr_t p, unsigned int ms)
 {
   struct connection *conn = p;
-  if (conn->tls_in_pos < conn->tls_in_len)
+  if (conn->tls->in_pos < conn->tls->in_len)
     return 1;                   /* read ahead already */
   int r = conn_poll_input (conn, ms == GNUTLS_INDEFINITE_TIMEOUT ||
                                  ms > INT_MAX ? -1 : (int) ms);
   if (r == -1)
-    gnutls_transport_set_errno (conn->tls, errno);
+    gnutls_transport_set_errno (conn->tls->session, errno);
   return r;
 }
 
@@ -512,8 +523,9 @@ push_all (struct connection *conn, struct iovec *iov, int iovcnt)
 static int
 out_flush (struct connection *conn)
 {
-  struct iovec v = { .iov_base = conn->tls_out, .iov_len = conn->tls_out_len };
-  conn->tls_out_len = 0;
+  struct iovec v = { .iov_base = conn->tls->out,
+                     .iov_len = conn->tls->out_len };
+  conn->tls->out_len = 0;
   return v.iov_len ? push_all (conn, &v, 1) : 0;
 }
 
@@ -522,10 +534,10 @@ transport_push (gnutls_transport_ptr_t p, const giovec_t *iov, int iovcnt)
 {
   struct connection *conn = p;
   ssize_t r;
-  if (conn->tls_batching) {
+  if (conn->tls->batching) {
     size_t total = 0;
     for (int i = 0; i < iovcnt; i++) {
-      if (conn->tls_out_len + iov[i].iov_len > TLS_OUT_SIZE &&
+      if (conn->tls->out_len + iov[i].iov_len > TLS_OUT_SIZE &&
           out_flush (conn) == -1)
         goto err;
       if (iov[i].iov_len > TLS_OUT_SIZE) {
@@ -534,15 +546,15 @@ transport_push (gnutls_transport_ptr_t p, const giovec_t *iov, int iovcnt)
           goto err;
       }
       else {
-        memcpy (conn->tls_out + conn->tls_out_len, iov[i].iov_base,
+        memcpy (conn->tls->out + conn->tls->out_len, iov[i].iov_base,
                 iov[i].iov_len);
-        conn->tls_out_len += iov[i].iov_len;
+        conn->tls->out_len += iov[i].iov_len;
       }
       total += iov[i].iov_len;
     }
     return total;
   err:
-    gnutls_transport_set_errno (conn->tls, errno);
+    gnutls_transport_set_errno (conn->tls->session, errno);
     return -1;
   }
   do {
@@ -556,7 +568,7 @@ transport_push (gnutls_transport_ptr_t p, const giovec_t *iov, int iovcnt)
       r = writev (conn->sockout, (const struct iovec *) iov, iovcnt);
   } while (r == -1 && errno == EINTR);
   if (r == -1)
-    gnutls_transport_set_errno (conn->tls, errno);
+    gnutls_transport_set_errno (conn->tls->session, errno);
   return r;
 }
 
@@ -637,7 +649,7 @@ verify_failure (unsigned status)
   size_t n = strlen (buf);
   bool named = false;
 
-  for (size_t i = 0; i < sizeof reasons / sizeof reasons[0]; i++)
+  for (size_t i = 0; i < ARRAY_SIZE (reasons); i++)
     if (status & reasons[i].bit) {
       n += snprintf (buf + n, n < sizeof buf ? sizeof buf - n : 0, "%s%s",
                      named ? ", " : " ", reasons[i].what);
@@ -670,7 +682,15 @@ tls_start (struct connection *conn)
                                gnutls_strerror (r), "");
     return -1;
   }
-  conn->tls = s;
+  conn->tls = calloc (1, sizeof *conn->tls);
+  if (!conn->tls) {
+    nbdkit_error ("TLS: calloc: %m");
+    gnutls_deinit (s);
+    NBDKIT_TLS_HANDSHAKE_DONE (conn->id, (int64_t) probe_u64 (0),
+                               "out of memory", "");
+    return -1;
+  }
+  conn->tls->session = s;
   r = gnutls_priority_set (s, priority);
   if (r >= 0) {
     if (creds_type == CREDS_PSK)
@@ -683,8 +703,7 @@ tls_start (struct connection *conn)
          */
         gnutls_certificate_server_set_request (s, GNUTLS_CERT_REQUIRE);
         gnutls_session_set_verify_cert2 (s, client_purpose,
-                                         sizeof client_purpose /
-                                         sizeof client_purpose[0], 0);
+                                         ARRAY_SIZE (client_purpose), 0);
       }
     }
   }
@@ -753,6 +772,7 @@ tls_start (struct connection *conn)
     free (who);
   }
   gnutls_deinit (s);
+  free (conn->tls);
   conn->tls = NULL;
   return -1;
 }
@@ -760,7 +780,7 @@ tls_start (struct connection *conn)
 ssize_t
 tls_recv (struct connection *conn, void *buf, size_t len)
 {
-  gnutls_session_t s = conn->tls;
+  gnutls_session_t s = conn->tls->session;
   /* During negotiation every wait is bounded by the deadline (the
    * pull_timeout function clamps it); afterwards reads block.
    */
@@ -812,22 +832,22 @@ send_all (gnutls_session_t s, const char *p, size_t len)
 int
 tls_sendv (struct connection *conn, const struct iovec *iov, int iovcnt)
 {
-  gnutls_session_t s = conn->tls;
+  gnutls_session_t s = conn->tls->session;
   size_t total = 0;
   for (int i = 0; i < iovcnt; i++)
     total += iov[i].iov_len;
   bool cork = total <= 64 * 1024 && iovcnt > 1;
   bool batch = total > 64 * 1024;
 
-  if (batch && conn->tls_out == NULL)
-    conn->tls_out = malloc (TLS_OUT_SIZE);
-  if (batch && conn->tls_out) {
-    conn->tls_batching = true;
-    conn->tls_out_len = 0;
+  if (batch && conn->tls->out == NULL)
+    conn->tls->out = malloc (TLS_OUT_SIZE);
+  if (batch && conn->tls->out) {
+    conn->tls->batching = true;
+    conn->tls->out_len = 0;
     int r = 0;
     for (int i = 0; r == 0 && i < iovcnt; i++)
       r = send_all (s, iov[i].iov_base, iov[i].iov_len);
-    conn->tls_batching = false;
+    conn->tls->batching = false;
     if (r == 0 && out_flush (conn) == -1) {
       errno = EIO;
       r = -1;
@@ -870,34 +890,32 @@ tls_end (struct connection *conn)
       if (flags != -1)
         fcntl (conn->sockout, F_SETFL, flags | O_NONBLOCK);
     }
-    gnutls_bye (conn->tls, GNUTLS_SHUT_WR);
+    gnutls_bye (conn->tls->session, GNUTLS_SHUT_WR);
   }
-  gnutls_deinit (conn->tls);
-  conn->tls = NULL;
+  gnutls_deinit (conn->tls->session);
   conn->tls_active = false;
-  free (conn->tls_out);
-  conn->tls_out = NULL;
-  free (conn->tls_in);
-  conn->tls_in = NULL;
-  conn->tls_in_pos = conn->tls_in_len = 0;
+  free (conn->tls->out);
+  free (conn->tls->in);
+  free (conn->tls);
+  conn->tls = NULL;
 }
 
 char *
 tls_peer_dn (struct connection *conn, bool issuer)
 {
   if (!conn->tls_active ||
-      gnutls_auth_get_type (conn->tls) != GNUTLS_CRD_CERTIFICATE)
+      gnutls_auth_get_type (conn->tls->session) != GNUTLS_CRD_CERTIFICATE)
     return strdup ("");
-  return peer_identity (conn->tls, issuer);
+  return peer_identity (conn->tls->session, issuer);
 }
 
 char *
 tls_peer_username (struct connection *conn)
 {
   if (!conn->tls_active ||
-      gnutls_auth_get_type (conn->tls) != GNUTLS_CRD_PSK)
+      gnutls_auth_get_type (conn->tls->session) != GNUTLS_CRD_PSK)
     return strdup ("");
-  return peer_identity (conn->tls, false);
+  return peer_identity (conn->tls->session, false);
 }
 
 #else /* !HAVE_GNUTLS */

@@ -4,7 +4,7 @@
  * length against what the option carries before using it, and answers
  * it, until the client picks an export (NBD_OPT_GO or
  * NBD_OPT_EXPORT_NAME) or leaves.  On success the connection has an
- * open export (conn->top) and its negotiated flags.
+ * open export (conn->nego.top) and its negotiated flags.
  */
 #include <config.h>
 
@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "conn-io.h"
 #include "protocol.h"
 
 /* What one negotiation may cost, besides --handshake-timeout: options
@@ -67,7 +68,7 @@ send_reply2 (struct connection *conn, uint32_t option, uint32_t reply,
                                  (uint64_t) reply,
                                  (int64_t) ((reply & 0x80000000) != 0));
   if (reply & 0x80000000)
-    conn->hs_errors++;
+    conn->nego.hs_errors++;
   return conn_sendv (conn, iov, 3);
 }
 
@@ -102,9 +103,9 @@ drop (struct connection *conn, const char *reason)
 static void
 close_export (struct connection *conn)
 {
-  if (conn->top) {
-    layer_close_all (conn->top);
-    conn->top = NULL;
+  if (conn->nego.top) {
+    layer_close_all (conn->nego.top);
+    conn->nego.top = NULL;
   }
 }
 
@@ -115,14 +116,14 @@ close_export (struct connection *conn)
 static int
 describe_export (struct connection *conn)
 {
-  struct context *c = conn->top;
+  struct context *c = conn->nego.top;
   int64_t size = layer_get_size (c);
   if (size < 0) {
     if (!log_last_error ())
       nbdkit_error ("could not get the size of the export");
     return -1;
   }
-  conn->exportsize = size;
+  conn->nego.exportsize = size;
 
   int r;
 #define ASK(var, call)                          \
@@ -130,44 +131,44 @@ describe_export (struct connection *conn)
   var = r;
   int can_write, can_zero, can_fua, can_cache, rotational;
   ASK (can_write, layer_can_write (c));
-  conn->can_write = can_write && !conn->cfg->readonly;
-  ASK (conn->can_flush, layer_can_flush (c));
+  conn->nego.can_write = can_write && !conn->cfg->readonly;
+  ASK (conn->nego.can_flush, layer_can_flush (c));
   ASK (rotational, layer_is_rotational (c));
-  ASK (conn->can_multi_conn, layer_can_multi_conn (c));
+  ASK (conn->nego.can_multi_conn, layer_can_multi_conn (c));
   /* Under SERIALIZE_CONNECTIONS a second connection waits for the first
    * to end, so a client that opens several would deadlock itself.
    */
   if (conn->cfg->thread_model <= NBDKIT_THREAD_MODEL_SERIALIZE_CONNECTIONS)
-    conn->can_multi_conn = false;
+    conn->nego.can_multi_conn = false;
   ASK (can_cache, layer_can_cache (c));
-  conn->can_cache = can_cache != NBDKIT_CACHE_NONE;
-  ASK (conn->can_extents, layer_can_extents (c));
-  conn->can_trim = conn->can_zero = conn->can_fast_zero = false;
-  conn->can_fua = false;
-  if (conn->can_write) {
-    ASK (conn->can_trim, layer_can_trim (c));
+  conn->nego.can_cache = can_cache != NBDKIT_CACHE_NONE;
+  ASK (conn->nego.can_extents, layer_can_extents (c));
+  conn->nego.can_trim = conn->nego.can_zero = conn->nego.can_fast_zero = false;
+  conn->nego.can_fua = false;
+  if (conn->nego.can_write) {
+    ASK (conn->nego.can_trim, layer_can_trim (c));
     ASK (can_zero, layer_can_zero (c));
-    conn->can_zero = can_zero != NBDKIT_ZERO_NONE;
-    if (conn->can_zero) {
-      ASK (conn->can_fast_zero, layer_can_fast_zero (c));
+    conn->nego.can_zero = can_zero != NBDKIT_ZERO_NONE;
+    if (conn->nego.can_zero) {
+      ASK (conn->nego.can_fast_zero, layer_can_fast_zero (c));
     }
     ASK (can_fua, layer_can_fua (c));
-    conn->can_fua = can_fua != NBDKIT_FUA_NONE;
+    conn->nego.can_fua = can_fua != NBDKIT_FUA_NONE;
   }
 #undef ASK
 
   uint16_t f = NBD_FLAG_HAS_FLAGS;
-  if (!conn->can_write) f |= NBD_FLAG_READ_ONLY;
-  if (conn->can_flush) f |= NBD_FLAG_SEND_FLUSH;
-  if (conn->can_fua) f |= NBD_FLAG_SEND_FUA;
+  if (!conn->nego.can_write) f |= NBD_FLAG_READ_ONLY;
+  if (conn->nego.can_flush) f |= NBD_FLAG_SEND_FLUSH;
+  if (conn->nego.can_fua) f |= NBD_FLAG_SEND_FUA;
   if (rotational) f |= NBD_FLAG_ROTATIONAL;
-  if (conn->can_trim) f |= NBD_FLAG_SEND_TRIM;
-  if (conn->can_zero) f |= NBD_FLAG_SEND_WRITE_ZEROES;
-  if (conn->can_fast_zero) f |= NBD_FLAG_SEND_FAST_ZERO;
-  if (conn->structured) f |= NBD_FLAG_SEND_DF;
-  if (conn->can_multi_conn) f |= NBD_FLAG_CAN_MULTI_CONN;
-  if (conn->can_cache) f |= NBD_FLAG_SEND_CACHE;
-  conn->eflags = f;
+  if (conn->nego.can_trim) f |= NBD_FLAG_SEND_TRIM;
+  if (conn->nego.can_zero) f |= NBD_FLAG_SEND_WRITE_ZEROES;
+  if (conn->nego.can_fast_zero) f |= NBD_FLAG_SEND_FAST_ZERO;
+  if (conn->nego.structured) f |= NBD_FLAG_SEND_DF;
+  if (conn->nego.can_multi_conn) f |= NBD_FLAG_CAN_MULTI_CONN;
+  if (conn->nego.can_cache) f |= NBD_FLAG_SEND_CACHE;
+  conn->nego.eflags = f;
 
   /* Block sizes are advertised only when some layer gives them (all
    * zero means none does), and then exactly as given: the maximum is a
@@ -177,8 +178,8 @@ describe_export (struct connection *conn)
   uint32_t min, pref, max;
   if (layer_block_size (c, &min, &pref, &max) == -1)
     return -1;
-  conn->block_sizes = min != 0 || pref != 0 || max != 0;
-  if (conn->block_sizes &&
+  conn->nego.block_sizes = min != 0 || pref != 0 || max != 0;
+  if (conn->nego.block_sizes &&
       (!is_power_of_2 (min) || min > 65536 || !is_power_of_2 (pref) ||
        pref < 512 || pref > 32 * 1024 * 1024 || pref < min ||
        (max != 0xffffffff && (max < pref || max % min != 0)))) {
@@ -186,9 +187,9 @@ describe_export (struct connection *conn)
                   PRIu32 ", %" PRIu32 ") are not valid", min, pref, max);
     return -1;
   }
-  conn->block_min = min;
-  conn->block_pref = pref;
-  conn->block_max = max;
+  conn->nego.block_min = min;
+  conn->nego.block_pref = pref;
+  conn->nego.block_max = max;
   return 0;
 }
 
@@ -216,21 +217,22 @@ open_export (struct connection *conn, const char *name)
     nbdkit_error ("strdup: %m");
     return -1;
   }
-  free (conn->exportname);
-  conn->exportname = copy;
+  free (conn->nego.exportname);
+  conn->nego.exportname = copy;
 
-  conn->top = layer_open (conn, cfg->top, cfg->readonly, copy,
+  conn->nego.top = layer_open (conn, cfg->top, cfg->readonly, copy,
                           conn->tls_active);
-  if (!conn->top)
+  if (!conn->nego.top)
     return -1;
-  if (layer_prepare_all (conn->top, cfg->readonly) == -1 ||
+  if (layer_prepare_all (conn->nego.top, cfg->readonly) == -1 ||
       describe_export (conn) == -1) {
     close_export (conn);
     return -1;
   }
   if (NBDKIT_EXPORT_SELECT_ENABLED ())
-    NBDKIT_EXPORT_SELECT (conn->id, conn->exportname, conn->exportsize,
-                          (uint64_t) conn->eflags);
+    NBDKIT_EXPORT_SELECT (conn->id, conn->nego.exportname,
+                          conn->nego.exportsize,
+                          (uint64_t) conn->nego.eflags);
   return 0;
 }
 
@@ -259,7 +261,17 @@ get16 (const char *p)
   return be16toh (v);
 }
 
-static int
+/* What an option's handler tells the negotiation loop.  The reply
+ * helpers (send_reply, send_error) return 0 or -1, which are
+ * OPT_NEXT and OPT_CLOSE, so a handler may return what they return.
+ */
+enum opt_next {
+  OPT_CLOSE = -1,               /* the connection ends */
+  OPT_NEXT = 0,                 /* read the next option */
+  OPT_SERVE = 1,                /* negotiation is over: serve */
+};
+
+static enum opt_next
 opt_list (struct connection *conn, uint32_t option, uint32_t len)
 {
   const struct config *cfg = conn->cfg;
@@ -269,7 +281,7 @@ opt_list (struct connection *conn, uint32_t option, uint32_t len)
   /* As nbdkit: the list once per connection, so that list_exports is
    * asked at most once (a client that loops on LIST gets nowhere).
    */
-  if (conn->exports_listed)
+  if (conn->nego.exports_listed)
     return send_error (conn, option, NBD_REP_ERR_INVALID,
                        "the export list was already sent");
 
@@ -303,11 +315,11 @@ opt_list (struct connection *conn, uint32_t option, uint32_t len)
     if (send_reply2 (conn, option, NBD_REP_SERVER, buf, 4 + nlen,
                      e.description, dlen) == -1) {
       nbdkit_exports_free (exports);
-      return -1;
+      return OPT_CLOSE;
     }
   }
   nbdkit_exports_free (exports);
-  conn->exports_listed = true;
+  conn->nego.exports_listed = true;
   return send_reply (conn, option, NBD_REP_ACK);
 }
 
@@ -318,8 +330,8 @@ send_infos (struct connection *conn, uint32_t option, const char *payload,
 {
   struct nbd_info_export ie = {
     .info = htobe16 (NBD_INFO_EXPORT),
-    .exportsize = htobe64 (conn->exportsize),
-    .eflags = htobe16 (conn->eflags),
+    .exportsize = htobe64 (conn->nego.exportsize),
+    .eflags = htobe16 (conn->nego.eflags),
   };
   if (send_reply2 (conn, option, NBD_REP_INFO, &ie, sizeof ie,
                    NULL, 0) == -1)
@@ -335,11 +347,12 @@ send_infos (struct connection *conn, uint32_t option, const char *payload,
       uint16_t be = htobe16 (NBD_INFO_NAME);
       sent_name = true;
       if (send_reply2 (conn, option, NBD_REP_INFO, &be, 2,
-                       conn->exportname, strlen (conn->exportname)) == -1)
+                       conn->nego.exportname,
+                       strlen (conn->nego.exportname)) == -1)
         return -1;
     }
     else if (what == NBD_INFO_DESCRIPTION && !sent_desc) {
-      const char *d = layer_export_description (conn->top);
+      const char *d = layer_export_description (conn->nego.top);
       uint16_t be = htobe16 (NBD_INFO_DESCRIPTION);
       sent_desc = true;
       if (d && send_reply2 (conn, option, NBD_REP_INFO, &be, 2,
@@ -352,12 +365,12 @@ send_infos (struct connection *conn, uint32_t option, const char *payload,
        */
       struct nbd_info_block_size bs = {
         .info = htobe16 (NBD_INFO_BLOCK_SIZE),
-        .minimum = htobe32 (conn->block_min),
-        .preferred = htobe32 (conn->block_pref),
-        .maximum = htobe32 (conn->block_max),
+        .minimum = htobe32 (conn->nego.block_min),
+        .preferred = htobe32 (conn->nego.block_pref),
+        .maximum = htobe32 (conn->nego.block_max),
       };
       sent_bs = true;
-      if (conn->block_sizes &&
+      if (conn->nego.block_sizes &&
           send_reply2 (conn, option, NBD_REP_INFO, &bs, sizeof bs,
                        NULL, 0) == -1)
         return -1;
@@ -366,8 +379,8 @@ send_infos (struct connection *conn, uint32_t option, const char *payload,
   return 0;
 }
 
-/* NBD_OPT_INFO and NBD_OPT_GO.  Returns 1 when GO succeeded. */
-static int
+/* NBD_OPT_INFO and NBD_OPT_GO: OPT_SERVE when GO succeeded. */
+static enum opt_next
 opt_info_go (struct connection *conn, uint32_t option, const char *data,
              uint32_t len)
 {
@@ -395,24 +408,24 @@ opt_info_go (struct connection *conn, uint32_t option, const char *data,
     return r;
   }
   if (send_infos (conn, option, data + 4 + namelen + 2, nrinfos) == -1)
-    return -1;
+    return OPT_CLOSE;
 
   /* Meta contexts chosen for another export do not carry over. */
-  if (conn->meta_base_allocation &&
-      (!conn->meta_export || strcmp (conn->meta_export, name) != 0))
-    conn->meta_base_allocation = false;
+  if (conn->nego.meta_base_allocation &&
+      (!conn->nego.meta_export || strcmp (conn->nego.meta_export, name) != 0))
+    conn->nego.meta_base_allocation = false;
 
   if (send_reply (conn, option, NBD_REP_ACK) == -1)
-    return -1;
+    return OPT_CLOSE;
   if (option == NBD_OPT_INFO) {
     close_export (conn);
-    return 0;
+    return OPT_NEXT;
   }
-  return 1;
+  return OPT_SERVE;
 }
 
 /* LIST_META_CONTEXT and SET_META_CONTEXT. */
-static int
+static enum opt_next
 opt_meta (struct connection *conn, uint32_t option, const char *data,
           uint32_t len)
 {
@@ -422,8 +435,8 @@ opt_meta (struct connection *conn, uint32_t option, const char *data,
    * client cannot tell which of its earlier choices would survive.
    */
   if (set)
-    conn->meta_base_allocation = false;
-  if (!conn->structured)
+    conn->nego.meta_base_allocation = false;
+  if (!conn->nego.structured)
     return send_error (conn, option, NBD_REP_ERR_INVALID,
                        "structured replies must be negotiated first");
   if (len < 8)
@@ -462,10 +475,10 @@ opt_meta (struct connection *conn, uint32_t option, const char *data,
                        "option length does not match its contents");
 
   if (set) {
-    conn->meta_base_allocation = false;
-    free (conn->meta_export);
-    conn->meta_export = strndup (name, namelen);
-    if (!conn->meta_export)
+    conn->nego.meta_base_allocation = false;
+    free (conn->nego.meta_export);
+    conn->nego.meta_export = strndup (name, namelen);
+    if (!conn->nego.meta_export)
       return send_error (conn, option, NBD_REP_ERR_PLATFORM,
                          "out of memory");
   }
@@ -498,49 +511,50 @@ opt_meta (struct connection *conn, uint32_t option, const char *data,
   }
   if (matched) {
     if (set)
-      conn->meta_base_allocation = true;
+      conn->nego.meta_base_allocation = true;
     if (send_reply2 (conn, option, NBD_REP_META_CONTEXT, &id, 4,
                      BASE_ALLOCATION, strlen (BASE_ALLOCATION)) == -1)
-      return -1;
+      return OPT_CLOSE;
   }
   return send_reply (conn, option, NBD_REP_ACK);
 }
 
 /* NBD_OPT_EXPORT_NAME: no error reply is possible, so a failure ends
- * the connection.  Returns 1 to start transmission, -1 to close.
+ * the connection.  OPT_SERVE to start transmission, OPT_CLOSE to close.
  */
-static int
+static enum opt_next
 opt_export_name (struct connection *conn, const char *data, uint32_t len,
                  bool no_zeroes, const char **why)
 {
   char name[NBD_MAX_STRING + 1];
   if (len > NBD_MAX_STRING) {
     *why = "export name too long";
-    return -1;
+    return OPT_CLOSE;
   }
   memcpy (name, data, len);
   name[len] = '\0';
   if (strlen (name) != len || open_export (conn, name) == -1) {
     *why = "export could not be opened";
-    return -1;
+    return OPT_CLOSE;
   }
   /* As for GO: meta contexts chosen for another export do not apply. */
-  if (conn->meta_base_allocation &&
-      (!conn->meta_export || strcmp (conn->meta_export, name) != 0))
-    conn->meta_base_allocation = false;
+  if (conn->nego.meta_base_allocation &&
+      (!conn->nego.meta_export || strcmp (conn->nego.meta_export, name) != 0))
+    conn->nego.meta_base_allocation = false;
   struct nbd_export_name_reply r = {
-    .exportsize = htobe64 (conn->exportsize),
-    .eflags = htobe16 (conn->eflags),
+    .exportsize = htobe64 (conn->nego.exportsize),
+    .eflags = htobe16 (conn->nego.eflags),
   };
   if (conn_send (conn, &r, no_zeroes ? 10 : sizeof r) == -1)
-    return -1;
-  return 1;
+    return OPT_CLOSE;
+  return OPT_SERVE;
 }
 
 /* NBD_OPT_STARTTLS: acknowledge, then run the TLS handshake on the
- * socket.  Returns 0 to go on negotiating (now encrypted), -1 to close.
+ * socket.  OPT_NEXT to go on negotiating (now encrypted), OPT_CLOSE to
+ * close.
  */
-static int
+static enum opt_next
 opt_starttls (struct connection *conn, uint32_t option, uint32_t len,
               const char **why)
 {
@@ -554,37 +568,37 @@ opt_starttls (struct connection *conn, uint32_t option, uint32_t len,
     return send_error (conn, option, NBD_REP_ERR_INVALID,
                        "TLS is already negotiated");
   if (send_reply (conn, option, NBD_REP_ACK) == -1)
-    return -1;
+    return OPT_CLOSE;
 
   /* The client may send nothing between STARTTLS and its TLS hello.
    * Bytes already buffered were sent in the clear before the ACK, and
    * must never be taken as if they came through TLS: hang up.
    */
-  if (conn->in_len > 0) {
+  if (conn_buffered_input (conn) > 0) {
     NBDKIT_PROTOCOL_VIOLATION (conn->id, "data after STARTTLS");
     *why = "data after STARTTLS";
-    return -1;
+    return OPT_CLOSE;
   }
   if (tls_start (conn) == -1) {
     *why = "TLS handshake failed";
-    return -1;
+    return OPT_CLOSE;
   }
 
   /* Nothing negotiated in the clear survives into the TLS session: a
    * man in the middle could have chosen it.
    */
   close_export (conn);
-  free (conn->exportname);
-  conn->exportname = NULL;
-  free (conn->meta_export);
-  conn->meta_export = NULL;
-  conn->meta_base_allocation = false;
-  conn->structured = false;
-  conn->extended = false;
+  free (conn->nego.exportname);
+  conn->nego.exportname = NULL;
+  free (conn->nego.meta_export);
+  conn->nego.meta_export = NULL;
+  conn->nego.meta_base_allocation = false;
+  conn->nego.structured = false;
+  conn->nego.extended = false;
   /* The layers may name other exports to a TLS client. */
   layer_forget_default_exports (conn);
-  conn->exports_listed = false;
-  return 0;
+  conn->nego.exports_listed = false;
+  return OPT_NEXT;
 }
 
 /* Oldstyle (-o): no options, just the default export's details. */
@@ -608,13 +622,13 @@ negotiate_oldstyle (struct connection *conn)
   }
   hello.magic = htobe64 (NBD_MAGIC);
   hello.version = htobe64 (NBD_OLD_VERSION);
-  hello.size = htobe64 (conn->exportsize);
-  hello.eflags = htobe16 (conn->eflags);
+  hello.size = htobe64 (conn->nego.exportsize);
+  hello.eflags = htobe16 (conn->nego.eflags);
   if (conn_send (conn, &hello, sizeof hello) == -1) {
     NBDKIT_HANDSHAKE_FAIL (conn->id, "client went away");
     return -1;
   }
-  NBDKIT_HANDSHAKE_DONE (conn->id, conn->exportname,
+  NBDKIT_HANDSHAKE_DONE (conn->id, conn->nego.exportname,
                          (int64_t) probe_u64 (0), (int64_t) probe_u64 (0));
   return 0;
 }
@@ -687,7 +701,7 @@ hs_negotiate (struct connection *conn)
       drop (conn, "option too long");
       goto out;
     }
-    if (conn->hs_errors >= MAX_FAILED_OPTIONS) {
+    if (conn->nego.hs_errors >= MAX_FAILED_OPTIONS) {
       NBDKIT_LIMIT_HIT (conn->id, "failed_options");
       drop (conn, "too many failed options");
       goto out;
@@ -703,7 +717,7 @@ hs_negotiate (struct connection *conn)
       goto out;
     }
 
-    int r;
+    enum opt_next r;
     const char *why = "could not reply";
 
     /* A client that is not fixed newstyle knows only EXPORT_NAME, and
@@ -758,11 +772,11 @@ hs_negotiate (struct connection *conn)
       else if (conn->cfg->no_sr)
         r = send_error (conn, option, NBD_REP_ERR_UNSUP,
                         "structured replies are disabled");
-      else if (conn->structured)
+      else if (conn->nego.structured)
         r = send_error (conn, option, NBD_REP_ERR_INVALID,
                         "structured replies already negotiated");
       else {
-        conn->structured = true;
+        conn->nego.structured = true;
         r = send_reply (conn, option, NBD_REP_ACK);
       }
       break;
@@ -773,11 +787,11 @@ hs_negotiate (struct connection *conn)
       else if (conn->cfg->no_sr)
         r = send_error (conn, option, NBD_REP_ERR_UNSUP,
                         "extended headers are disabled");
-      else if (conn->extended)
+      else if (conn->nego.extended)
         r = send_error (conn, option, NBD_REP_ERR_INVALID,
                         "extended headers already negotiated");
       else {
-        conn->extended = conn->structured = true;
+        conn->nego.extended = conn->nego.structured = true;
         r = send_reply (conn, option, NBD_REP_ACK);
       }
       break;
@@ -788,25 +802,26 @@ hs_negotiate (struct connection *conn)
     default:
       r = send_error (conn, option, NBD_REP_ERR_UNSUP, "unknown option");
     }
-    if (r == -1) {
+    if (r == OPT_CLOSE) {
       NBDKIT_HANDSHAKE_FAIL (conn->id, why);
       goto out;
     }
-    if (r == 1)
+    if (r == OPT_SERVE)
       break;
   }
 
   /* The DF flag depends on structured replies, which may have been
    * negotiated after the export was described for INFO: recompute.
    */
-  if (conn->structured)
-    conn->eflags |= NBD_FLAG_SEND_DF;
-  NBDKIT_HANDSHAKE_DONE (conn->id, conn->exportname,
-                         (int64_t) conn->structured,
-                         (int64_t) conn->extended);
+  if (conn->nego.structured)
+    conn->nego.eflags |= NBD_FLAG_SEND_DF;
+  NBDKIT_HANDSHAKE_DONE (conn->id, conn->nego.exportname,
+                         (int64_t) conn->nego.structured,
+                         (int64_t) conn->nego.extended);
   nbdkit_debug ("handshake done: export \"%s\", size %" PRIu64
-                ", structured %d, extended %d", conn->exportname,
-                conn->exportsize, conn->structured, conn->extended);
+                ", structured %d, extended %d", conn->nego.exportname,
+                conn->nego.exportsize, conn->nego.structured,
+                conn->nego.extended);
   ret = 0;
 
  out:

@@ -469,7 +469,7 @@ nbdkit_export_name (void)
     nbdkit_error ("no connection in this thread");
     return NULL;
   }
-  return conn->exportname ? conn->exportname : "";
+  return conn->nego.exportname ? conn->nego.exportname : "";
 }
 
 int

@@ -84,7 +84,7 @@ static const char *
 reply_kind (const struct connection *conn, const struct iovec *iov,
             const void *simple)
 {
-  return conn->extended ? "extended"
+  return conn->nego.extended ? "extended"
     : iov[0].iov_base == simple ? "simple" : "structured";
 }
 
@@ -305,7 +305,7 @@ send_mapped (struct connection *conn, struct worker *w,
       p += v[i].iov_len;
     }
   }
-  layer_unmap_read (conn->top);
+  layer_unmap_read (conn->nego.top);
   w->zc_mapped = false;
   w->out.len = 0;
   if (ret == 0 && left > 0)
@@ -386,7 +386,8 @@ send_fd_data (struct connection *conn, struct worker *w,
       int err;
       w->fd_read = false;
       if (!tx_grow (w, left) ||
-          layer_pread (conn->top, w->buf, left, req->offset, 0, &err) == -1)
+          layer_pread (conn->nego.top, w->buf, left, req->offset, 0,
+                       &err) == -1)
         return -1;
       return conn_send (conn, w->buf, left);
     }
@@ -428,8 +429,8 @@ send_reply (struct connection *conn, struct worker *w,
   uint32_t bs_head[2];
 
   /* Simple reply: no structured replies, or a non-data reply. */
-  if (!conn->extended &&
-      (!conn->structured || (req->type != NBD_CMD_READ &&
+  if (!conn->nego.extended &&
+      (!conn->nego.structured || (req->type != NBD_CMD_READ &&
                              req->type != NBD_CMD_BLOCK_STATUS))) {
     simple.magic = htobe32 (NBD_SIMPLE_REPLY_MAGIC);
     simple.error = htobe32 (nerr);
@@ -453,16 +454,16 @@ send_reply (struct connection *conn, struct worker *w,
       len = 8 + req->count;
     }
     else if (bs) {
-      type = conn->extended ? NBD_REPLY_TYPE_BLOCK_STATUS_EXT
+      type = conn->nego.extended ? NBD_REPLY_TYPE_BLOCK_STATUS_EXT
                             : NBD_REPLY_TYPE_BLOCK_STATUS;
-      len = conn->extended ? 8 + 16 * (uint64_t) ndesc
+      len = conn->nego.extended ? 8 + 16 * (uint64_t) ndesc
                            : 4 + 8 * (uint64_t) ndesc;
     }
     else {
       type = NBD_REPLY_TYPE_NONE;
       len = 0;
     }
-    if (conn->extended) {
+    if (conn->nego.extended) {
       er.magic = htobe32 (NBD_EXTENDED_REPLY_MAGIC);
       er.flags = htobe16 (NBD_REPLY_FLAG_DONE);
       er.type = htobe16 (type);
@@ -490,7 +491,7 @@ send_reply (struct connection *conn, struct worker *w,
       /* Descriptors go out in place, converted to big-endian. */
       bs_head[0] = htobe32 (1);         /* base:allocation's id */
       bs_head[1] = htobe32 (ndesc);
-      if (conn->extended) {
+      if (conn->nego.extended) {
         for (int i = 0; i < ndesc; i++) {
           w->desc[i].length = htobe64 (w->desc[i].length);
           w->desc[i].status_flags = htobe64 (w->desc[i].status_flags);

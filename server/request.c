@@ -78,35 +78,35 @@ validate (struct connection *conn, const struct request *req)
   }
   /* FUA is valid on every command once advertised (it may do nothing). */
   allowed |= NBD_CMD_FLAG_FUA;
-  if (conn->extended && req->type == NBD_CMD_WRITE)
+  if (conn->nego.extended && req->type == NBD_CMD_WRITE)
     allowed |= NBD_CMD_FLAG_PAYLOAD_LEN;
   if (req->flags & ~allowed)
     return EINVAL;
-  if ((req->flags & NBD_CMD_FLAG_FUA) && !conn->can_fua)
+  if ((req->flags & NBD_CMD_FLAG_FUA) && !conn->nego.can_fua)
     return EINVAL;
-  if ((req->flags & NBD_CMD_FLAG_DF) && !conn->structured)
+  if ((req->flags & NBD_CMD_FLAG_DF) && !conn->nego.structured)
     return EINVAL;
-  if ((req->flags & NBD_CMD_FLAG_FAST_ZERO) && !conn->can_fast_zero)
+  if ((req->flags & NBD_CMD_FLAG_FAST_ZERO) && !conn->nego.can_fast_zero)
     return EINVAL;
 
   bool is_write = req->type == NBD_CMD_WRITE || req->type == NBD_CMD_TRIM ||
     req->type == NBD_CMD_WRITE_ZEROES;
-  if (is_write && !conn->can_write)
+  if (is_write && !conn->nego.can_write)
     return EPERM;
   switch (req->type) {
   case NBD_CMD_FLUSH:
-    return conn->can_flush ? 0 : EINVAL;
+    return conn->nego.can_flush ? 0 : EINVAL;
   case NBD_CMD_TRIM:
-    if (!conn->can_trim) return EINVAL;
+    if (!conn->nego.can_trim) return EINVAL;
     break;
   case NBD_CMD_WRITE_ZEROES:
-    if (!conn->can_zero) return EINVAL;
+    if (!conn->nego.can_zero) return EINVAL;
     break;
   case NBD_CMD_CACHE:
-    if (!conn->can_cache) return EINVAL;
+    if (!conn->nego.can_cache) return EINVAL;
     break;
   case NBD_CMD_BLOCK_STATUS:
-    if (!conn->meta_base_allocation) return EINVAL;
+    if (!conn->nego.meta_base_allocation) return EINVAL;
     break;
   }
 
@@ -116,8 +116,8 @@ validate (struct connection *conn, const struct request *req)
   /* The protocol asks for ENOSPC from writes past the end (WRITE and
    * WRITE_ZEROES) but EINVAL from reads and trims.
    */
-  if (req->offset > conn->exportsize ||
-      req->count > conn->exportsize - req->offset)
+  if (req->offset > conn->nego.exportsize ||
+      req->count > conn->nego.exportsize - req->offset)
     return is_write && req->type != NBD_CMD_TRIM ? ENOSPC : EINVAL;
   /* The server's own limit on reads and writes, after the range as in
    * nbdkit, and with nbdkit's answer.  A maximum block size that the
@@ -186,7 +186,7 @@ enum mapped_outcome {
 static enum mapped_outcome
 recv_mapped (struct connection *conn, struct worker *w, struct request *req)
 {
-  struct context *c = conn->top;
+  struct context *c = conn->nego.top;
   int n = ZC_MAX_IOV, err;
 
   if (!tx_have_zc_iov (w) ||
@@ -214,7 +214,7 @@ tx_recv_request (struct connection *conn, struct worker *w,
     struct nbd_request compact;
     struct nbd_extended_request ext;
   } h;
-  size_t hlen = conn->extended ? sizeof h.ext : sizeof h.compact;
+  size_t hlen = conn->nego.extended ? sizeof h.ext : sizeof h.compact;
 
   if (conn_recv (conn, &h, hlen) == -1) {
     if (errno == 0)
@@ -225,7 +225,7 @@ tx_recv_request (struct connection *conn, struct worker *w,
     }
     return RECV_CLOSED;
   }
-  if (conn->extended) {
+  if (conn->nego.extended) {
     if (be32toh (h.ext.magic) != NBD_EXTENDED_REQUEST_MAGIC)
       goto bad_magic;
     req->flags = be16toh (h.ext.flags);
@@ -265,7 +265,7 @@ tx_recv_request (struct connection *conn, struct worker *w,
   uint64_t payload = 0;
   if (req->type == NBD_CMD_WRITE)
     payload = req->count;
-  else if (conn->extended && (req->flags & NBD_CMD_FLAG_PAYLOAD_LEN))
+  else if (conn->nego.extended && (req->flags & NBD_CMD_FLAG_PAYLOAD_LEN))
     payload = req->count;
 
   if (payload > MAX_SKIPPED_PAYLOAD) {

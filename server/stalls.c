@@ -187,7 +187,7 @@ static unsigned
 wanted (struct pool *pool)
 {
   size_t bytes = conn_pending_input (pool->conn);
-  size_t per = pool->conn->extended ? sizeof (struct nbd_extended_request)
+  size_t per = pool->conn->nego.extended ? sizeof (struct nbd_extended_request)
                                     : sizeof (struct nbd_request);
   size_t n = bytes / per;
   return n < 1 ? 1 : n > pool->max ? pool->max : n;

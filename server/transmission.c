@@ -86,12 +86,13 @@ block_status (struct connection *conn, struct worker *w,
   const bool one = flags & NBDKIT_FLAG_REQ_ONE;
 
   struct nbdkit_extents *e =
-    extents_new_wanted (req->offset, wanted, conn->exportsize);
+    extents_new_wanted (req->offset, wanted, conn->nego.exportsize);
   if (!e) {
     *err = ENOMEM;
     return -1;
   }
-  if (layer_extents (conn->top, count, req->offset, flags, e, err) == -1) {
+  if (layer_extents (conn->nego.top, count, req->offset, flags, e,
+                     err) == -1) {
     nbdkit_extents_free (e);
     return -1;
   }
@@ -120,7 +121,7 @@ block_status (struct connection *conn, struct worker *w,
     uint64_t len = x.length;
     if (one && len > req->count)
       len = req->count;
-    if (!conn->extended && len > UINT32_MAX)
+    if (!conn->nego.extended && len > UINT32_MAX)
       len = UINT32_MAX;
     w->desc[i].length = len;
     w->desc[i].status_flags = x.type & (NBD_STATE_HOLE | NBD_STATE_ZERO);
@@ -139,7 +140,7 @@ static int
 run (struct connection *conn, struct worker *w, const struct request *req,
      int *ndesc)
 {
-  struct context *c = conn->top;
+  struct context *c = conn->nego.top;
   uint32_t f = layer_flags (req->flags, req->type);
   int err = 0;
 
@@ -350,16 +351,16 @@ tx_serve (struct connection *conn)
    * them with no filter above it, and a plain socket (not TLS, whose
    * records are built from a copy anyway).
    */
-  bool zerocopy = layer_has_map_read (conn->top) &&
+  bool zerocopy = layer_has_map_read (conn->nego.top) &&
     conn_can_send_nowait (conn);
   /* Write payloads straight into its memory: any transport will do
    * (TLS decrypts into it).
    */
-  bool zc_write = layer_has_map_write (conn->top);
+  bool zc_write = layer_has_map_write (conn->nego.top);
   /* Reads sent from the plugin's file: not through TLS, which must
    * encrypt a copy anyway.
    */
-  bool fd_read = layer_has_read_fd (conn->top) &&
+  bool fd_read = layer_has_read_fd (conn->nego.top) &&
     conn_can_send_nowait (conn);
   pthread_mutex_init (&pool.lock, NULL);
   pthread_cond_init (&pool.wake, NULL);

@@ -18,6 +18,7 @@
 #include <sys/uio.h>
 
 #include "internal.h"
+#include "conn-io.h"
 #include "protocol.h"
 
 /* One request off the wire, decoded and checked (request.c). */
@@ -186,8 +187,9 @@ tx_have_zc_iov (struct worker *w)
 static inline bool
 tx_request_buffered (const struct connection *conn)
 {
-  return conn->in_len >= (conn->extended ? sizeof (struct nbd_extended_request)
-                                         : sizeof (struct nbd_request));
+  size_t least = conn->nego.extended ? sizeof (struct nbd_extended_request)
+                                : sizeof (struct nbd_request);
+  return conn_buffered_input (conn) >= least;
 }
 
 /* request.c: with the connection's read lock held. */
