@@ -26,6 +26,7 @@
 
 #include "internal.h"
 #include "layer-call.h"
+#include "include/array-size.h"
 
 /* ---- tracing every call ---- */
 
@@ -41,7 +42,8 @@ layer_trace_start (const struct connection *conn, const struct layer *l,
 {
   log_layer_call (conn, l, cb, offset, count);
   if (NBDKIT_LAYER_CALL_START_ENABLED ())
-    NBDKIT_LAYER_CALL_START (conn_id (conn), probe_u64 (layer_current_cookie ()),
+    NBDKIT_LAYER_CALL_START (conn_id (conn),
+                             probe_u64 (layer_current_cookie ()),
                              (uint64_t) l->depth, l->name, cb, offset,
                              count);
 }
@@ -51,7 +53,8 @@ layer_trace_done (const struct connection *conn, const struct layer *l,
                   const char *cb, int64_t err)
 {
   if (NBDKIT_LAYER_CALL_DONE_ENABLED ())
-    NBDKIT_LAYER_CALL_DONE (conn_id (conn), probe_u64 (layer_current_cookie ()),
+    NBDKIT_LAYER_CALL_DONE (conn_id (conn),
+                            probe_u64 (layer_current_cookie ()),
                             (uint64_t) l->depth, l->name, cb, err);
 }
 
@@ -71,7 +74,7 @@ secret_key (const char *key)
 {
   static const char *const words[] = { "password", "passwd", "passphrase",
                                          "secret" };
-  for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+  for (size_t i = 0; i < ARRAY_SIZE (words); i++)
     if (strcasestr (key, words[i]))
       return true;
   return false;
@@ -266,22 +269,48 @@ assert_usable (const struct context *c)
 /* nbdkit asks can_trim, can_zero and can_fua only of a layer that can
  * be written, and can_fast_zero only of one that can zero: a context
  * opened read-only (cow opens the plugin so) answers "no" whatever its
- * layer would say.  The answer, or -2 when the layer is to be asked;
- * run once per context and question, under its answer_lock.
+ * layer would say.  Each question's gate, by name (layer-ops.h lists
+ * the questions): run once per context and question, under its
+ * answer_lock.
  */
-static int64_t
-gated_answer (struct context *c, const char *name)
+enum gate { GATE_NONE, GATE_WRITABLE, GATE_ZEROABLE };
+#define GATE_get_size      GATE_NONE
+#define GATE_can_write     GATE_NONE
+#define GATE_can_flush     GATE_NONE
+#define GATE_is_rotational GATE_NONE
+#define GATE_can_trim      GATE_WRITABLE
+#define GATE_can_zero      GATE_WRITABLE
+#define GATE_can_fast_zero GATE_ZEROABLE
+#define GATE_can_extents   GATE_NONE
+#define GATE_can_fua       GATE_WRITABLE
+#define GATE_can_multi_conn GATE_NONE
+#define GATE_can_cache     GATE_NONE
+
+/* True when the layer is to be asked; otherwise *ANSWER is the answer
+ * (0, or -1 when the question the gate depends on failed).
+ */
+static bool
+gate_open (struct context *c, enum gate g, int64_t *answer)
 {
-  if (!strcmp (name, "can_trim") || !strcmp (name, "can_zero") ||
-      !strcmp (name, "can_fua")) {
-    int w = layer_can_write (c);
-    return w == 1 ? -2 : w == -1 ? -1 : 0;
+  int r;
+  switch (g) {
+  case GATE_NONE:
+    return true;
+  case GATE_WRITABLE:
+    r = layer_can_write (c);
+    if (r == 1)
+      return true;
+    break;
+  case GATE_ZEROABLE:
+    r = layer_can_zero (c);
+    if (r > NBDKIT_ZERO_NONE)
+      return true;
+    break;
+  default:
+    abort ();
   }
-  if (!strcmp (name, "can_fast_zero")) {
-    int z = layer_can_zero (c);
-    return z > NBDKIT_ZERO_NONE ? -2 : z == -1 ? -1 : 0;
-  }
-  return -2;
+  *answer = r == -1 ? -1 : 0;
+  return false;
 }
 
 #define X(name, type, kind)                                             \
@@ -295,7 +324,10 @@ gated_answer (struct context *c, const char *name)
     struct call_scope s = enter (c->layer);                             \
     pthread_mutex_lock (&c->answer_lock);                               \
     r = ANSWER (c, name);                                               \
-    if (r == -1 && (r = gated_answer (c, #name)) == -2) {               \
+    int64_t gated;                                                      \
+    if (r == -1 && !gate_open (c, GATE_##name, &gated))                 \
+      r = gated;                                                        \
+    else if (r == -1) {                                                 \
       layer_trace_start (c->conn, c->layer, #name, 0, 0);               \
       r = normalise_##kind (c->layer->ops->name (c));                   \
       layer_trace_done (c->conn, c->layer, #name, ctl_err (r));         \

@@ -19,13 +19,16 @@
 
 #include "internal.h"
 #include "layer-call.h"
+#include "include/array-size.h"
 
-/* A plugin or filter that crashes in open (SIGSEGV, SIGBUS, SIGFPE or
- * SIGILL in the thread running the open) fails that connection, not the
- * server: the handler jumps back to the open in progress.  Anywhere else
- * the signal keeps its default action: the handler restores it and
- * raises it again, so the process dies (and dumps core) as it would
- * have.  What the crashed open held (a lock, memory) stays held; the
+/* With -D nbdkit.open.contain_crashes=1 (off by default, as nbdkit
+ * has no such thing), a plugin or filter that crashes in open
+ * (SIGSEGV, SIGBUS, SIGFPE or SIGILL in the thread running the open)
+ * fails that connection, not the server: the handler jumps back to the
+ * open in progress.  Anywhere else the signal keeps its default action:
+ * the handler restores it and raises it again, so the process dies (and
+ * dumps core) as it would have.  What the crashed open held (a lock,
+ * memory, malloc's own lock) stays held, which is why it is opt-in; the
  * server says so in its log.
  */
 static __thread sigjmp_buf *open_escape;
@@ -48,7 +51,7 @@ layer_contain_open_crashes (void)
   static const int sigs[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL };
   struct sigaction sa = { .sa_handler = on_crash, .sa_flags = SA_NODEFER };
   sigemptyset (&sa.sa_mask);
-  for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+  for (size_t i = 0; i < ARRAY_SIZE (sigs); i++)
     sigaction (sigs[i], &sa, NULL);
 }
 

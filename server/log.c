@@ -21,6 +21,7 @@
 
 #define NBDKIT_LOG_DEFINES_FUNCTIONS
 #include "internal.h"
+#include "include/array-size.h"
 
 /* Set once by log_init before any thread starts; read-only after. */
 static const struct config *log_cfg;
@@ -46,6 +47,7 @@ static const struct {
   { "backend.datapath", &nbdkit_debug_backend_datapath },
   { "tls.log", &nbdkit_debug_tls_log },
   { "tls.session", &nbdkit_debug_tls_session },
+  { "open.contain_crashes", &runtime_contain_open_crashes },
 };
 
 /* ARG is "nbdkit.FLAG=N".  An unknown FLAG is a warning, as nbdkit says
@@ -63,7 +65,7 @@ log_set_server_debug_flag (const char *arg)
   int value;
   if (nbdkit_parse_int ("-D", eq + 1, &value) == -1)
     return -1;
-  for (size_t i = 0; i < sizeof server_flags / sizeof server_flags[0]; i++)
+  for (size_t i = 0; i < ARRAY_SIZE (server_flags); i++)
     if (strlen (server_flags[i].name) == (size_t) (eq - flag) &&
         strncmp (server_flags[i].name, flag, eq - flag) == 0) {
       *server_flags[i].var = value;
@@ -280,7 +282,7 @@ is_datapath (const char *cb)
     "pread", "pwrite", "flush", "trim", "zero", "extents", "cache",
     "map_read", "map_write", "unmap_write", "read_fd",
   };
-  for (size_t i = 0; i < sizeof data / sizeof data[0]; i++)
+  for (size_t i = 0; i < ARRAY_SIZE (data); i++)
     if (strcmp (cb, data[i]) == 0)
       return true;
   return false;

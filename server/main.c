@@ -206,7 +206,8 @@ main (int argc, char *argv[])
    */
   if (tls_load (&cfg) == -1)
     exit (EXIT_FAILURE);
-  layer_contain_open_crashes ();
+  if (runtime_contain_open_crashes)
+    layer_contain_open_crashes ();
 
   if (cfg.exit_with_parent)
     prctl (PR_SET_PDEATHSIG, SIGTERM);

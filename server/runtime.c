@@ -113,6 +113,10 @@ server_end_drain (void)
   }
 }
 
+/* ---- opt-in behaviours (-D nbdkit.*) ---- */
+
+int runtime_contain_open_crashes;
+
 /* ---- what this thread serves ---- */
 
 static __thread struct connection *current;

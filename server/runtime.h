@@ -8,6 +8,14 @@
 #ifndef NBDKIT_RUNTIME_H
 #define NBDKIT_RUNTIME_H
 
+/* The assertions at the layer boundary (backend.c) are part of the
+ * server's defence against a filter that breaks its contract: they
+ * stay compiled in.
+ */
+#ifdef NDEBUG
+#error "build the server without NDEBUG: its assertions must stay in"
+#endif
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -22,7 +30,7 @@
 #include "nbdkit-filter.h"
 
 #include "probes.h"
-#include "cleanup.h"
+#include "utils/cleanup.h"
 #include "utils/vector.h"
 #include "include/ispowerof2.h"
 #include "include/isaligned.h"
@@ -154,6 +162,13 @@ extern struct connection *conn_current (void);
 extern void conn_set_current (struct connection *conn);
 extern void layer_set_cookie (uint64_t cookie);
 extern uint64_t layer_current_cookie (void);
+
+/* -D nbdkit.open.contain_crashes=1: a crash inside a layer's open fails
+ * that connection instead of the server (context.c).  Off by default,
+ * as in nbdkit: whatever the crashed open held (malloc's lock
+ * included) stays held, which can hang the server later.
+ */
+extern int runtime_contain_open_crashes;
 
 /* The thread model's lock around calls into the layers (runtime.c). */
 extern void layer_requests_lock (void);

@@ -9,7 +9,9 @@
 #     writes and reads back before that open has finished;
 #   - the slow client then gets its connection and works too;
 #   - a client of "crash-open", where the plugin's open takes a real
-#     SIGSEGV, fails alone: the crash is logged and the server goes on.
+#     SIGSEGV, fails alone when the server runs with
+#     -D nbdkit.open.contain_crashes=1: the crash is logged and the
+#     server goes on; without the flag the server dies of it, as nbdkit.
 source "$(dirname "$0")/functions.sh"
 requires_cmd nbdsh
 
@@ -17,7 +19,8 @@ plugin="$abs_builddir/.libs/fault-plugin.so"
 [ -f "$plugin" ] || fail "$plugin not built (make check builds it)"
 log="$tmpdir/calls"
 : > "$log"
-start_server "$plugin" delay-ms=3000 log="$log" 2> "$tmpdir/server.err"
+start_server -D nbdkit.open.contain_crashes=1 "$plugin" delay-ms=3000 \
+  log="$log" 2> "$tmpdir/server.err"
 base="nbd+unix://"
 q="?socket=$sock"
 
@@ -68,3 +71,26 @@ done
 [ "$(grep -c 'crashed in open (signal 11' "$tmpdir/server.err")" -eq 2 ] ||
   { cat "$tmpdir/server.err"; fail "the crashes in open were not logged"; }
 grep 'crashed in open' "$tmpdir/server.err" | head -1
+
+# Without the flag, a crash in open ends the server (by SIGSEGV; under
+# AddressSanitizer, by its SEGV report), as in nbdkit: nothing the
+# crashed open held is left held in a live server.
+sock2=$tmpdir/plain.sock
+(ulimit -c 0; exec "$NBDKIT" -f -U "$sock2" "$plugin" 2> "$tmpdir/plain.err") &
+plain=$!
+cleanup_fn _kill_pid "$plain"
+wait_for 20 -S "$sock2" || fail "the second server did not start"
+t nbdsh -u "nbd+unix:///crash-open?socket=$sock2" -c 'pass' 2>/dev/null &&
+  fail "a client of crash-open was served without the flag"
+for _ in $(seq 100); do kill -0 "$plain" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$plain" 2>/dev/null && fail "the server outlived a crash in open"
+status=0
+wait "$plain" || status=$?
+if [ "$status" -ne $((128 + 11)) ] &&
+   ! grep -q 'AddressSanitizer: SEGV' "$tmpdir/plain.err"; then
+  cat "$tmpdir/plain.err"
+  fail "expected death by SIGSEGV, got status $status"
+fi
+grep -q 'crashed in open' "$tmpdir/plain.err" &&
+  fail "the crash was contained without the flag"
+echo "without the flag: the server died of the crash (status $status)"

@@ -13,6 +13,7 @@
 
 #include "allocator.h"
 #include "cleanup.h"
+#include "array-size.h"
 
 /* The boolean words nbdkit_parse_bool takes, which this library cannot
  * call.
@@ -24,7 +25,7 @@ parse_bool (const char *s)
   static const char *const no[] = { "0", "false", "no", "off" };
   size_t i;
 
-  for (i = 0; i < sizeof yes / sizeof yes[0]; ++i) {
+  for (i = 0; i < ARRAY_SIZE (yes); ++i) {
     if (strcasecmp (s, yes[i]) == 0)
       return 1;
     if (strcasecmp (s, no[i]) == 0)

@@ -18,6 +18,7 @@
 #include "allocator.h"
 #include "iszero.h"
 #include "minmax.h"
+#include "array-size.h"
 
 #define DISK (4 << 20)          /* small enough to mirror in a buffer */
 #define ROUNDS 3000
@@ -171,7 +172,7 @@ bad_specs (void)
   };
   const char *why;
 
-  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+  for (size_t i = 0; i < ARRAY_SIZE (bad); ++i) {
     why = NULL;
     errno = 0;
     assert (allocator_create (bad[i], 4096, NULL, &why) == NULL);

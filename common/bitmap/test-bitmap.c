@@ -12,6 +12,7 @@
 #include <stdlib.h>
 
 #include "bitmap.h"
+#include "array-size.h"
 
 static void
 test_bad_init (void)
@@ -154,7 +155,7 @@ main (void)
   static const unsigned widths[] = { 1, 2, 4, 8 };
 
   test_bad_init ();
-  for (size_t i = 0; i < sizeof widths / sizeof widths[0]; ++i) {
+  for (size_t i = 0; i < ARRAY_SIZE (widths); ++i) {
     test_empty (widths[i]);
     test_width (widths[i]);
   }

@@ -33,6 +33,7 @@
 
 #include "cleanup.h"
 #include "vector.h"
+#include "array-size.h"
 
 NBDKIT_PROBE_SEMAPHORE (ip_allowed);
 NBDKIT_PROBE_SEMAPHORE (ip_refused);
@@ -154,13 +155,13 @@ parse_rule (const char *key, char *item, struct rule *r)
 {
   size_t i;
 
-  for (i = 0; i < sizeof keywords / sizeof keywords[0]; i++)
+  for (i = 0; i < ARRAY_SIZE (keywords); i++)
     if (strcmp (item, keywords[i].word) == 0) {
       r->kind = keywords[i].kind;
       return 0;
     }
 
-  for (i = 0; i < sizeof numbered / sizeof numbered[0]; i++) {
+  for (i = 0; i < ARRAY_SIZE (numbered); i++) {
     size_t n = strlen (numbered[i].prefix);
     if (strncmp (item, numbered[i].prefix, n) == 0) {
       char what[64];

@@ -34,6 +34,7 @@
 #include "rounding.h"
 
 #include "luks-disk.h"
+#include "array-size.h"
 
 #define SLOT_ENABLED 0x00AC71F3
 #define SLOT_DISABLED 0x0000DEAD
@@ -82,7 +83,7 @@ static const struct {
 static int
 lookup_hash (const char *name, gnutls_mac_algorithm_t *mac)
 {
-  for (size_t i = 0; i < sizeof hashes / sizeof hashes[0]; i++) {
+  for (size_t i = 0; i < ARRAY_SIZE (hashes); i++) {
     if (strcmp (name, hashes[i].name) == 0) {
       *mac = hashes[i].mac;
       return 0;
