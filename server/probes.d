@@ -10,8 +10,15 @@
  *  - integers are passed as 64-bit values, strings as C strings (the
  *    Linux `dtrace -h' ignores the declared types, so call sites cast);
  *  - arguments that cost anything are computed only under _ENABLED().
- * docs/nbdkit-probes.pod holds the table; a test keeps the two and the
- * binary's .note.stapsdt equal.  bpftrace 0.17 reads only arg0..arg5:
+ * It is also the source of every other list of the server's probes:
+ * tools/probes-gen.py makes from it (and from the plugins' and
+ * filters' own probes.d) the tapset, the D translators, the table of
+ * nbdkit-perf-events and the argument tables of nbdkit-probes(1).  The
+ * lines of a probe's comment that begin with `@' are for it: @d (the D
+ * view and the member each argument fills), @d+ (a computed member),
+ * @stap (flags of the tapset's alias), @stap.alias (the hierarchical
+ * alias and its extra variables), @arg (a row of the manual's table).
+ * A test keeps this file and the binary's .note.stapsdt equal.  bpftrace 0.17 reads only arg0..arg5:
  * the arguments an operator needs most come first.
  */
 provider nbdkit {

@@ -405,7 +405,13 @@ def pod_modules (mods, kinds):
   for m in mods:
     if m.kind not in kinds:
       continue
-    out.append ("=head2 %s\n\n=over 4\n" % m.name)
+    # Section names are link targets: the example filter's must not be
+    # the example plugin's.
+    title = m.name
+    if m.kind == "filter" and any (o.kind == "plugin" and o.name == m.name
+                                   for o in mods):
+      title += " filter"
+    out.append ("=head2 %s\n\n=over 4\n" % title)
     for p in m.probes:
       doc = " ".join (p.doc)
       dm = re.match (r"(.*?)\s*Arguments:\s*(.*?)\.?$", doc, re.S)
