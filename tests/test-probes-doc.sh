@@ -4,7 +4,7 @@
 # server/probes.d and no other.
 source "$(dirname "$0")/functions.sh"
 
-pod="$abs_top_srcdir/docs/nbdkit-probes.pod"
+pod="$abs_top_builddir/docs/nbdkit-probes.pod"
 [ -f "$pod" ] || fail "$pod is missing"
 sed -n 's/^[[:space:]]*probe[[:space:]]\{1,\}\([a-z_0-9]*\).*/\1/p' \
   "$abs_top_srcdir/server/probes.d" | sort -u > "$tmpdir/declared"

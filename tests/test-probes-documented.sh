@@ -12,7 +12,7 @@ requires_cmd readelf
 requires grep -Eq '^#define (HAVE_SYS_SDT_H|ENABLE_PROBES) 1' \
   "$abs_top_builddir/config.h"
 
-pod="$abs_top_srcdir/docs/nbdkit-probes.pod"
+pod="$abs_top_builddir/docs/nbdkit-probes.pod"
 failed=0
 for kind in plugin filter; do
   section="$(echo "$kind" | tr a-z A-Z) PROBES"

@@ -24,7 +24,7 @@ python3 "$check" "$probes_d" d "$abs_top_srcdir/tools/nbdkit.d" ||
 python3 "$check" "$probes_d" bt "$abs_top_srcdir"/tools/nbdkit-*.bt ||
   fail "a bpftrace script and probes.d disagree"
 
-lib="$abs_top_srcdir/tools/nbdkit_translators.d"
+lib="$abs_top_builddir/tools/nbdkit_translators.d"
 python3 "$check" "$probes_d" dlib "$lib" ||
   fail "nbdkit_translators.d and probes.d disagree"
 python3 "$check" "$probes_d" names "$lib" ||

@@ -32,6 +32,13 @@ if [ -n "$tapsetdir" ]; then
   done
   grep -q "process(\"$prefix/sbin/nbdkit\")" "$dest$tapsetdir/nbdkit.stp" ||
     fail "nbdkit.stp does not name the installed server $prefix/sbin/nbdkit"
+  # The plugins' and filters' probes: on the installed .so files.
+  grep -q "process(\"$libdir/nbdkit/plugins/nbdkit-curl-plugin.so\")" \
+    "$dest$tapsetdir/nbdkit.stp" ||
+    fail "nbdkit.stp does not name the installed curl plugin"
+  grep -q "process(\"$libdir/nbdkit/filters/nbdkit-cache-filter.so\")" \
+    "$dest$tapsetdir/nbdkit.stp" ||
+    fail "nbdkit.stp does not name the installed cache filter"
   if stap=$(command -v stap); then
     own="$(dirname "$(dirname "$stap")")/share/systemtap/tapset"
     if [ -e "$own/errno.stp" ]; then

@@ -20,7 +20,7 @@ requires_probes
 requires perf --version
 requires test -e /sys/kernel/tracing/uprobe_events
 
-tool="$abs_top_srcdir/tools/nbdkit-perf-events"
+tool="$abs_top_builddir/tools/nbdkit-perf-events"
 
 # Installed, the tool finds the installed probes.d by itself: its dry
 # run names request_start's fields (argN if probes.d was not installed

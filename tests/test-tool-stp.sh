@@ -25,7 +25,8 @@
 source "$(dirname "$0")/functions.sh"
 requires_cmd python3
 probes_d="$abs_top_srcdir/server/probes.d"
-tapset_in="$abs_top_srcdir/tools/nbdkit.stp.in"
+# The tapset as the build generated it (tools/probes-gen.py).
+tapset_in="$abs_top_builddir/tools/nbdkit.stp"
 
 # 1. Consistency.
 python3 "$abs_top_srcdir/tools/probes-check.py" "$probes_d" stp "$tapset_in" ||
@@ -48,11 +49,14 @@ grep -q 'user.probe is on optional nbdkit.user without' \
 requires_cmd stap
 requires_probes
 
+# The same tapset on this build tree's server and .so files.
 mkdir "$tmpdir/tapset"
-for f in nbdkit nbdkit_conninfo; do
-  sed "s|@NBDKIT_BINARY@|$server_binary|g" "$abs_top_srcdir/tools/$f.stp.in" \
-    > "$tmpdir/tapset/$f.stp"
-done
+python3 "$abs_top_srcdir/tools/probes-gen.py" --top "$abs_top_srcdir" \
+  --build-tree "$abs_top_builddir" stp "$abs_top_srcdir/tools/nbdkit.stp.in" \
+  "$tmpdir/tapset/nbdkit.stp" || fail "probes-gen.py stp failed"
+sed "s|@NBDKIT_BINARY@|$server_binary|g" \
+  "$abs_top_srcdir/tools/nbdkit_conninfo.stp.in" \
+  > "$tmpdir/tapset/nbdkit_conninfo.stp"
 stap_r=()
 if [ ! -e "/lib/modules/$(uname -r)/build/.config" ]; then
   k="$tmpdir/kernel"

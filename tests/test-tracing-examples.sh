@@ -31,7 +31,7 @@ export PERF_PAGER=cat
 export HOME="$tmpdir/home"
 mkdir "$HOME"
 pods=("$abs_top_srcdir/docs/nbdkit-tracing.pod"
-      "$abs_top_srcdir/docs/nbdkit-probes.pod")
+      "$abs_top_builddir/docs/nbdkit-probes.pod")
 
 # ---- extraction ---------------------------------------------------------
 

@@ -27,6 +27,7 @@
 # Prints one line per problem and exits 1 if there is any.  Used by
 # tests/test-tool-stp.sh and tests/test-tool-dtrace.sh; not installed.
 
+import glob
 import os
 import re
 import sys
@@ -77,6 +78,18 @@ def extended (probes, name):
 
 
 def read_probes (path):
+  """The probes of PATH and, when it is server/probes.d, of every
+  plugin's, filter's and shared library's probes.d beside it."""
+  probes = read_probes_file (path)
+  top = os.path.dirname (os.path.dirname (os.path.abspath (path)))
+  if os.path.basename (os.path.dirname (os.path.abspath (path))) == "server":
+    for d in ("common", "plugins", "filters"):
+      for p in sorted (glob.glob (os.path.join (top, d, "*", "probes.d"))):
+        probes.update (read_probes_file (p))
+  return probes
+
+
+def read_probes_file (path):
   text = open (path).read ()
   text = re.sub (r"/\*.*?\*/", "", text, flags=re.S)
   probes = {}
@@ -97,9 +110,12 @@ def check_stp (probes, path):
   text = open (path).read ()
   aliases = {}
   optional = set ()
+  # A module's probe may be in more than one .so: process(A).mark(N) ?,
+  # process(B).mark(N) ?
   for m in re.finditer (
       r'^probe\s+nbdkit\.(\w+)\s*=\s*process\("[^"]*"\)\.mark\("(\w+)"\)\s*'
-      r'(\?)?\s*\{(.*?)^\}', text, flags=re.S | re.M):
+      r'(\?)?\s*(?:,\s*process\("[^"]*"\)\.mark\("\w+"\)\s*\??\s*)*'
+      r'\{(.*?)^\}', text, flags=re.S | re.M):
     alias, mark, opt, body = m.groups ()
     if alias != mark:
       errs.append ("stp: alias nbdkit.%s probes mark(\"%s\")" % (alias, mark))

@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
+/* The blocksize-policy filter's USDT probes, provider "nbdkit", fired
+ * with NBDKIT_PROBE (<nbdkit-probe.h>) in nbdkit-blocksize-policy-
+ * filter.so.  Not compiled: the declarations, in the syntax of
+ * server/probes.d, are what tools/probes-gen.py turns into the
+ * tapset's aliases, the D translators, the perf events' argument names
+ * and the tables of nbdkit-probes(1); tests/test-probes-declared.sh
+ * keeps them equal to the notes in the built .so.
+ */
+provider nbdkit {
+  /* A request is refused under blocksize-error-policy=error; command
+   * is pread, pwrite, zero, trim, cache or extents. Arguments: offset,
+   * count, command. */
+  probe blocksize_policy_reject (uint64_t offset, uint32_t count,
+                                 const char *command);
+};

@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
+/* The error filter's USDT probes, provider "nbdkit", fired with
+ * NBDKIT_PROBE (<nbdkit-probe.h>) in nbdkit-error-filter.so.  Not
+ * compiled: the declarations, in the syntax of server/probes.d, are
+ * what tools/probes-gen.py turns into the tapset's aliases, the D
+ * translators, the perf events' argument names and the tables of
+ * nbdkit-probes(1); tests/test-probes-declared.sh keeps them equal to
+ * the notes in the built .so.
+ */
+provider nbdkit {
+  /* A request is failed on purpose (command as a string). Arguments:
+   * command, errno, offset, count. */
+  probe error_injected (const char *command, int32_t error, uint64_t offset,
+                        uint32_t count);
+};

@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
+/* The ip filter's USDT probes, provider "nbdkit", fired with
+ * NBDKIT_PROBE (<nbdkit-probe.h>) in nbdkit-ip-filter.so.  Not
+ * compiled: the declarations, in the syntax of server/probes.d, are
+ * what tools/probes-gen.py turns into the tapset's aliases, the D
+ * translators, the perf events' argument names and the tables of
+ * nbdkit-probes(1); tests/test-probes-declared.sh keeps them equal to
+ * the notes in the built .so.
+ */
+provider nbdkit {
+  /* A client is refused before the handshake; peer as A.B.C.D:PORT,
+   * [v6]:PORT, "unix pid=P uid=U gid=G" or "vsock cid=C port=P"; rule
+   * is deny=ITEM, or "no peer address". Arguments: peer, rule. */
+  probe ip_refused (const char *peer, const char *rule);
+
+  /* A client is let in; rule is allow=ITEM or "no rule matched" (not
+   * fired when the filter has no rules). Arguments: peer, rule. */
+  probe ip_allowed (const char *peer, const char *rule);
+};

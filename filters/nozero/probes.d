@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
+/* The nozero filter's USDT probes, provider "nbdkit", fired with
+ * NBDKIT_PROBE (<nbdkit-probe.h>) in nbdkit-nozero-filter.so.  Not
+ * compiled: the declarations, in the syntax of server/probes.d, are
+ * what tools/probes-gen.py turns into the tapset's aliases, the D
+ * translators, the perf events' argument names and the tables of
+ * nbdkit-probes(1); tests/test-probes-declared.sh keeps them equal to
+ * the notes in the built .so.
+ */
+provider nbdkit {
+  /* Zeromode=emulate turns a zero request into writes (once per
+   * request). Arguments: offset, count. */
+  probe nozero_emulated (uint64_t offset, uint32_t count);
+
+  /* A fast zero is refused with ENOTSUP. Arguments: offset, count. */
+  probe nozero_fast_refused (uint64_t offset, uint32_t count);
+};

@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
+/* The eval plugin's USDT probes, provider "nbdkit", fired with
+ * NBDKIT_PROBE (<nbdkit-probe.h>) in nbdkit-eval-plugin.so.  Not
+ * compiled: the declarations, in the syntax of server/probes.d, are
+ * what tools/probes-gen.py turns into the tapset's aliases, the D
+ * translators, the perf events' argument names and the tables of
+ * nbdkit-probes(1); tests/test-probes-declared.sh keeps them equal to
+ * the notes in the built .so.
+ */
+provider nbdkit {
+  /* After each run of a method's fragment (missing= runs too).
+   * Arguments: method, exit code, duration ns, errno. */
+  probe eval_script (const char *method, int32_t exit_code,
+                     int64_t duration_ns, int32_t error);
+};

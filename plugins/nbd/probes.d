@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
+/* The nbd plugin's USDT probes, provider "nbdkit", fired with
+ * NBDKIT_PROBE (<nbdkit-probe.h>) in nbdkit-nbd-plugin.so.  Not
+ * compiled: the declarations, in the syntax of server/probes.d, are
+ * what tools/probes-gen.py turns into the tapset's aliases, the D
+ * translators, the perf events' argument names and the tables of
+ * nbdkit-probes(1); tests/test-probes-declared.sh keeps them equal to
+ * the notes in the built .so.
+ */
+provider nbdkit {
+  /* After each attempt to connect to the upstream server and finish
+   * its handshake; 0 on success. The connection id is 0 for
+   * shared=true's connection. Arguments: connection id, upstream,
+   * duration ns, errno. */
+  probe nbd_connect (uint64_t connection_id, const char *upstream,
+                     uint64_t duration_ns, int64_t error);
+
+  /* With retry=, before waiting to try again: the attempt about to be
+   * made (from 1) and the error of the failed one. Arguments:
+   * connection id, attempt, errno. */
+  probe nbd_reconnect (uint64_t connection_id, uint64_t attempt,
+                       int64_t error);
+
+  /* When the upstream has answered a request: C<pread>, C<pwrite>,
+   * C<flush>, C<trim>, C<zero>, C<cache> or C<extents>, 0 or the
+   * error, the time from sending to the answer, then offset and count
+   * (out of bpftrace 0.17's reach, which stops at arg5). Arguments:
+   * connection id, cookie, operation, errno, latency ns, offset,
+   * count. */
+  probe nbd_request_done (uint64_t connection_id, uint64_t cookie,
+                          const char *operation, int64_t error,
+                          uint64_t latency_ns, uint64_t offset,
+                          uint64_t count);
+};
