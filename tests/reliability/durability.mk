@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
-# Reliability suite (issue 28): what was acknowledged as durable
+# Reliability suite: what was acknowledged as durable
 # survives SIGKILL and SIGTERM.  Included by tests/Makefile.am.
 TESTS += reliability/test-durability-kill.sh \
 	reliability/test-durability-multiconn.sh \
