@@ -2,15 +2,8 @@
 # The server's probes: in the ELF notes, documented, with semaphores,
 # their string arguments, their order, seen by perf and bpftrace, and
 # by a tracer that attaches to a running server.
-TESTS += \
-	test-probes-readelf.sh \
-	test-probes-doc.sh \
-	test-probes-documented.sh \
-	test-probes-semaphore.sh \
-	test-probes-strings.sh \
-	test-probes-sequence.sh \
-	test-probes-perf.sh \
-	test-probes-bpftrace.sh \
-	test-probes-busy-poll.sh \
-	test-probes-reply-send-order.sh \
-	test-probes-late-attach.sh
+TESTS += test-probes-readelf.sh test-probes-doc.sh \
+	test-probes-documented.sh test-probes-semaphore.sh \
+	test-probes-strings.sh test-probes-sequence.sh test-probes-perf.sh \
+	test-probes-bpftrace.sh test-probes-busy-poll.sh \
+	test-probes-reply-send-order.sh test-probes-late-attach.sh
