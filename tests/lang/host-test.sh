@@ -141,6 +141,38 @@ shebang_serves ()
     fail "a shebang script does not serve"
 }
 
+# ramdisk_client: for ruby and tcl, whose 1.32 hosts are compared with
+# ours on a RAM disk example of size 3145728: $client, the nbdsh
+# commands (writes, FUA write, zero, trim, flush, a refused fast zero,
+# then the size, an md5 of the disk and a few bytes), and $info, the
+# flags and size as nbdinfo prints them (not the URI, nor the block
+# sizes our server advertises and 1.32's does not).
+ramdisk_client ()
+{
+  requires_cmd nbdsh nbdinfo
+  requires test -x "$ref_nbdkit"
+  client='
+import hashlib
+h.pwrite(b"hello, '"$lang"' " * 400, 4096)
+h.pwrite(bytes(range(256)) * 64, 1048576 - 100)
+h.pwrite(b"\xff" * 512, 0, nbd.CMD_FLAG_FUA)
+h.zero(1000, 4200)
+h.zero(4096, 2097152 - 4096)
+h.zero(2048, 2097152 + 4096, nbd.CMD_FLAG_NO_HOLE)
+h.trim(512, 3145728 - 512)
+h.flush()
+try:
+    h.zero(512, 8192, nbd.CMD_FLAG_FAST_ZERO)
+    print("fast zero: ok")
+except nbd.Error as e:
+    print("fast zero:", e.errno)
+print("size:", h.get_size())
+print("md5:", hashlib.md5(h.pread(3145728, 0)).hexdigest())
+print("tail:", h.pread(16, 1048576 - 8).hex())
+'
+  info='nbdinfo "$uri" | grep -E "export-size|is_|can_"'
+}
+
 # The memory aspect: after a first batch of 20000 requests (reads and
 # writes) and 300 connections warms the interpreter up, a second batch
 # as big must not grow the server's resident size by more than 1 MiB.

@@ -58,32 +58,11 @@ RUBY
 # order, binary data mangled (encoding), flags that differ from 1.32's.
 lang_plugin ()
 {
-requires_cmd nbdsh nbdinfo
-debian=/usr/bin/nbdkit
-requires test -x "$debian"
+debian="$ref_nbdkit"
 example="$abs_top_srcdir/plugins/ruby/examples/ramdisk.rb"
 size=3145728
 
-client='
-import hashlib
-h.pwrite(b"hello, ruby " * 400, 4096)
-h.pwrite(bytes(range(256)) * 64, 1048576 - 100)
-h.pwrite(b"\xff" * 512, 0, nbd.CMD_FLAG_FUA)
-h.zero(1000, 4200)
-h.zero(4096, 2097152 - 4096)
-h.zero(2048, 2097152 + 4096, nbd.CMD_FLAG_NO_HOLE)
-h.trim(512, 3145728 - 512)
-h.flush()
-try:
-    h.zero(512, 8192, nbd.CMD_FLAG_FAST_ZERO)
-    print("fast zero: ok")
-except nbd.Error as e:
-    print("fast zero:", e.errno)
-print("size:", h.get_size())
-print("md5:", hashlib.md5(h.pread(3145728, 0)).hexdigest())
-print("tail:", h.pread(16, 1048576 - 8).hex())
-'
-info='nbdinfo "$uri" | grep -E "export-size|is_|can_"'
+ramdisk_client
 
 t "$NBDKIT" -U - ruby "$example" size=$size \
   --run "nbdsh -u \"\$uri\" -c '$client' && $info" > "$tmpdir/ours.out" ||

@@ -4,4 +4,4 @@
 TESTS += reliability/test-durability-kill.sh \
 	reliability/test-durability-multiconn.sh \
 	reliability/test-durability-term.sh
-EXTRA_DIST += reliability/durability.py
+EXTRA_DIST += reliability/durability.py reliability/durability-lib.sh
