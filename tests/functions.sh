@@ -16,6 +16,9 @@
 #   expect_fail CMD [ARGS]   succeed only if CMD fails (status != 0)
 #   fail MESSAGE             print MESSAGE and exit 1
 #   tracing_lock             serialise tests that use perf or bpftrace
+#   requires_tracer [CMD...] requires_cmd bpftrace CMD..., requires_root,
+#                            requires_probes, then tracing_lock: the
+#                            preamble of a test that runs bpftrace
 #   wait_for_output F RE PID wait (bounded) for a line matching RE in F
 #   trace_in_order F         the lines of F that start with a timestamp
 #                            (bpftrace's nsecs), in time order, without it
@@ -235,6 +238,14 @@ requires_ceph ()
 tracing_lock ()
 {
   flock -x -w 300 9 || fail "could not take the tracing lock"
+}
+
+requires_tracer ()
+{
+  requires_cmd bpftrace "$@"
+  requires_root
+  requires_probes
+  tracing_lock
 }
 
 # wait_for_output FILE REGEX PID [SECONDS]: wait until FILE has a line

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
-# tests/perl-lua-compare.sh: sourced (after functions.sh) by the perl and
-# lua plugin tests that run one script under Debian's nbdkit 1.32 (the
-# reference host) and under ours: "same script, same bytes".
+# tests/perl-lua-compare.sh: sourced (after functions.sh) by
+# lang/host-test.sh for the perl and lua tests that run one script under
+# Debian's nbdkit 1.32 (the reference host) and under ours: "same
+# script, same bytes".
 #
 #   same_script LABEL ARGS...   run "nbdkit -U - ARGS --run CLIENT" under
 #                               both servers; CLIENT prints the export's

@@ -13,10 +13,7 @@
 # process and lines are told apart by pid.
 source "$(dirname "$0")/functions.sh"
 source "$srcdir/nginx-start.sh"
-requires_cmd bpftrace nbdsh
-requires_root
-requires_probes
-tracing_lock
+requires_tracer nbdsh
 
 so="$abs_top_builddir/plugins/curl/.libs/nbdkit-curl-plugin.so"
 [ -f "$so" ] || fail "$so not built"

@@ -9,10 +9,7 @@
 # not getting the helper on PATH or the pipe, and probes from
 # configuration time dropped.
 source "$(dirname "$0")/functions.sh"
-requires_cmd bpftrace nbdsh timeout
-requires_root
-requires_probes
-tracing_lock
+requires_tracer nbdsh timeout
 
 b="$server_binary"
 # bpftrace first: the config probe fires while the server starts.

@@ -9,10 +9,7 @@
 # probes missing from the .so, the clock not read while traced, the
 # errno of the layers below lost, ids that do not join the server's.
 source "$(dirname "$0")/functions.sh"
-requires_cmd bpftrace nbdsh timeout
-requires_root
-requires_probes
-tracing_lock
+requires_tracer nbdsh timeout
 
 b="$server_binary"
 so="$(filter_so example)"

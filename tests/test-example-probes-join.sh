@@ -12,10 +12,7 @@
 # cookie not set, or read from the wrong thread), nbdkit_probe not
 # firing or mixing up its arguments.
 source "$(dirname "$0")/functions.sh"
-requires_cmd bpftrace nbdsh timeout
-requires_root
-requires_probes
-tracing_lock
+requires_tracer nbdsh timeout
 
 b="$server_binary"
 so="$abs_top_builddir/plugins/example/.libs/nbdkit-example-plugin.so"

@@ -11,10 +11,7 @@
 # of place (the cookie or errno missing, offset and count swapped).
 source "$(dirname "$0")/functions.sh"
 source "$srcdir/nbd-plugin-functions.sh"
-requires_cmd bpftrace nbdsh nbdinfo
-requires_root
-requires_probes
-tracing_lock
+requires_tracer nbdsh nbdinfo
 
 so="$abs_top_builddir/plugins/nbd/.libs/nbdkit-nbd-plugin.so"
 [ -f "$so" ] || fail "$so not built"

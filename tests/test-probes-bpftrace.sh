@@ -6,10 +6,7 @@
 # 4096 bytes), connection_close for one connection id.  (bpftrace 0.17
 # reads at most 6 probe arguments, arg0..arg5, on x86_64.)
 source "$(dirname "$0")/functions.sh"
-requires_cmd bpftrace nbdsh
-requires_root
-requires_probes
-tracing_lock
+requires_tracer nbdsh
 
 b="$server_binary"
 cat > "$tmpdir/trace.bt" <<BT

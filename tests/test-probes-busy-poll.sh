@@ -10,10 +10,7 @@
 # never polls, so the probe never fires for it.  And polling stops for
 # a client that keeps sending while the server sleeps (below).
 source "$(dirname "$0")/functions.sh"
-requires_cmd bpftrace nbdsh
-requires_root
-requires_probes
-tracing_lock
+requires_tracer nbdsh
 
 start_server --busy-poll=10000 memory 1M
 on_pid="$(cat "$pidfile")" on_uri="$uri"

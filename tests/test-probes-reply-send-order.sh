@@ -9,10 +9,7 @@
 # other reply_sends may come (no request_start: a held reply's probe
 # must not fire when it is held), and some sendmsg carries several.
 source "$(dirname "$0")/functions.sh"
-requires_cmd bpftrace
-requires_root
-requires_probes
-tracing_lock
+requires_tracer
 
 start_server memory 1M
 pid="$(cat "$pidfile")"

@@ -15,10 +15,7 @@
 # The server runs from a private copy of the binary, so that tracers of
 # other tests (attached to the build's binary) cannot touch its counters.
 source "$(dirname "$0")/functions.sh"
-requires_cmd bpftrace readelf nbdinfo dd od
-requires_root
-requires_probes
-tracing_lock
+requires_tracer readelf nbdinfo dd od
 
 bin="$tmpdir/nbdkit"
 cp "$server_binary" "$bin"

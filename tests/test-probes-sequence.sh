@@ -10,10 +10,7 @@
 # --filter=offset into memory must produce.  A probe that stops firing,
 # fires twice, moves, or changes an argument shows up in the diff.
 source "$(dirname "$0")/functions.sh"
-requires_cmd bpftrace nbdsh
-requires_root
-requires_probes
-tracing_lock
+requires_tracer nbdsh
 
 start_server --filter=offset memory 2M offset=1M
 

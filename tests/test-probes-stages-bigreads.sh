@@ -10,10 +10,7 @@
 # (as reply_send says) and ok = 1.  Would catch: reply_written missing
 # on either path, or those paths not counting their replies.
 source "$(dirname "$0")/functions.sh"
-requires_cmd bpftrace nbdsh
-requires_root
-requires_probes
-tracing_lock
+requires_tracer nbdsh
 
 b="$server_binary"
 program="

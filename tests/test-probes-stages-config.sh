@@ -16,10 +16,7 @@
 # unload, the origin of a server message left at a layer's name after
 # that layer's callback returned, a wrong id, cookie or where.
 source "$(dirname "$0")/functions.sh"
-requires_cmd bpftrace nbdsh
-requires_root
-requires_probes
-tracing_lock
+requires_tracer nbdsh
 
 b="$server_binary"
 cat > "$tmpdir/trace.bt" <<BT

@@ -8,10 +8,7 @@
 # messages after them must say "nbdkit".  Would catch: a configuration-
 # time layer call that does not put the thread's layer name back.
 source "$(dirname "$0")/functions.sh"
-requires_cmd bpftrace
-requires_root
-requires_probes
-tracing_lock
+requires_tracer
 
 filter="$abs_builddir/.libs/origin-filter.so"
 [ -f "$filter" ] || fail "$filter was not built"

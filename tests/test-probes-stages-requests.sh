@@ -13,10 +13,7 @@
 # reply_written missing or before the write, a write path without the
 # sock_write probes (bytes_out would exceed their sum).
 source "$(dirname "$0")/functions.sh"
-requires_cmd bpftrace nbdsh
-requires_root
-requires_probes
-tracing_lock
+requires_tracer nbdsh
 
 start_server --filter=delay memory 1M delay-read=50ms
 b="$server_binary"

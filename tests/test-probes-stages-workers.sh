@@ -9,10 +9,7 @@
 # to connection_close's count.  Would catch: a worker that starts without the probe, a
 # wrong model or limit, a per-worker count that loses requests.
 source "$(dirname "$0")/functions.sh"
-requires_cmd bpftrace nbdsh
-requires_root
-requires_probes
-tracing_lock
+requires_tracer nbdsh
 
 start_server --threads 3 --filter=delay memory 1M delay-read=20ms
 b="$server_binary"

@@ -14,10 +14,7 @@
 # script ended only), fields split wrongly, the probe fired from the
 # wrong thread (cookie 0).
 source "$(dirname "$0")/functions.sh"
-requires_cmd bpftrace nbdsh timeout
-requires_root
-requires_probes
-tracing_lock
+requires_tracer nbdsh timeout
 
 b="$server_binary"
 script="$tmpdir/probe.sh"

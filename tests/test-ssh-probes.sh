@@ -14,10 +14,7 @@
 # or with wrong values, or missing on an error path.
 source "$(dirname "$0")/functions.sh"
 source "$(dirname "$0")/sshd-start.sh"
-requires_cmd bpftrace nbdsh
-requires_root
-requires_probes
-tracing_lock
+requires_tracer nbdsh
 start_sshd
 disk="$tmpdir/disk"
 head -c $(( 1024 * 1024 )) /dev/urandom > "$disk"

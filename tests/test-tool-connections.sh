@@ -9,10 +9,7 @@
 # each connection and @closed 3.
 # EXPECT_REQUESTS overrides the expected per-connection request count.
 source "$(dirname "$0")/functions.sh"
-requires_cmd bpftrace nbdsh
-requires_root
-requires_probes
-tracing_lock
+requires_tracer nbdsh
 expect_requests="${EXPECT_REQUESTS:-3}"
 
 start_server memory 64M

@@ -13,10 +13,7 @@
 # has_flags); the summary counts match.
 # EXPECT_DONE overrides the expected number of good handshakes.
 source "$(dirname "$0")/functions.sh"
-requires_cmd bpftrace nbdsh python3
-requires_root
-requires_probes
-tracing_lock
+requires_tracer nbdsh python3
 expect_done="${EXPECT_DONE:-3}"
 
 start_server memory 64M

@@ -9,10 +9,7 @@
 # queue, layer, send, total write 5.
 # EXPECT_READS overrides the expected dispatched read count.
 source "$(dirname "$0")/functions.sh"
-requires_cmd bpftrace nbdsh
-requires_root
-requires_probes
-tracing_lock
+requires_tracer nbdsh
 expect_reads="${EXPECT_READS:-10}"
 
 start_server memory 64M

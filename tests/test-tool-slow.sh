@@ -7,10 +7,7 @@
 # total), the second none.
 # EXPECT_SLOW overrides the expected count at threshold 0.
 source "$(dirname "$0")/functions.sh"
-requires_cmd bpftrace nbdsh
-requires_root
-requires_probes
-tracing_lock
+requires_tracer nbdsh
 expect="${EXPECT_SLOW:-15}"
 
 start_server memory 64M

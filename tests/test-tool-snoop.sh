@@ -7,10 +7,7 @@
 # offsets, byte counts and errnos, and the disconnect.
 # EXPECT_READS overrides the expected read count (to see the test fail).
 source "$(dirname "$0")/functions.sh"
-requires_cmd bpftrace nbdsh
-requires_root
-requires_probes
-tracing_lock
+requires_tracer nbdsh
 expect_reads="${EXPECT_READS:-10}"
 
 start_server memory 64M

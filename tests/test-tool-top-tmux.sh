@@ -31,10 +31,7 @@
 #    layout that puts them beyond column 80 fails);
 #  - q ends nbdkit-top with status 0.
 source "$(dirname "$0")/functions.sh"
-requires_cmd bpftrace nbdsh python3 tmux
-requires_root
-requires_probes
-tracing_lock
+requires_tracer nbdsh python3 tmux
 
 start_server memory 64M
 s1="$server_pid"

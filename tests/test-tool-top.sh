@@ -9,10 +9,7 @@
 # must be numbers for both commands.
 # EXPECT_READS overrides the expected read count.
 source "$(dirname "$0")/functions.sh"
-requires_cmd bpftrace nbdsh python3
-requires_root
-requires_probes
-tracing_lock
+requires_tracer nbdsh python3
 expect_reads="${EXPECT_READS:-11}"
 
 start_server memory 64M

@@ -10,10 +10,7 @@
 # It would catch: a view that drops or misnames them, loses the sign,
 # or fails to join the request's command.
 source "$(dirname "$0")/functions.sh"
-requires_cmd bpftrace nbdsh
-requires_root
-requires_probes
-tracing_lock
+requires_tracer nbdsh
 
 start_server eval get_size='echo 1M' \
   open='nbdkit-probe viewopen -1 2 "hello view"; echo h' \

@@ -3,3 +3,4 @@
 TESTS += test-perl-plugin.sh test-perl-plugin-errors.sh \
 	test-perl-plugin-probes.sh test-perl-plugin-memory.sh
 EXTRA_DIST += perl-lua-compare.sh
+EXTRA_DIST += lang/perl.sh

@@ -4,3 +4,4 @@ if HAVE_TCL
 TESTS += test-tcl-plugin.sh test-tcl-plugin-errors.sh \
 	test-tcl-plugin-probes.sh test-tcl-plugin-fork.sh
 endif
+EXTRA_DIST += lang/tcl.sh

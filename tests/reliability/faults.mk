@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
-# Reliability suite (issue 28): upstream faults under the nbd and curl
+# Reliability suite: upstream faults under the nbd and curl
 # plugins (EIO, no wrong bytes, recovery, and complete copies with the
 # retry filter).  Included by tests/Makefile.am.
 TESTS += reliability/test-fault-nbd-upstream.sh \

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
-# Reliability suites (issue 28): the project's hostile client
+# Reliability suite: the project's hostile client
 # (hostile-client.py) against filter stacks, not only the memory
 # plugin.  Included by tests/Makefile.am.
 TESTS += reliability/test-hostile-stack-cow-cache-partition.sh \

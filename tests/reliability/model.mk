@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
-# Reliability suites (issue 28): the concurrent model checker, writers
+# Reliability suite: the concurrent model checker, writers
 # on disjoint stripes over a matrix of filter stacks.  Included by
 # tests/Makefile.am.
 TESTS += reliability/test-model-stripes.sh \

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
-# Overlays on disk (issue 28): the cow and cache filters keep their
+# Overlays on disk: the cow and cache filters keep their
 # overlay in an unlinked sparse file in $TMPDIR, so an overlay can
 # outgrow the memory the server may use, and a full $TMPDIR is an
 # ENOSPC, not a crash.  Included by tests/Makefile.am.

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
-# The resources suite of the reliability tests (issue 28), included by
+# The resources suite of the reliability tests, included by
 # tests/Makefile.am: what the server holds (memory, descriptors,
 # threads, CPU) under clients that hold on, pile up or come and go.
 TESTS += reliability/test-resources-slow-reader.sh

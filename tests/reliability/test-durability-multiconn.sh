@@ -13,23 +13,9 @@
 # connection while multi-conn is advertised (a per-connection cache or
 # overlay), or multi-conn advertised by a stack that cannot honour it.
 source "$(dirname "$0")/../functions.sh"
-requires /usr/bin/python3 -c 'import nbd'
-dur="$(cd "$(dirname "$0")" && pwd)/durability.py"
-disk="$tmpdir/disk"
-
-# run_case LABEL SEED SECONDS SERVER-ARGS...: one run, figures in
-# $tmpdir/figures.
-run_case ()
-{
-  local label="$1" seed="$2" after="$3"
-  shift 3
-  t /usr/bin/python3 "$dur" --label "$label" --seed "$seed" \
-    --after "$after" --conns 2 --flush-conn 1 --fua 0 \
-    "$disk" -- "$NBDKIT" "$@" > "$tmpdir/out" ||
-    { cat "$tmpdir/out"; fail "$label (seed $seed, kill after $after s)"; }
-  cat "$tmpdir/out"
-  cat "$tmpdir/out" >> "$tmpdir/figures"
-}
+dur_opts=(--conns 2 --flush-conn 1 --fua 0)
+dur_stop=kill
+source "$(dirname "$0")/durability-lib.sh"
 
 for run in 1 2 3; do
   after="0.$(( run * 3 - 1 ))"        # 0.2, 0.5, 0.8 s

@@ -18,21 +18,9 @@
 # final flush (the writeback cache's acknowledged blocks lost), a
 # server that does not exit or exits non-zero.
 source "$(dirname "$0")/../functions.sh"
-requires /usr/bin/python3 -c 'import nbd'
-dur="$(cd "$(dirname "$0")" && pwd)/durability.py"
-disk="$tmpdir/disk"
-
-run_case ()
-{
-  local label="$1" seed="$2" after="$3"
-  shift 3
-  t /usr/bin/python3 "$dur" --label "$label" --seed "$seed" \
-    --after "$after" --signal TERM --depth 64 --fua 0 \
-    "$disk" -- "$NBDKIT" "$@" > "$tmpdir/out" ||
-    { cat "$tmpdir/out"; fail "$label (seed $seed, SIGTERM after $after s)"; }
-  cat "$tmpdir/out"
-  cat "$tmpdir/out" >> "$tmpdir/figures"
-}
+dur_opts=(--signal TERM --depth 64 --fua 0)
+dur_stop=SIGTERM
+source "$(dirname "$0")/durability-lib.sh"
 
 for run in 1 2; do
   after="0.$(( run * 3 ))"            # 0.3, 0.6 s

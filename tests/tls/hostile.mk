@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
-# TLS hardening (issue 22), a client that works at the record level:
+# TLS against a hostile client that works at the record level:
 # tests included by tests/Makefile.am.
 
 TESTS += test-tls-hostile-handshake.sh test-tls-hostile-records.sh

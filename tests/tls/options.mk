@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
-# TLS options as nbdkit 1.32 takes them (issue 27): accepted while TLS
+# TLS options as nbdkit 1.32 takes them: accepted while TLS
 # is off, PSK overriding X.509.  Included by tests/Makefile.am.
 
 TESTS += \

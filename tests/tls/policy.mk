@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
-# TLS hardening (issue 22), server policy (versions, purposes,
-# suites): tests included by tests/Makefile.am.
+# TLS server policy (versions, purposes, suites): tests included by
+# tests/Makefile.am.
 
 TESTS += \
 	test-tls-versions.sh \

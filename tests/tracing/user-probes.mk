@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
-# Tests of the tracing second pass, part F (authors), included by
-# tests/Makefile.am.
+# Probes for plugin and filter authors: the examples' own providers,
+# nbdkit_probe from C, sh and eval, one built out of the tree, and
+# nbdkit-user that shows them.
 TESTS += test-example-probes-join.sh
 TESTS += test-example-filter-probes.sh
 TESTS += test-example-out-of-tree.sh

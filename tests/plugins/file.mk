@@ -1,0 +1,6 @@
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
+# Tests of the file plugin, included by tests/Makefile.am.
+TESTS += test-file-trim.sh test-file-sendfile.sh \
+	test-file-write-alignment.sh test-file-cache-fadvise.sh \
+	test-file-cache-none-reads.sh test-file-directory-zero.sh \
+	test-file-dir-list.sh

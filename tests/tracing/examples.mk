@@ -1,0 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
+# The tracing examples of the man pages, and the example plugins'
+# probes.
+TESTS += test-tracing-examples.sh test-example-plugin-probes.sh
