@@ -388,13 +388,10 @@ drain_out (struct run *r)
   ssize_t n;
 
   if (sp->stdout_mode == SUBPROCESS_PIPE) {
-    want = READ_CHUNK;
-    if (sp->out_max) {
-      /* At the limit, one byte more tells whether there is more. */
-      want = sp->out_max - sp->out.len;
-      if (want > READ_CHUNK)
-        want = READ_CHUNK;
-    }
+    /* At the limit, one byte more tells whether there is more. */
+    want = sp->out_max - sp->out.len;
+    if (want > READ_CHUNK)
+      want = READ_CHUNK;
     if (want > 0) {
       if (reserve (&sp->out, want) == -1) {
         sp->failed_call = "malloc";

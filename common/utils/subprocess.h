@@ -73,9 +73,9 @@ struct subprocess {
 
   /* The streams.  With stdin SUBPROCESS_PIPE the child reads IN_LEN
    * bytes of IN, then end of file (also when IN_LEN is 0).  With
-   * stdout SUBPROCESS_PIPE at most OUT_MAX bytes are kept in OUT (0:
-   * no limit); more sets out_overflow and closes the pipe, and with
-   * KILL_ON_OVERFLOW also kills the child.  With stderr
+   * stdout SUBPROCESS_PIPE at most OUT_MAX bytes are kept in OUT
+   * (SIZE_MAX: no limit; 0: none may come); more sets out_overflow and
+   * closes the pipe, and with KILL_ON_OVERFLOW also kills the child.  With stderr
    * SUBPROCESS_PIPE, ERR keeps ERR_MAX bytes (0: 4096): the first ones,
    * or the last ones with ERR_KEEP_TAIL, followed by a '\0'.
    */

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +57,7 @@ test_echo_big (void)
   struct subprocess sp = {
     .argv = argv,
     .stdin_mode = SUBPROCESS_PIPE, .stdout_mode = SUBPROCESS_PIPE,
+    .out_max = SIZE_MAX,
   };
   char *in = malloc (BIG);
   size_t i;
@@ -100,6 +102,19 @@ test_stdout_limit (void)
   assert (sp.out.len == 1000);
   assert (memcmp (sp.out.ptr, "xxxxxxxx\n", 9) == 0);
   assert (WIFSIGNALED (sp.status) && WTERMSIG (sp.status) == SIGKILL);
+
+  /* A limit of 0 takes nothing, and stops an endless writer. */
+  sp.out.len = 0;
+  sp.out_max = 0;
+  sp.kill_on_overflow = false;
+  sp.stderr_mode = SUBPROCESS_DISCARD;
+  assert (sh (&sp, "trap '' PIPE; while echo x; do :; done; exit 7") ==
+          SUBPROCESS_FINISHED);
+  assert (sp.out_overflow && sp.out.len == 0);
+  assert (WIFEXITED (sp.status) && WEXITSTATUS (sp.status) == 7);
+  sp.out_max = 1000;
+  sp.kill_on_overflow = true;
+  sp.stderr_mode = SUBPROCESS_INHERIT;
 
   /* Exactly the limit is not too much. */
   sp.out.len = 0;
@@ -157,6 +172,7 @@ test_time_limit (void)
 
   /* The limit also bounds the wait after the output is closed. */
   sp.stdout_mode = SUBPROCESS_PIPE;
+  sp.out_max = SIZE_MAX;
   assert (sh (&sp, "exec >/dev/null; sleep 30") == SUBPROCESS_TIMED_OUT);
 
   /* A quick child is not touched. */
@@ -198,7 +214,7 @@ test_env (void)
     "TS_A=one", "TS_B", "TS_C=old", "TS_C=new", NULL
   };
   struct subprocess sp = {
-    .env = edits, .stdout_mode = SUBPROCESS_PIPE,
+    .env = edits, .stdout_mode = SUBPROCESS_PIPE, .out_max = SIZE_MAX,
   };
 
   setenv ("TS_A", "parent", 1);
@@ -232,7 +248,9 @@ watch_fn (void *opaque)
 static void
 test_fds (void)
 {
-  struct subprocess sp = { .stdout_mode = SUBPROCESS_PIPE };
+  struct subprocess sp = {
+    .stdout_mode = SUBPROCESS_PIPE, .out_max = SIZE_MAX,
+  };
   struct watched w = { .len = 0 };
   char cmd[128];
   int p[2];
@@ -307,7 +325,8 @@ static int
 child_ignores_sigpipe (bool default_signals)
 {
   struct subprocess sp = {
-    .stdout_mode = SUBPROCESS_PIPE, .default_signals = default_signals,
+    .stdout_mode = SUBPROCESS_PIPE, .out_max = SIZE_MAX,
+    .default_signals = default_signals,
   };
   unsigned long long mask;
   int r;

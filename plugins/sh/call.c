@@ -482,7 +482,7 @@ script_call (const char *method, const char **args,
     memcpy (sp.err.ptr, msg, sizeof msg);
     status = 126 << 8;
   }
-  bool too_much = sp.out_overflow || (out && out->len > maxout);
+  bool too_much = sp.out_overflow;
 
   if (WIFSIGNALED (status)) {
     char why[64];
