@@ -319,7 +319,7 @@ start (struct run *r)
     if (e != 0 && is_exec_error (e)) {
       /* What a shell says of a command it cannot run. */
       sp->exec_errno = e;
-      sp->status = 127 << 8;
+      sp->status = W_EXITCODE (127, 0);
       r->pid = -1;
       e = 0;
     }

@@ -115,7 +115,7 @@ struct subprocess {
    * status.  A program that could not be executed gives the status of
    * exit code 127, as the shell does, and its errno in EXEC_ERRNO
    * (else 0).  FAILED_CALL names the call behind SUBPROCESS_ERROR
-   * ("pipe", "posix_spawn", "/dev/null", "poll", "read", "waitpid",
+   * ("pipe", "fcntl", "posix_spawn", "/dev/null", "poll", "waitpid",
    * "malloc").
    */
   struct subprocess_buffer out, err;

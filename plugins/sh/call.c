@@ -480,7 +480,7 @@ script_call (const char *method, const char **args,
   if (sp.exec_errno != 0) {
     static const char msg[] = "cannot execute the script";
     memcpy (sp.err.ptr, msg, sizeof msg);
-    status = 126 << 8;
+    status = W_EXITCODE (126, 0);
   }
   bool too_much = sp.out_overflow;
 
