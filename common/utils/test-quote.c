@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "quote.h"
+#include "subprocess.h"
 
 int
 main (void)
@@ -25,12 +26,16 @@ main (void)
     /* printf %s QUOTED: the shell hands printf the original bytes. */
     char *cmd = NULL;
     assert (asprintf (&cmd, "printf %%s %s", q) > 0);
-    FILE *p = popen (cmd, "r");
-    assert (p != NULL);
+    struct subprocess sp = {
+      .shell_command = cmd,
+      .stdout_mode = SUBPROCESS_PIPE, .out_max = 255,
+    };
+    assert (subprocess_run (&sp) == SUBPROCESS_FINISHED);
+    assert (sp.status == 0);
     char buf[256];
-    size_t n = fread (buf, 1, sizeof buf - 1, p);
-    buf[n] = '\0';
-    assert (pclose (p) == 0);
+    memcpy (buf, sp.out.ptr ? sp.out.ptr : "", sp.out.len);
+    buf[sp.out.len] = '\0';
+    subprocess_free (&sp);
     if (strcmp (buf, cases[i]) != 0) {
       fprintf (stderr, "shell_quote: \"%s\" came back as \"%s\" (%s)\n",
                cases[i], buf, q);

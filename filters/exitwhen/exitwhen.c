@@ -18,7 +18,6 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,9 +31,8 @@
 #include <nbdkit-probe.h>
 
 #include "cleanup.h"
+#include "subprocess.h"
 #include "vector.h"
-
-extern char **environ;
 
 enum event_type {
   FILE_CREATED, FILE_DELETED, PIPE_CLOSED, PROCESS_EXITS, SCRIPT,
@@ -186,37 +184,38 @@ exitwhen_config (nbdkit_next_config *next, nbdkit_backend *nxdata,
 static bool
 script_says_exit (const char *script)
 {
-  char *argv[] = { (char *) "/bin/sh", (char *) "-c", (char *) script, NULL };
-  pid_t pid;
-  int status, r;
+  const char *const argv[] = { "/bin/sh", "-c", script, NULL };
+  struct subprocess sp = { .argv = argv };
 
-  r = posix_spawn (&pid, "/bin/sh", NULL, NULL, argv, environ);
-  if (r != 0) {
-    errno = r;
+  /* A script that could not be started is named; a failed wait is
+   * not the script's fault.
+   */
+  if (subprocess_run (&sp) == SUBPROCESS_ERROR) {
+    nbdkit_error ("exit-when-script: %s: %m",
+                  strcmp (sp.failed_call, "waitpid") == 0 ? "waitpid"
+                  : script);
+    return false;
+  }
+  if (sp.exec_errno != 0) {
+    errno = sp.exec_errno;
     nbdkit_error ("exit-when-script: %s: %m", script);
     return false;
   }
-  while ((r = waitpid (pid, &status, 0)) == -1 && errno == EINTR)
-    ;
-  if (r == -1) {
-    nbdkit_error ("exit-when-script: waitpid: %m");
-    return false;
-  }
-  if (WIFEXITED (status)) {
-    switch (WEXITSTATUS (status)) {
+  if (WIFEXITED (sp.status)) {
+    switch (WEXITSTATUS (sp.status)) {
     case 0:
       return false;
     case 88:
       return true;
     default:
       nbdkit_error ("exit-when-script: %s: exit status %d", script,
-                    WEXITSTATUS (status));
+                    WEXITSTATUS (sp.status));
       return false;
     }
   }
-  if (WIFSIGNALED (status))
+  if (WIFSIGNALED (sp.status))
     nbdkit_error ("exit-when-script: %s: killed by signal %d", script,
-                  WTERMSIG (status));
+                  WTERMSIG (sp.status));
   return false;
 }
 

@@ -12,7 +12,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <spawn.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,8 +23,7 @@
 #include <nbdkit-probe.h>
 
 #include "cleanup.h"
-
-extern char **environ;
+#include "subprocess.h"
 
 enum list_mode { LIST_KEEP, LIST_ERROR, LIST_EMPTY, LIST_DEFAULT_ONLY,
                  LIST_EXPLICIT };
@@ -178,57 +176,42 @@ static const char *
 run_desc_script (const char *name)
 {
   CLEANUP_FREE char *cmd = NULL;
-  char buf[MAX_DESC];
-  char *argv[] = { "sh", "-c", NULL, "sh", (char *) name, NULL };
-  posix_spawn_file_actions_t actions;
-  int fd[2], status, e;
-  ssize_t r;
-  size_t n = 0;
-  pid_t pid;
+  const char *desc_text;
+  size_t n;
 
   if (asprintf (&cmd, "name=$1; export name; shift\n%s\n", desc) == -1) {
     nbdkit_debug ("exportdesc: asprintf: %m");
     return NULL;
   }
-  argv[2] = cmd;
-  if (pipe2 (fd, O_CLOEXEC) == -1) {
-    nbdkit_debug ("exportdesc: pipe: %m");
-    return NULL;
-  }
-  posix_spawn_file_actions_init (&actions);
-  posix_spawn_file_actions_addopen (&actions, STDIN_FILENO, "/dev/null",
-                                    O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2 (&actions, fd[1], STDOUT_FILENO);
-  e = posix_spawn (&pid, "/bin/sh", &actions, NULL, argv, environ);
-  posix_spawn_file_actions_destroy (&actions);
-  close (fd[1]);
-  if (e != 0) {
-    errno = e;
-    nbdkit_debug ("exportdesc: /bin/sh: %m");
-    close (fd[0]);
-    return NULL;
-  }
-
-  /* Read until EOF or the buffer is full; closing the pipe then makes
-   * a script that goes on writing get SIGPIPE, so waiting ends.
+  /* Past MAX_DESC bytes the pipe is closed: a script that goes on
+   * writing then fails to, so waiting for it ends.
    */
-  while (n < sizeof buf) {
-    r = read (fd[0], buf + n, sizeof buf - n);
-    if (r == -1 && errno == EINTR)
-      continue;
-    if (r <= 0)
-      break;
-    n += r;
+  const char *const argv[] = { "sh", "-c", cmd, "sh", name, NULL };
+  struct subprocess sp = {
+    .argv = argv, .file = "/bin/sh",
+    .stdin_mode = SUBPROCESS_NULL,
+    .stdout_mode = SUBPROCESS_PIPE, .out_max = MAX_DESC,
+  };
+  if (subprocess_run (&sp) == SUBPROCESS_ERROR) {
+    nbdkit_debug ("exportdesc: %s: %m", sp.failed_call);
+    subprocess_free (&sp);
+    return NULL;
   }
-  close (fd[0]);
-  while (waitpid (pid, &status, 0) == -1 && errno == EINTR)
-    ;
-  if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
+  if (sp.exec_errno != 0) {
+    errno = sp.exec_errno;
+    nbdkit_debug ("exportdesc: /bin/sh: %m");
+    subprocess_free (&sp);
+    return NULL;
+  }
+  if (!WIFEXITED (sp.status) || WEXITSTATUS (sp.status) != 0)
     nbdkit_debug ("exportdesc: script for '%s' failed (status %d)",
-                  name, status);
-  if (n > 0 && buf[n - 1] == '\n')
+                  name, sp.status);
+  n = sp.out.len;
+  if (n > 0 && sp.out.ptr[n - 1] == '\n')
     n--;
-  return nbdkit_strndup_intern (buf, n);
+  desc_text = nbdkit_strndup_intern (n > 0 ? sp.out.ptr : "", n);
+  subprocess_free (&sp);
+  return desc_text;
 }
 
 /* The description to send for export NAME, whose plugin description

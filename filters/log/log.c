@@ -30,6 +30,7 @@
 #include <nbdkit-filter.h>
 
 #include "cleanup.h"
+#include "subprocess.h"
 #include "vector.h"
 
 static char *logfile;           /* logfile=, or NULL */
@@ -297,25 +298,14 @@ run_script (const struct event *ev)
     return;
   }
 
-  pid_t pid = fork ();
-  if (pid == -1) {
-    nbdkit_error ("logscript: fork: %m");
-    free (text);
-    return;
-  }
-  if (pid == 0) {
-    /* The script must not read the client's socket or our stdin. */
-    int fd = open ("/dev/null", O_RDONLY);
-    if (fd >= 0 && fd != STDIN_FILENO) {
-      dup2 (fd, STDIN_FILENO);
-      close (fd);
-    }
-    execl ("/bin/bash", "bash", "-c", text, (char *) NULL);
-    _exit (127);
-  }
+  /* The script must not read the client's socket or our stdin. */
+  const char *const argv[] = { "bash", "-c", text, NULL };
+  struct subprocess sp = {
+    .argv = argv, .file = "/bin/bash", .stdin_mode = SUBPROCESS_NULL,
+  };
+  if (subprocess_run (&sp) == SUBPROCESS_ERROR)
+    nbdkit_error ("logscript: %s: %m", sp.failed_call);
   free (text);
-  while (waitpid (pid, NULL, 0) == -1 && errno == EINTR)
-    ;
 }
 
 static void

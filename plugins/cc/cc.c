@@ -37,6 +37,7 @@
 #include "cleanup.h"
 #include "minmax.h"
 #include "quote.h"
+#include "subprocess.h"
 #include "vector.h"
 
 /* The compiler and flags this tree was built with (from the Makefile),
@@ -266,27 +267,17 @@ compile (const char *so)
   }
   nbdkit_debug ("cc: %s", cmd);
 
+  /* The compiler's stdout is not the client's (with -s). */
+  struct subprocess sp = {
+    .shell_command = cmd,
+    .stdout_mode = SUBPROCESS_FD, .stdout_fd = STDERR_FILENO,
+  };
   int64_t start = now_ns ();
-  int status;
-  pid_t pid = fork ();
-  if (pid == -1) {
-    nbdkit_error ("fork: %m");
+  if (subprocess_run (&sp) != SUBPROCESS_FINISHED) {
+    nbdkit_error ("%s: %m", sp.failed_call);
     return -1;
   }
-  if (pid == 0) {
-    /* The compiler's stdout is not the client's (with -s). */
-    dup2 (2, 1);
-    execl ("/bin/sh", "sh", "-c", cmd, (char *) NULL);
-    _exit (127);
-  }
-  while (waitpid (pid, &status, 0) == -1) {
-    if (errno != EINTR) {
-      nbdkit_error ("waitpid: %m");
-      return -1;
-    }
-  }
-  int code = WIFEXITED (status) ? WEXITSTATUS (status)
-    : 128 + WTERMSIG (status);
+  int code = subprocess_code (sp.status);
   NBDKIT_PROBE (cc_compile, source, now_ns () - start, code);
   if (code != 0) {
     nbdkit_error ("compiling %s failed: %s exited with status %d "

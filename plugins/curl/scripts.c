@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -44,14 +45,13 @@
 #include "cleanup.h"
 #include "curldefs.h"
 #include "now-ns.h"
+#include "subprocess.h"
 #include "vector.h"
 
 NBDKIT_PROBE_SEMAPHORE (curl_script);
 
 #define SCRIPT_SECONDS 60
 #define MAX_OUTPUT (1024 * 1024)
-
-extern char **environ;
 
 struct script {
   const char *kind;             /* "header" or "cookie" */
@@ -72,168 +72,52 @@ scripts_free (void)
   string_vector_free_all (&cookie_s.lines);
 }
 
-/* The environment for the child, built before fork (between fork and
- * exec only async-signal-safe calls are allowed in a threaded program).
- */
-static char **
-script_env (struct script *s, string_vector *owned)
-{
-  char **env;
-  size_t n = 0, i, j = 0;
-  char *it = NULL, *url = NULL;
-
-  while (environ[n])
-    n++;
-  env = calloc (n + 3, sizeof *env);
-  if (!env ||
-      asprintf (&it, "iteration=%" PRIu64, s->iteration) == -1 ||
-      asprintf (&url, "url=%s", params.url) == -1) {
-    nbdkit_error ("%s-script: %m", s->kind);
-    free (env);
-    free (it);
-    return NULL;
-  }
-  if (string_vector_append (owned, it) == -1) {
-    free (it);
-    free (url);
-    free (env);
-    nbdkit_error ("%s-script: %m", s->kind);
-    return NULL;
-  }
-  if (string_vector_append (owned, url) == -1) {
-    free (url);
-    free (env);
-    nbdkit_error ("%s-script: %m", s->kind);
-    return NULL;
-  }
-  for (i = 0; i < n; i++) {
-    if (strncmp (environ[i], "iteration=", 10) != 0 &&
-        strncmp (environ[i], "url=", 4) != 0)
-      env[j++] = environ[i];
-  }
-  env[j++] = it;
-  env[j++] = url;
-  env[j] = NULL;
-  return env;
-}
-
 /* Run the script; on success replace s->lines with its output.
  * Returns 0 or -1 (reported).
  */
 static int
 script_run (struct script *s, const char *script)
 {
-  CLEANUP_FREE_STRING_VECTOR string_vector owned = empty_vector;
-  CLEANUP_FREE char **env = NULL;
-  CLEANUP_FREE char *out = NULL;
-  size_t len = 0, cap = 0;
-  int pfd[2] = { -1, -1 }, nullfd = -1, status = 0, r, ret = -1;
-  int exit_status = -1;
-  pid_t pid = -1;
+  CLEANUP_FREE char *it = NULL, *url = NULL;
+  int ret = -1, exit_status = -1;
   uint64_t t0 = now_ns ();
   const uint64_t iteration = s->iteration;
   const long limit = params.timeout > 0 ? params.timeout : SCRIPT_SECONDS;
-  uint64_t deadline = t0 + limit * UINT64_C (1000000000);
-  bool eof = false, killed = false;
+  struct subprocess sp = {
+    .shell_command = script,
+    .stdin_mode = SUBPROCESS_NULL,
+    .stdout_mode = SUBPROCESS_PIPE, .out_max = MAX_OUTPUT,
+    .kill_on_overflow = true,
+    .timeout_ms = limit < UINT_MAX / 1000 ? limit * 1000 : UINT_MAX,
+  };
 
-  env = script_env (s, &owned);
-  if (!env)
-    goto out;
-  if (pipe2 (pfd, O_CLOEXEC) == -1 ||
-      (nullfd = open ("/dev/null", O_RDONLY | O_CLOEXEC)) == -1) {
+  if (asprintf (&it, "iteration=%" PRIu64, s->iteration) == -1 ||
+      asprintf (&url, "url=%s", params.url) == -1) {
     nbdkit_error ("%s-script: %m", s->kind);
     goto out;
   }
-  pid = fork ();
-  if (pid == -1) {
-    nbdkit_error ("%s-script: fork: %m", s->kind);
+  const char *env[] = { it, url, NULL };
+  sp.env = env;
+
+  switch (subprocess_run (&sp)) {
+  case SUBPROCESS_ERROR:
+    nbdkit_error ("%s-script: %s: %m", s->kind, sp.failed_call);
     goto out;
-  }
-  if (pid == 0) {               /* child */
-    dup2 (nullfd, STDIN_FILENO);
-    dup2 (pfd[1], STDOUT_FILENO);
-    execle ("/bin/sh", "sh", "-c", script, (char *) NULL, env);
-    _exit (127);
-  }
-  close (pfd[1]);
-  pfd[1] = -1;
-
-  /* Read its output until EOF, then wait for it, within the deadline. */
-  for (;;) {
-    uint64_t now = now_ns ();
-    if (now >= deadline) {
-      kill (pid, SIGKILL);
-      killed = true;
-      waitpid (pid, &status, 0);
-      break;
-    }
-    if (!eof) {
-      struct pollfd p = { .fd = pfd[0], .events = POLLIN };
-      r = poll (&p, 1, (int) ((deadline - now) / 1000000) + 1);
-      if (r == -1 && errno != EINTR) {
-        nbdkit_error ("%s-script: poll: %m", s->kind);
-        kill (pid, SIGKILL);
-        waitpid (pid, &status, 0);
-        goto out;
-      }
-      if (r <= 0)
-        continue;
-      if (cap - len < 4096) {
-        char *p2;
-        if (cap >= MAX_OUTPUT) {
-          nbdkit_error ("%s-script: more than %d bytes of output",
-                        s->kind, MAX_OUTPUT);
-          kill (pid, SIGKILL);
-          waitpid (pid, &status, 0);
-          goto out;
-        }
-        cap = cap ? cap * 2 : 4096;
-        p2 = realloc (out, cap + 1);
-        if (!p2) {
-          nbdkit_error ("realloc: %m");
-          kill (pid, SIGKILL);
-          waitpid (pid, &status, 0);
-          goto out;
-        }
-        out = p2;
-      }
-      ssize_t n = read (pfd[0], out + len, cap - len);
-      if (n == -1 && errno != EINTR && errno != EAGAIN) {
-        nbdkit_error ("%s-script: read: %m", s->kind);
-        kill (pid, SIGKILL);
-        waitpid (pid, &status, 0);
-        goto out;
-      }
-      if (n == 0)
-        eof = true;
-      else if (n > 0)
-        len += n;
-    }
-    else {
-      r = waitpid (pid, &status, WNOHANG);
-      if (r == pid)
-        break;
-      if (r == -1 && errno != EINTR) {
-        nbdkit_error ("%s-script: waitpid: %m", s->kind);
-        goto out;
-      }
-      usleep (10000);
-    }
-  }
-  pid = -1;
-
-  if (killed)
+  case SUBPROCESS_TIMED_OUT:
     exit_status = 128 + SIGKILL;
-  else if (WIFEXITED (status))
-    exit_status = WEXITSTATUS (status);
-  else if (WIFSIGNALED (status))
-    exit_status = 128 + WTERMSIG (status);
-  s->iteration++;
-
-  if (killed) {
+    s->iteration++;
     nbdkit_error ("%s-script: killed after %ld seconds", s->kind, limit);
     goto out;
+  case SUBPROCESS_FINISHED:
+    break;
   }
+  if (sp.out_overflow) {
+    nbdkit_error ("%s-script: more than %d bytes of output",
+                  s->kind, MAX_OUTPUT);
+    goto out;
+  }
+  exit_status = subprocess_code (sp.status);
+  s->iteration++;
   if (exit_status != 0) {
     nbdkit_error ("%s-script: failed with exit status %d", s->kind,
                   exit_status);
@@ -242,7 +126,7 @@ script_run (struct script *s, const char *script)
 
   /* Split the output into lines, dropping empty ones and \r. */
   string_vector lines = empty_vector;
-  char *p = out, *end = out ? out + len : NULL;
+  char *p = sp.out.ptr, *end = p ? p + sp.out.len : NULL;
   while (p && p < end) {
     char *nl = memchr (p, '\n', end - p);
     size_t n = (nl ? nl : end) - p;
@@ -273,16 +157,7 @@ script_run (struct script *s, const char *script)
   ret = 0;
 
  out:
-  if (pid > 0) {
-    kill (pid, SIGKILL);
-    waitpid (pid, &status, 0);
-  }
-  if (pfd[0] >= 0)
-    close (pfd[0]);
-  if (pfd[1] >= 0)
-    close (pfd[1]);
-  if (nullfd >= 0)
-    close (nullfd);
+  subprocess_free (&sp);
   NBDKIT_PROBE (curl_script, s->kind, iteration,
                 now_ns () - t0, exit_status);
   return ret;

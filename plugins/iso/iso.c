@@ -33,6 +33,7 @@
 #include "now-ns.h"
 #include "cleanup.h"
 #include "quote.h"
+#include "subprocess.h"
 #include "vector.h"
 
 /* Set by config, read-only afterwards. */
@@ -200,81 +201,38 @@ make_command (void)
 static int
 run_command (const char *cmd, int out_fd)
 {
-  char buf[4096], *line, *p;
-  size_t len = 0;
-  int pipefd[2], devnull, status;
-  pid_t pid, r;
-  ssize_t n;
+  struct subprocess sp = {
+    .shell_command = cmd,
+    .stdin_mode = SUBPROCESS_NULL,
+    .stdout_mode = SUBPROCESS_FD, .stdout_fd = out_fd,
+    .stderr_mode = SUBPROCESS_PIPE, .err_keep_tail = true,
+  };
+  const char *line;
+  int ret = -1;
 
   nbdkit_debug ("iso: %s", cmd);
-  if (pipe2 (pipefd, O_CLOEXEC) == -1) {
-    nbdkit_error ("pipe: %m");
-    return -1;
+  if (subprocess_run (&sp) != SUBPROCESS_FINISHED) {
+    nbdkit_error ("%s: %m", sp.failed_call);
+    goto out;
   }
-  devnull = open ("/dev/null", O_RDONLY | O_CLOEXEC);
-  if (devnull == -1) {
-    nbdkit_error ("/dev/null: %m");
-    close (pipefd[0]);
-    close (pipefd[1]);
-    return -1;
+  if (WIFEXITED (sp.status) && WEXITSTATUS (sp.status) == 0) {
+    size_t n = sp.err.len;
+    while (n > 0 && (sp.err.ptr[n - 1] == '\n' || sp.err.ptr[n - 1] == ' '))
+      n--;
+    if (n > 0)
+      nbdkit_debug ("%s said: %.*s", prog, (int) n, sp.err.ptr);
+    ret = 0;
+    goto out;
   }
-  pid = fork ();
-  if (pid == -1) {
-    nbdkit_error ("fork: %m");
-    close (pipefd[0]);
-    close (pipefd[1]);
-    close (devnull);
-    return -1;
-  }
-  if (pid == 0) {
-    dup2 (devnull, STDIN_FILENO);
-    dup2 (out_fd, STDOUT_FILENO);
-    dup2 (pipefd[1], STDERR_FILENO);
-    execl ("/bin/sh", "sh", "-c", cmd, (char *) NULL);
-    _exit (127);
-  }
-  close (pipefd[1]);
-  close (devnull);
-  for (;;) {
-    n = read (pipefd[0], buf + len, sizeof buf - 1 - len);
-    if (n == -1 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      break;
-    len += n;
-    if (len == sizeof buf - 1) {  /* keep the end */
-      memmove (buf, buf + len / 2, len - len / 2);
-      len -= len / 2;
-    }
-  }
-  close (pipefd[0]);
-  buf[len] = '\0';
-  do
-    r = waitpid (pid, &status, 0);
-  while (r == -1 && errno == EINTR);
-  if (r == -1) {
-    nbdkit_error ("waitpid: %m");
-    return -1;
-  }
-
-  while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
-    buf[--len] = '\0';
-  if (WIFEXITED (status) && WEXITSTATUS (status) == 0) {
-    if (len > 0)
-      nbdkit_debug ("%s said: %s", prog, buf);
-    return 0;
-  }
-  line = strrchr (buf, '\n');
-  line = line ? line + 1 : buf;
-  for (p = line; *p; p++)
-    if (*p == '\t')
-      *p = ' ';
-  if (WIFEXITED (status))
+  line = subprocess_last_line (&sp);
+  if (WIFEXITED (sp.status))
     nbdkit_error ("%s failed (exit status %d): %s", prog,
-                  WEXITSTATUS (status), *line ? line : "no message");
+                  WEXITSTATUS (sp.status), *line ? line : "no message");
   else
-    nbdkit_error ("%s killed by signal %d", prog, WTERMSIG (status));
-  return -1;
+    nbdkit_error ("%s killed by signal %d", prog, WTERMSIG (sp.status));
+ out:
+  subprocess_free (&sp);
+  return ret;
 }
 
 static int

@@ -35,6 +35,7 @@
 #include "cleanup.h"
 #include "minmax.h"
 #include "rounding.h"
+#include "subprocess.h"
 #include "vector.h"
 
 #include "linuxdisk.h"
@@ -180,83 +181,43 @@ estimate (const char *dir, uint64_t *bytes, uint64_t *entries)
 static int
 run_mke2fs (char **argv)
 {
-  char buf[4096], *line, *p;
-  size_t len = 0;
-  int pipefd[2], devnull, status;
-  pid_t pid, r;
-  ssize_t n;
+  const char *path = getenv ("PATH");
+  CLEANUP_FREE char *search = NULL;
+  struct subprocess sp = {
+    .argv = (const char *const *) argv, .file = "mke2fs",
+    .stdin_mode = SUBPROCESS_NULL, .stdout_mode = SUBPROCESS_NULL,
+    .stderr_mode = SUBPROCESS_PIPE, .err_keep_tail = true,
+  };
+  const char *line;
+  int ret = -1;
 
-  if (pipe2 (pipefd, O_CLOEXEC) == -1) {
-    nbdkit_error ("pipe: %m");
+  /* mke2fs is in /sbin, which may not be on a user's $PATH. */
+  if (asprintf (&search, "%s:/usr/sbin:/sbin",
+                path ? path : "/bin:/usr/bin") == -1) {
+    search = NULL;
+    nbdkit_error ("asprintf: %m");
     return -1;
   }
-  devnull = open ("/dev/null", O_RDWR | O_CLOEXEC);
-  if (devnull == -1) {
-    nbdkit_error ("/dev/null: %m");
-    close (pipefd[0]);
-    close (pipefd[1]);
-    return -1;
+  sp.search_path = search;
+  if (subprocess_run (&sp) != SUBPROCESS_FINISHED) {
+    nbdkit_error ("%s: %m", sp.failed_call);
+    goto out;
   }
-  pid = fork ();
-  if (pid == -1) {
-    nbdkit_error ("fork: %m");
-    close (pipefd[0]);
-    close (pipefd[1]);
-    close (devnull);
-    return -1;
+  if (WIFEXITED (sp.status) && WEXITSTATUS (sp.status) == 0) {
+    ret = 0;
+    goto out;
   }
-  if (pid == 0) {
-    dup2 (devnull, STDIN_FILENO);
-    dup2 (devnull, STDOUT_FILENO);
-    dup2 (pipefd[1], STDERR_FILENO);
-    /* mke2fs is in /sbin, which may not be on a user's $PATH. */
-    execvp ("mke2fs", argv);
-    execv ("/usr/sbin/mke2fs", argv);
-    execv ("/sbin/mke2fs", argv);
-    _exit (127);
-  }
-  close (pipefd[1]);
-  close (devnull);
-  /* Keep the end of what it says: the last line is the reason. */
-  for (;;) {
-    n = read (pipefd[0], buf + len, sizeof buf - 1 - len);
-    if (n == -1 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      break;
-    len += n;
-    if (len == sizeof buf - 1) {
-      memmove (buf, buf + len / 2, len - len / 2);
-      len -= len / 2;
-    }
-  }
-  close (pipefd[0]);
-  buf[len] = '\0';
-  do
-    r = waitpid (pid, &status, 0);
-  while (r == -1 && errno == EINTR);
-  if (r == -1) {
-    nbdkit_error ("waitpid: %m");
-    return -1;
-  }
-  if (WIFEXITED (status) && WEXITSTATUS (status) == 0)
-    return 0;
-
-  while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
-    buf[--len] = '\0';
-  line = strrchr (buf, '\n');
-  line = line ? line + 1 : buf;
-  for (p = line; *p; p++)
-    if (*p == '\t')
-      *p = ' ';
-  if (WIFEXITED (status) && WEXITSTATUS (status) == 127 && *line == '\0')
+  line = subprocess_last_line (&sp);
+  if (WIFEXITED (sp.status) && WEXITSTATUS (sp.status) == 127 && *line == '\0')
     nbdkit_error ("mke2fs: could not run it (is e2fsprogs installed?)");
-  else if (WIFEXITED (status))
+  else if (WIFEXITED (sp.status))
     nbdkit_error ("mke2fs failed (exit status %d): %s",
-                  WEXITSTATUS (status), *line ? line : "no message");
+                  WEXITSTATUS (sp.status), *line ? line : "no message");
   else
-    nbdkit_error ("mke2fs killed by signal %d", WTERMSIG (status));
-  return -1;
+    nbdkit_error ("mke2fs killed by signal %d", WTERMSIG (sp.status));
+ out:
+  subprocess_free (&sp);
+  return ret;
 }
 
 int

@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
-/* Running one method of a script: fork, exec, feed stdin, collect
- * stdout and stderr, wait, and turn the exit code into a script_status.
+/* Running one method of a script: start it (subprocess_run, which
+ * feeds stdin and collects stdout and stderr), and turn its exit code
+ * into a script_status.
  *
  * Callers are any of the server's threads at once (the script may ask
  * for the parallel thread model), so nothing here keeps state between
  * calls except $tmpdir and the probe helper, which are set once at
  * load.  $tmpdir is in each script's own environment, not the
- * server's, so that a --run command does not inherit it.  Pipes are created close-on-exec so a script started by one
- * thread never holds another thread's pipe open.
+ * server's, so that a --run command does not inherit it.  Pipes are
+ * created close-on-exec so a script started by one thread never holds
+ * another thread's pipe open.
  *
  * Probes from scripts: every script gets a fourth pipe, named by
  * $NBDKIT_PROBE_FD, and the command nbdkit-probe (written at load
@@ -44,6 +46,7 @@
 #include "call.h"
 #include "cleanup.h"
 #include "minmax.h"
+#include "subprocess.h"
 
 struct script_hooks script_hooks;
 char *script_tmpdir;
@@ -300,41 +303,6 @@ close_fd (int *fd)
   }
 }
 
-extern char **environ;
-
-/* The environment of one script: the server's, with $tmpdir, and
- * when the probe pipe FD (or -1) is there, the helper's directory
- * first on PATH and NBDKIT_PROBE_FD=FD.  The caller frees the array
- * (not the strings).  NULL (out of memory): the caller gives up.
- */
-static char **
-script_environ (int fd, char *fdvar, size_t fdvar_size)
-{
-  bool probe = probe_path_env && fd >= 0;
-  size_t n = 0, i, j = 0;
-  char **env;
-
-  while (environ[n])
-    n++;
-  env = calloc (n + 4, sizeof *env);
-  if (!env)
-    return NULL;
-  for (i = 0; i < n; ++i)
-    if (!(probe && strncmp (environ[i], "PATH=", 5) == 0) &&
-        strncmp (environ[i], "NBDKIT_PROBE_FD=", 16) != 0 &&
-        !(tmpdir_env && strncmp (environ[i], "tmpdir=", 7) == 0))
-      env[j++] = environ[i];
-  if (tmpdir_env)
-    env[j++] = tmpdir_env;
-  if (probe) {
-    env[j++] = probe_path_env;
-    snprintf (fdvar, fdvar_size, "NBDKIT_PROBE_FD=%d", fd);
-    env[j++] = fdvar;
-  }
-  env[j] = NULL;
-  return env;
-}
-
 /* Fire the probe for each whole record in BUF (NAME ARG1 ARG2 TEXT,
  * each ending in NUL) and keep what is left of a partial one.
  */
@@ -394,40 +362,19 @@ probe_read (int *fd, byte_vector *buf)
   return 0;
 }
 
-/* In the child: only async-signal-safe calls from here to exec.
- * PROBE (or -1) is the probe pipe, kept open across exec; ENVP (or
- * NULL for environ) names it.
- */
-static void __attribute__ ((noreturn))
-child (int in, int out, int err, int probe, char **envp,
-       const char **argv_sh, bool use_sh)
+/* The probe pipe, read while the script runs (subprocess watch). */
+struct probe_pipe {
+  int fd;
+  byte_vector buf;
+};
+
+static int
+probe_watch (void *opaque)
 {
-  sigset_t all;
+  struct probe_pipe *pp = opaque;
 
-  if (dup2 (in, 0) == -1 || dup2 (out, 1) == -1 || dup2 (err, 2) == -1)
-    _exit (126);
-  if (probe >= 0 && fcntl (probe, F_SETFD, 0) == -1)
-    _exit (126);
-  if (!envp)
-    envp = environ;
-  /* The server ignores SIGPIPE and may block signals in its threads;
-   * a script expects neither.
-   */
-  signal (SIGPIPE, SIG_DFL);
-  sigemptyset (&all);
-  sigprocmask (SIG_SETMASK, &all, NULL);
-
-  if (!use_sh) {
-    execve (argv_sh[1], (char **) &argv_sh[1], envp);
-    /* A script without "#!" runs under /bin/sh, as execvp would. */
-    if (errno != ENOEXEC)
-      goto fail;
-  }
-  execve (argv_sh[0], (char **) argv_sh, envp);
- fail:;
-  static const char msg[] = "cannot execute the script\n";
-  if (write (2, msg, sizeof msg - 1) == -1) { /* nothing to do */ }
-  _exit (126);
+  probe_read (&pp->fd, &pp->buf);
+  return pp->fd >= 0 ? 0 : -1;
 }
 
 enum script_status
@@ -456,35 +403,15 @@ script_call (const char *method, const char **args,
   for (size_t i = 0; i < nargs; ++i)
     argv[3 + i] = args[i];
 
-  byte_vector discard = empty_vector;
-  if (out == NULL) {
-    out = &discard;
-    maxout = SIZE_MAX;
-  }
-  out->len = 0;
-  CLEANUP_FREE char *errbuf = malloc (MAX_STDERR + 1);
-  size_t errlen = 0;
-  int infd[2] = { -1, -1 }, outfd[2] = { -1, -1 }, errfd[2] = { -1, -1 };
   int probefd[2] = { -1, -1 };
-  byte_vector probebuf = empty_vector;
-  CLEANUP_FREE char **envp = NULL;
+  struct probe_pipe pp = { .fd = -1, .buf = empty_vector };
   char fdvar[64];
+  const char *env[5];
+  size_t nenv = 0;
   enum script_status ret = SCRIPT_ERROR;
   int status = 0, err = 0;
-  bool too_much = false;
   int64_t start = now_ns ();
-  pid_t pid = -1;
 
-  if (!errbuf) {
-    nbdkit_error ("malloc: %m");
-    return SCRIPT_ERROR;
-  }
-  if (make_pipe (infd) == -1 || make_pipe (outfd) == -1 ||
-      make_pipe (errfd) == -1) {
-    nbdkit_error ("pipe: %m");
-    err = errno;
-    goto out;
-  }
   /* Without the probe pipe the script still runs; nbdkit-probe then
    * says it cannot fire.
    */
@@ -494,124 +421,81 @@ script_call (const char *method, const char **args,
     else
       fcntl (probefd[0], F_SETFL, O_NONBLOCK);
   }
-  envp = script_environ (probefd[1], fdvar, sizeof fdvar);
-  if (!envp) {
-    nbdkit_error ("calloc: %m");
-    err = errno;
-    goto out;
+  /* The server's environment, with $tmpdir, and when the probe pipe is
+   * there the helper's directory first on PATH and NBDKIT_PROBE_FD.
+   */
+  env[nenv++] = "NBDKIT_PROBE_FD";
+  if (tmpdir_env)
+    env[nenv++] = tmpdir_env;
+  if (probefd[1] >= 0) {
+    env[nenv++] = probe_path_env;
+    snprintf (fdvar, sizeof fdvar, "NBDKIT_PROBE_FD=%d", probefd[1]);
+    env[nenv++] = fdvar;
   }
+  env[nenv] = NULL;
+  pp.fd = probefd[0];
 
-  pid = fork ();
-  if (pid == -1) {
-    nbdkit_error ("fork: %m");
-    err = errno;
-    goto out;
+  /* The server ignores SIGPIPE and may block signals in its threads; a
+   * script expects neither.
+   */
+  struct subprocess sp = {
+    .argv = script_hooks.use_sh ? argv : &argv[1],
+    .env = env,
+    .stdin_mode = SUBPROCESS_PIPE, .in = in, .in_len = inlen,
+    .stdout_mode = out ? SUBPROCESS_PIPE : SUBPROCESS_DISCARD,
+    .out_max = maxout,
+    .stderr_mode = SUBPROCESS_PIPE, .err_max = MAX_STDERR,
+    .pass_fd = probefd[1] >= 0 ? probefd[1] : 0,
+    .watch_fd = probefd[0], .watch = probefd[0] >= 0 ? probe_watch : NULL,
+    .watch_opaque = &pp,
+    .default_signals = true,
+  };
+  if (out) {
+    sp.out.ptr = out->ptr;
+    sp.out.cap = out->cap;
   }
-  if (pid == 0)
-    child (infd[0], outfd[1], errfd[1], probefd[1], envp, argv,
-           script_hooks.use_sh);
-
-  close_fd (&infd[0]);
-  close_fd (&outfd[1]);
-  close_fd (&errfd[1]);
-  close_fd (&probefd[1]);
-  if (inlen == 0)
-    close_fd (&infd[1]);
-  else
-    fcntl (infd[1], F_SETFL, O_NONBLOCK);
-
-  /* Feed stdin and drain stdout and stderr until both are closed. */
-  size_t inpos = 0;
-  while (outfd[0] >= 0 || errfd[0] >= 0) {
-    struct pollfd pfd[4] = {
-      { .fd = infd[1], .events = POLLOUT },
-      { .fd = outfd[0], .events = POLLIN },
-      { .fd = errfd[0], .events = POLLIN },
-      { .fd = probefd[0], .events = POLLIN },
-    };
-    if (poll (pfd, 4, -1) == -1) {
-      if (errno == EINTR)
-        continue;
-      nbdkit_error ("poll: %m");
-      err = errno;
-      break;
-    }
-    if (infd[1] >= 0 && pfd[0].revents) {
-      ssize_t r = write (infd[1], (const char *) in + inpos,
-                         MIN (inlen - inpos, (size_t) 65536));
-      if (r == -1 && errno != EAGAIN && errno != EINTR)
-        close_fd (&infd[1]);    /* the script stopped reading: EPIPE */
-      else if (r > 0 && (inpos += r) == inlen)
-        close_fd (&infd[1]);
-    }
-    if (outfd[0] >= 0 && pfd[1].revents) {
-      if (byte_vector_reserve (out, 65536) == -1) {
-        nbdkit_error ("realloc: %m");
-        err = errno;
-        break;
-      }
-      ssize_t r = read (outfd[0], out->ptr + out->len, 65536);
-      if (r == -1 && errno != EINTR && errno != EAGAIN)
-        close_fd (&outfd[0]);
-      else if (r == 0)
-        close_fd (&outfd[0]);
-      else if (r > 0) {
-        out->len += r;
-        if (out->len > maxout) {
-          /* Stop reading: the script gets SIGPIPE if it goes on. */
-          too_much = true;
-          close_fd (&outfd[0]);
-        }
-      }
-    }
-    if (errfd[0] >= 0 && pfd[2].revents) {
-      char buf[4096];
-      ssize_t r = read (errfd[0], buf, sizeof buf);
-      if ((r == -1 && errno != EINTR && errno != EAGAIN) || r == 0)
-        close_fd (&errfd[0]);
-      else if (r > 0) {
-        size_t n = MIN ((size_t) r, MAX_STDERR - errlen);
-        memcpy (errbuf + errlen, buf, n);
-        errlen += n;
-      }
-    }
-    if (probefd[0] >= 0 && pfd[3].revents)
-      probe_read (&probefd[0], &probebuf);
+  enum subprocess_outcome r = subprocess_run (&sp);
+  /* A script without "#!" runs under /bin/sh, as execvp would. */
+  if (r == SUBPROCESS_FINISHED && sp.exec_errno == ENOEXEC &&
+      !script_hooks.use_sh) {
+    sp.argv = argv;
+    r = subprocess_run (&sp);
+  }
+  if (out) {
+    out->ptr = sp.out.ptr;
+    out->len = sp.out.len;
+    out->cap = sp.out.cap;
+  }
+  if (r != SUBPROCESS_FINISHED) {
+    err = errno;
+    nbdkit_error ("%s: %m", sp.failed_call);
+    goto out;
   }
   /* Records written just before the script closed its output (a
    * process it left behind may still write more: those are lost).
    */
-  while (probefd[0] >= 0 && probe_read (&probefd[0], &probebuf))
+  while (pp.fd >= 0 && probe_read (&pp.fd, &pp.buf))
     ;
-  close_fd (&infd[1]);
-  close_fd (&outfd[0]);
-  close_fd (&errfd[0]);
-
-  while (waitpid (pid, &status, 0) == -1) {
-    if (errno != EINTR) {
-      nbdkit_error ("waitpid: %m");
-      err = errno;
-      pid = -1;
-      goto out;
-    }
+  status = sp.status;
+  if (sp.exec_errno != 0) {
+    static const char msg[] = "cannot execute the script";
+    memcpy (sp.err.ptr, msg, sizeof msg);
+    status = W_EXITCODE (126, 0);
   }
-  pid = -1;
-  if (err != 0)
-    goto out;
-  errbuf[errlen] = '\0';
+  bool too_much = sp.out_overflow;
 
   if (WIFSIGNALED (status)) {
     char why[64];
     snprintf (why, sizeof why, "script terminated by signal %d",
               WTERMSIG (status));
     err = report_error (method, too_much ? "the script printed too much"
-                        : why, errbuf);
+                        : why, sp.err.ptr);
     status = 128 + WTERMSIG (status);
     goto out;
   }
   status = WEXITSTATUS (status);
   if (too_much && status == 0) {
-    err = report_error (method, "the script printed too much", errbuf);
+    err = report_error (method, "the script printed too much", sp.err.ptr);
     goto out;
   }
   switch (status) {
@@ -625,27 +509,15 @@ script_call (const char *method, const char **args,
     ret = SCRIPT_FALSE;
     break;
   default:
-    err = report_error (method, NULL, errbuf);
+    err = report_error (method, NULL, sp.err.ptr);
     break;
   }
 
  out:
-  if (pid > 0) {
-    /* Only after a failure above: do not leave a zombie. */
-    kill (pid, SIGKILL);
-    while (waitpid (pid, NULL, 0) == -1 && errno == EINTR)
-      ;
-  }
-  close_fd (&infd[0]);
-  close_fd (&infd[1]);
-  close_fd (&outfd[0]);
-  close_fd (&outfd[1]);
-  close_fd (&errfd[0]);
-  close_fd (&errfd[1]);
-  close_fd (&probefd[0]);
   close_fd (&probefd[1]);
-  byte_vector_reset (&discard);
-  byte_vector_reset (&probebuf);
+  close_fd (&pp.fd);
+  byte_vector_reset (&pp.buf);
+  free (sp.err.ptr);
   if (script_hooks.probe)
     script_hooks.probe (method, status, now_ns () - start,
                         ret == SCRIPT_ERROR ? err : 0);

@@ -32,6 +32,7 @@
 #include "cleanup.h"
 #include "minmax.h"
 #include "quote.h"
+#include "subprocess.h"
 #include "vector.h"
 
 #include "disk.h"
@@ -149,8 +150,11 @@ disk_run_command (const char *command, const char *disk, int64_t size,
   size_t script_len = 0;
   FILE *fp;
   size_t i;
-  int devnull, status;
-  pid_t pid, r;
+  /* stdout may be the client's socket (-s): only stderr is kept. */
+  struct subprocess sp = {
+    .stdin_mode = SUBPROCESS_NULL, .stdout_mode = SUBPROCESS_NULL,
+  };
+  enum subprocess_outcome r;
   uint64_t start = now_ns ();
 
   *duration_ns = 0;
@@ -176,39 +180,14 @@ disk_run_command (const char *command, const char *disk, int64_t size,
     return -1;
   }
 
-  devnull = open ("/dev/null", O_RDWR | O_CLOEXEC);
-  if (devnull == -1) {
-    nbdkit_error ("/dev/null: %m");
-    return -1;
-  }
-  pid = fork ();
-  if (pid == -1) {
-    nbdkit_error ("fork: %m");
-    close (devnull);
-    return -1;
-  }
-  if (pid == 0) {
-    /* Child: only async-signal-safe calls from here on. */
-    dup2 (devnull, STDIN_FILENO);
-    dup2 (devnull, STDOUT_FILENO);
-    execl ("/bin/sh", "sh", "-c", script, (char *) NULL);
-    _exit (127);
-  }
-  close (devnull);
-
-  do
-    r = waitpid (pid, &status, 0);
-  while (r == -1 && errno == EINTR);
+  sp.shell_command = script;
+  r = subprocess_run (&sp);
   *duration_ns = now_ns () - start;
-  if (r == -1) {
-    nbdkit_error ("waitpid: %m");
+  if (r != SUBPROCESS_FINISHED) {
+    nbdkit_error ("%s: %m", sp.failed_call);
     return -1;
   }
-  if (WIFEXITED (status))
-    return WEXITSTATUS (status);
-  if (WIFSIGNALED (status))
-    return 128 + WTERMSIG (status);
-  return 255;
+  return subprocess_code (sp.status);
 }
 
 void
