@@ -26,7 +26,7 @@ nfiles=0
 for f in $files; do
   case " $generated " in *" $f "*) continue ;; esac
   case $f in
-    *'*'*|*NAME*|*WHAT*|*hello*|*.so|*.log|/*|*'$'*|.*) continue ;;
+    *'*'*|*NAME*|*WHAT*|*LANG*|*ASPECT*|*hello*|*.so|*.log|/*|*'$'*|.*) continue ;;
     */Makefile) continue ;;                     # made by configure
   esac
   nfiles=$((nfiles + 1))
