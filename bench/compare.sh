@@ -541,7 +541,7 @@ limit_note=""
 if [ "$side_only" -eq 1 ]; then
   :   # a partial or TLS run measures the side-by-side rows only
 elif command -v cc >/dev/null &&
-   cc -O2 -o "$work/unix-stream-limit" "$srcdir/bench/unix-stream-limit.c" \
+   cc -O2 -pthread -o "$work/unix-stream-limit" "$srcdir/bench/unix-stream-limit.c" \
      2>"$work/cc.err"; then
   limits=("${transports[@]}")
   [[ " ${transports[*]} " == *" unix "* ]] && limits+=(unix-grown)
@@ -785,7 +785,7 @@ PY
   echo "fio --name=bench --ioengine=nbd --uri=URI --rw=RW --bs=BS --iodepth=QD --numjobs=JOBS --group_reporting --runtime=$runtime --time_based --norandommap --randrepeat=0 --output-format=json"
   echo "nbdcopy --request-size=$copy_request /dev/shm/.../source.img URI   # $size from /dev/urandom"
   echo "nbdcopy --request-size=$copy_request URI null:"
-  echo "bench/unix-stream-limit unix|unix-grown|tcp $runtime   # built by cc -O2 from bench/unix-stream-limit.c"
+  echo "bench/unix-stream-limit unix|unix-grown|tcp $runtime   # built by cc -O2 -pthread from bench/unix-stream-limit.c"
   for s in "${servers[@]}"; do echo "# $s: ${srv_cmd[$s]}"; done
   case "$tls" in
     psk) echo "# TLS: ours, nbdkit: --tls=require --tls-psk=KEYS.psk; qemu-nbd: --object tls-creds-psk,id=tls0,endpoint=server,dir=DIR --tls-creds tls0"
