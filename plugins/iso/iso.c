@@ -35,6 +35,7 @@
 #include "quote.h"
 #include "subprocess.h"
 #include "vector.h"
+#include "array-size.h"
 
 /* Set by config, read-only afterwards. */
 static string_vector dirs = empty_vector;
@@ -142,7 +143,7 @@ iso_config_complete (void)
     return -1;
   }
   if (prog == NULL) {
-    for (i = 0; i < sizeof programs / sizeof programs[0]; i++) {
+    for (i = 0; i < ARRAY_SIZE (programs); i++) {
       if (have_program (programs[i]))
         return set_string (&prog, programs[i]);
     }

@@ -22,6 +22,7 @@
 #include "call.h"
 #include "cleanup.h"
 #include "methods.h"
+#include "array-size.h"
 
 struct script_handle {
   char *h;                      /* as printed by open, "" without open */
@@ -141,10 +142,10 @@ script_thread_model (void)
     const char *s = out.ptr + strspn (out.ptr, " \t\n");
     size_t n = strcspn (s, " \t\n");
     size_t i;
-    for (i = 0; i < sizeof models / sizeof models[0]; ++i)
+    for (i = 0; i < ARRAY_SIZE (models); ++i)
       if (strlen (models[i].name) == n && strncmp (s, models[i].name, n) == 0)
         break;
-    if (i < sizeof models / sizeof models[0])
+    if (i < ARRAY_SIZE (models))
       model = models[i].model;
     else
       nbdkit_debug ("thread_model: ignoring unknown output \"%s\"", s);
