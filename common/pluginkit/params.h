@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
-/* Parameters that many plugins take, parsed one way: size=SIZE, and a
- * string parameter that a later one replaces.  Each returns 0, or -1
+/* Parameters that many plugins take, parsed one way: size=SIZE, a
+ * yes/no flag, and a string parameter that a later one replaces.  Each returns 0, or -1
  * after reporting the error with nbdkit_error (as a config callback
  * must).  Include after <nbdkit-plugin.h>.
  */
 #ifndef NBDKIT_PLUGINKIT_PARAMS_H
 #define NBDKIT_PLUGINKIT_PARAMS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,18 @@ param_size_only (const char *key, const char *value, int64_t *size)
     return param_size (value, size);
   nbdkit_error ("unknown parameter '%s'", key);
   return -1;
+}
+
+/* A yes/no (true, on, 1, no, ...) into *FLAG, left alone on error. */
+static inline int
+param_bool (const char *value, bool *flag)
+{
+  int r = nbdkit_parse_bool (value);
+
+  if (r == -1)
+    return -1;
+  *flag = r;
+  return 0;
 }
 
 /* A copy of VALUE into *STR, freeing what an earlier one left there. */

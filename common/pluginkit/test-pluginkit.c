@@ -47,11 +47,24 @@ nbdkit_parse_size (const char *str)
   return v;
 }
 
+/* Only the spellings the tests use. */
+int
+nbdkit_parse_bool (const char *str)
+{
+  if (strcmp (str, "on") == 0)
+    return 1;
+  if (strcmp (str, "off") == 0)
+    return 0;
+  nbdkit_error ("could not decipher boolean (%s)", str);
+  return -1;
+}
+
 static void
 test_params (void)
 {
   int64_t size = -1;
   char *s = NULL;
+  bool flag = false;
 
   assert (param_size ("4K", &size) == 0 && size == 4096);
   /* An error leaves the size as it was. */
@@ -63,6 +76,10 @@ test_params (void)
   assert (param_size_only ("sise", "20", &size) == -1 && size == 10);
   assert (strcmp (last_error, "unknown parameter 'sise'") == 0);
   assert (param_size_only ("size", "?", &size) == -1 && size == 10);
+
+  assert (param_bool ("on", &flag) == 0 && flag);
+  assert (param_bool ("maybe", &flag) == -1 && flag);
+  assert (param_bool ("off", &flag) == 0 && !flag);
 
   assert (param_string ("a", &s) == 0 && strcmp (s, "a") == 0);
   /* A later one replaces (and frees) the earlier. */
