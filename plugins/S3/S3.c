@@ -38,6 +38,7 @@
 #include "cleanup.h"
 #include "include/ispowerof2.h"
 #include "s3.h"
+#include "answers.h"
 
 struct s3_config s3_cfg = {
   .timeout_ms = 60000,
@@ -393,18 +394,6 @@ s3_can_write (void *handle)
 }
 
 static int
-s3_can_multi_conn (void *handle)
-{
-  return 1;
-}
-
-static int
-s3_can_flush (void *handle)
-{
-  return 1;
-}
-
-static int
 s3_can_trim (void *handle)
 {
   return s3_cfg.size != 0;
@@ -414,18 +403,6 @@ static int
 s3_can_zero (void *handle)
 {
   return s3_cfg.size != 0;
-}
-
-static int
-s3_can_fast_zero (void *handle)
-{
-  return 1;
-}
-
-static int
-s3_can_fua (void *handle)
-{
-  return NBDKIT_FUA_NATIVE;
 }
 
 static int
@@ -519,12 +496,12 @@ static struct nbdkit_plugin plugin = {
   .get_size          = s3_get_size,
   .block_size        = s3_block_size,
   .can_write         = s3_can_write,
-  .can_flush         = s3_can_flush,
+  .can_flush         = answer_yes,
   .can_trim          = s3_can_trim,
   .can_zero          = s3_can_zero,
-  .can_fast_zero     = s3_can_fast_zero,
-  .can_fua           = s3_can_fua,
-  .can_multi_conn    = s3_can_multi_conn,
+  .can_fast_zero     = answer_yes,
+  .can_fua           = answer_fua_native,
+  .can_multi_conn    = answer_yes,
   .can_extents       = s3_can_extents,
   .is_rotational     = s3_is_rotational,
   .pread             = s3_pread,

@@ -27,8 +27,10 @@
 #define NBDKIT_PROBE_SEMAPHORES 1
 #include <nbdkit-probe.h>
 
+#include "answers.h"
 #include "curldefs.h"
 #include "now-ns.h"
+#include "params.h"
 
 NBDKIT_PROBE_SEMAPHORE (curl_range_start);
 NBDKIT_PROBE_SEMAPHORE (curl_range_done);
@@ -54,64 +56,12 @@ static int64_t size = -1;
 static bool is_http;            /* http or https: ranges are checked */
 static bool global_init;
 
-static void
-curl_unload (void)
-{
-  pool_free ();
-  scripts_free ();
-  free (params.url);
-  free (params.user);
-  free (params.password);
-  free (params.proxy);
-  free (params.proxy_user);
-  free (params.proxy_password);
-  free (params.cookie);
-  free (params.cookiefile);
-  free (params.cookiejar);
-  free (params.header_script);
-  free (params.cookie_script);
-  free (params.cainfo);
-  free (params.capath);
-  free (params.protocols);
-  free (params.ssl_cipher_list);
-  free (params.tls13_ciphers);
-  free (params.unix_socket_path);
-  free (params.user_agent);
-  curl_slist_free_all (params.headers);
-  if (global_init)
-    curl_global_cleanup ();
-}
-
-/* Replace a string parameter given twice: the last one wins. */
-static int
-set_string (char **dst, const char *value)
-{
-  free (*dst);
-  *dst = strdup (value);
-  if (!*dst) {
-    nbdkit_error ("strdup: %m");
-    return -1;
-  }
-  return 0;
-}
-
 static int
 set_password (char **dst, const char *value)
 {
   free (*dst);
   *dst = NULL;
   return nbdkit_read_password (value, dst);
-}
-
-static int
-set_bool (const char *key, const char *value, bool *dst)
-{
-  int r = nbdkit_parse_bool (value);
-  if (r == -1)
-    return -1;
-  (void) key;
-  *dst = r;
-  return 0;
 }
 
 static int
@@ -169,7 +119,7 @@ protocol_bit (const char *name)
 
 /* protocols=a,b,c: each must be one this libcurl speaks. */
 static int
-check_protocols (const char *value)
+check_protocols (const char *key, const char *value)
 {
   const curl_version_info_data *info = curl_version_info (CURLVERSION_NOW);
   const char *p = value;
@@ -211,7 +161,7 @@ check_protocols (const char *value)
  * cipher choice that would not be enforced, rather than ignore it.
  */
 static int
-check_cipher_choice (const char *key)
+check_cipher_choice (const char *key, const char *value)
 {
   const curl_version_info_data *info = curl_version_info (CURLVERSION_NOW);
 
@@ -229,28 +179,74 @@ parse_renew (const char *key, const char *value, unsigned *dst)
   return nbdkit_parse_unsigned (key, value, dst);
 }
 
+/* The string parameters: the last one given wins (a password= or
+ * cookie= is read as nbdkit_read_password reads it), CHECK (if any)
+ * first refuses a value this libcurl could not honour, and unload
+ * frees them all.
+ */
+static const struct {
+  const char *key;
+  char **dst;
+  bool password;
+  int (*check) (const char *key, const char *value);
+} strings[] = {
+  { .key = "url", .dst = &params.url },
+  { .key = "user", .dst = &params.user },
+  { .key = "password", .dst = &params.password, .password = true },
+  { .key = "proxy", .dst = &params.proxy },
+  { .key = "proxy-user", .dst = &params.proxy_user },
+  { .key = "proxy-password", .dst = &params.proxy_password,
+    .password = true },
+  { .key = "cookie", .dst = &params.cookie, .password = true },
+  { .key = "cookiefile", .dst = &params.cookiefile },
+  { .key = "cookiejar", .dst = &params.cookiejar },
+  { .key = "header-script", .dst = &params.header_script },
+  { .key = "cookie-script", .dst = &params.cookie_script },
+  { .key = "cainfo", .dst = &params.cainfo },
+  { .key = "capath", .dst = &params.capath },
+  { .key = "protocols", .dst = &params.protocols,
+    .check = check_protocols },
+  { .key = "ssl-cipher-list", .dst = &params.ssl_cipher_list,
+    .check = check_cipher_choice },
+  { .key = "tls13-ciphers", .dst = &params.tls13_ciphers,
+    .check = check_cipher_choice },
+  { .key = "unix-socket-path", .dst = &params.unix_socket_path },
+  { .key = "user-agent", .dst = &params.user_agent },
+};
+
+/* The yes/no parameters. */
+static const struct {
+  const char *key;
+  bool *dst;
+} bools[] = {
+  { .key = "sslverify", .dst = &params.sslverify },
+  { .key = "tcp-keepalive", .dst = &params.tcp_keepalive },
+  { .key = "tcp-nodelay", .dst = &params.tcp_nodelay },
+  { .key = "followlocation", .dst = &params.followlocation },
+};
+
+static int
+config_string (size_t i, const char *value)
+{
+  if (strings[i].check && strings[i].check (strings[i].key, value) == -1)
+    return -1;
+  if (strings[i].password)
+    return set_password (strings[i].dst, value);
+  return param_string (value, strings[i].dst);
+}
+
 static int
 curl_config (const char *key, const char *value)
 {
-  if (strcmp (key, "url") == 0)
-    return set_string (&params.url, value);
-  else if (strcmp (key, "user") == 0)
-    return set_string (&params.user, value);
-  else if (strcmp (key, "password") == 0)
-    return set_password (&params.password, value);
-  else if (strcmp (key, "proxy") == 0)
-    return set_string (&params.proxy, value);
-  else if (strcmp (key, "proxy-user") == 0)
-    return set_string (&params.proxy_user, value);
-  else if (strcmp (key, "proxy-password") == 0)
-    return set_password (&params.proxy_password, value);
-  else if (strcmp (key, "cookie") == 0)
-    return set_password (&params.cookie, value);
-  else if (strcmp (key, "cookiefile") == 0)
-    return set_string (&params.cookiefile, value);
-  else if (strcmp (key, "cookiejar") == 0)
-    return set_string (&params.cookiejar, value);
-  else if (strcmp (key, "header") == 0) {
+  size_t i;
+
+  for (i = 0; i < sizeof strings / sizeof strings[0]; i++)
+    if (strcmp (key, strings[i].key) == 0)
+      return config_string (i, value);
+  for (i = 0; i < sizeof bools / sizeof bools[0]; i++)
+    if (strcmp (key, bools[i].key) == 0)
+      return param_bool (value, bools[i].dst);
+  if (strcmp (key, "header") == 0) {
     struct curl_slist *l = curl_slist_append (params.headers, value);
     if (!l) {
       nbdkit_error ("curl_slist_append: %m");
@@ -258,41 +254,12 @@ curl_config (const char *key, const char *value)
     }
     params.headers = l;
   }
-  else if (strcmp (key, "header-script") == 0)
-    return set_string (&params.header_script, value);
   else if (strcmp (key, "header-script-renew") == 0)
     return parse_renew (key, value, &params.header_script_renew);
-  else if (strcmp (key, "cookie-script") == 0)
-    return set_string (&params.cookie_script, value);
   else if (strcmp (key, "cookie-script-renew") == 0)
     return parse_renew (key, value, &params.cookie_script_renew);
-  else if (strcmp (key, "cainfo") == 0)
-    return set_string (&params.cainfo, value);
-  else if (strcmp (key, "capath") == 0)
-    return set_string (&params.capath, value);
-  else if (strcmp (key, "protocols") == 0) {
-    if (check_protocols (value) == -1)
-      return -1;
-    return set_string (&params.protocols, value);
-  }
-  else if (strcmp (key, "sslverify") == 0)
-    return set_bool (key, value, &params.sslverify);
   else if (strcmp (key, "ssl-version") == 0)
     return parse_ssl_version (value, &params.ssl_version);
-  else if (strcmp (key, "ssl-cipher-list") == 0) {
-    if (check_cipher_choice (key) == -1)
-      return -1;
-    return set_string (&params.ssl_cipher_list, value);
-  }
-  else if (strcmp (key, "tls13-ciphers") == 0) {
-    if (check_cipher_choice (key) == -1)
-      return -1;
-    return set_string (&params.tls13_ciphers, value);
-  }
-  else if (strcmp (key, "tcp-keepalive") == 0)
-    return set_bool (key, value, &params.tcp_keepalive);
-  else if (strcmp (key, "tcp-nodelay") == 0)
-    return set_bool (key, value, &params.tcp_nodelay);
   else if (strcmp (key, "timeout") == 0) {
     int t;
     if (nbdkit_parse_int (key, value, &t) == -1)
@@ -303,12 +270,6 @@ curl_config (const char *key, const char *value)
     }
     params.timeout = t;
   }
-  else if (strcmp (key, "unix-socket-path") == 0)
-    return set_string (&params.unix_socket_path, value);
-  else if (strcmp (key, "user-agent") == 0)
-    return set_string (&params.user_agent, value);
-  else if (strcmp (key, "followlocation") == 0)
-    return set_bool (key, value, &params.followlocation);
   else if (strcmp (key, "connections") == 0) {
     if (nbdkit_parse_unsigned (key, value, &params.connections) == -1)
       return -1;
@@ -323,6 +284,22 @@ curl_config (const char *key, const char *value)
     return -1;
   }
   return 0;
+}
+
+static void
+curl_unload (void)
+{
+  size_t i;
+
+  pool_free ();
+  scripts_free ();
+  for (i = 0; i < sizeof strings / sizeof strings[0]; i++) {
+    free (*strings[i].dst);
+    *strings[i].dst = NULL;
+  }
+  curl_slist_free_all (params.headers);
+  if (global_init)
+    curl_global_cleanup ();
 }
 
 static int
@@ -439,13 +416,6 @@ curl_get_ready (void)
   return fetch_size ();
 }
 
-static void *
-curl_open (int readonly)
-{
-  (void) readonly;
-  return NBDKIT_HANDLE_NOT_NEEDED;
-}
-
 static int64_t
 curl_get_size (void *handle)
 {
@@ -459,14 +429,6 @@ curl_can_write (void *handle)
 {
   (void) handle;
   return is_http;
-}
-
-/* Every connection reads the same remote file, with no cache here. */
-static int
-curl_can_multi_conn (void *handle)
-{
-  (void) handle;
-  return 1;
 }
 
 /* curl_slist_append, freeing the list if it fails. */
@@ -588,24 +550,25 @@ transfer (struct handle *h, bool write, uint64_t offset, uint32_t count,
   return 0;
 }
 
+/* One read or write on a handle from the pool; a failure is EIO. */
 static int
-curl_pread (void *handle, void *buf, uint32_t count, uint64_t offset,
-            uint32_t flags)
+pooled_transfer (bool write, void *rbuf, const void *wbuf, uint32_t count,
+                 uint64_t offset)
 {
   struct handle *h;
   long status;
   int r;
-  (void) handle; (void) flags;
 
   if (count == 0)
     return 0;
   h = pool_get ();
   if (!h)
     return -1;
-  h->rbuf = buf;
-  h->wbuf = NULL;
-  r = transfer (h, false, offset, count, &status);
+  h->rbuf = rbuf;
+  h->wbuf = wbuf;
+  r = transfer (h, write, offset, count, &status);
   h->rbuf = NULL;
+  h->wbuf = NULL;
   pool_put (h);
   if (r == -1)
     errno = EIO;
@@ -613,27 +576,17 @@ curl_pread (void *handle, void *buf, uint32_t count, uint64_t offset,
 }
 
 static int
+curl_pread (void *handle, void *buf, uint32_t count, uint64_t offset,
+            uint32_t flags)
+{
+  return pooled_transfer (false, buf, NULL, count, offset);
+}
+
+static int
 curl_pwrite (void *handle, const void *buf, uint32_t count, uint64_t offset,
              uint32_t flags)
 {
-  struct handle *h;
-  long status;
-  int r;
-  (void) handle; (void) flags;
-
-  if (count == 0)
-    return 0;
-  h = pool_get ();
-  if (!h)
-    return -1;
-  h->rbuf = NULL;
-  h->wbuf = buf;
-  r = transfer (h, true, offset, count, &status);
-  h->wbuf = NULL;
-  pool_put (h);
-  if (r == -1)
-    errno = EIO;
-  return r;
+  return pooled_transfer (true, NULL, buf, count, offset);
 }
 
 static struct nbdkit_plugin plugin = {
@@ -648,10 +601,11 @@ static struct nbdkit_plugin plugin = {
   .magic_config_key  = "url",
   .dump_plugin       = curl_dump_plugin,
   .get_ready         = curl_get_ready,
-  .open              = curl_open,
+  .open              = answer_no_handle,
   .get_size          = curl_get_size,
   .can_write         = curl_can_write,
-  .can_multi_conn    = curl_can_multi_conn,
+  /* Every connection reads the same remote file, with no cache here. */
+  .can_multi_conn    = answer_yes,
   .pread             = curl_pread,
   .pwrite            = curl_pwrite,
 };

@@ -33,6 +33,8 @@
 #include "minmax.h"
 #include "rounding.h"
 #include "vector.h"
+#include "answers.h"
+#include "params.h"
 
 /* nbdkit 1.32's sparse and zstd stores have 32 KiB pages and report
  * extents per page: a page never written is a hole, a written page
@@ -104,23 +106,10 @@ data_config (const char *key, const char *value)
       : strcmp (key, "raw") == 0 ? "raw" : "base64";
     return 0;
   }
-  if (strcmp (key, "size") == 0) {
-    int64_t r = nbdkit_parse_size (value);
-
-    if (r == -1)
-      return -1;
-    size = r;
-    return 0;
-  }
-  if (strcmp (key, "allocator") == 0) {
-    free (allocator_spec);
-    allocator_spec = strdup (value);
-    if (allocator_spec == NULL) {
-      nbdkit_error ("strdup: %m");
-      return -1;
-    }
-    return 0;
-  }
+  if (strcmp (key, "size") == 0)
+    return param_size (value, &size);
+  if (strcmp (key, "allocator") == 0)
+    return param_string (value, &allocator_spec);
   /* Anything else that could be a $VAR is one. */
   if (!is_var_name (key)) {
     nbdkit_error ("unknown parameter '%s'", key);
@@ -386,34 +375,10 @@ data_dump_plugin (void)
   printf ("zstd=%s\n", allocator_have_zstd () ? "yes" : "no");
 }
 
-static void *
-data_open (int readonly)
-{
-  return NBDKIT_HANDLE_NOT_NEEDED;
-}
-
 static int64_t
 data_get_size (void *handle)
 {
   return disk_size;
-}
-
-static int
-data_can_yes (void *handle)
-{
-  return 1;
-}
-
-static int
-data_can_fua (void *handle)
-{
-  return NBDKIT_FUA_NATIVE;
-}
-
-static int
-data_can_cache (void *handle)
-{
-  return NBDKIT_CACHE_NATIVE;
 }
 
 static int
@@ -440,21 +405,9 @@ data_pwrite (void *handle, const void *buf, uint32_t count, uint64_t offset,
 }
 
 static int
-data_flush (void *handle, uint32_t flags)
-{
-  return 0;
-}
-
-static int
 data_zero (void *handle, uint32_t count, uint64_t offset, uint32_t flags)
 {
   return allocator_zero (store, count, offset);
-}
-
-static int
-data_cache (void *handle, uint32_t count, uint64_t offset, uint32_t flags)
-{
-  return 0;
 }
 
 /* Extents of a paged store, widened to MAP_PAGE: a page is a hole if
@@ -590,23 +543,23 @@ static struct nbdkit_plugin plugin = {
   .config_help       = data_config_help,
   .magic_config_key  = "data",
   .dump_plugin       = data_dump_plugin,
-  .open              = data_open,
+  .open              = answer_no_handle,
   .get_size          = data_get_size,
-  .can_write         = data_can_yes,
-  .can_flush         = data_can_yes,
-  .can_trim          = data_can_yes,
-  .can_zero          = data_can_yes,
-  .can_fast_zero     = data_can_yes,
-  .can_fua           = data_can_fua,
-  .can_multi_conn    = data_can_yes,
-  .can_extents       = data_can_yes,
-  .can_cache         = data_can_cache,
+  .can_write         = answer_yes,
+  .can_flush         = answer_yes,
+  .can_trim          = answer_yes,
+  .can_zero          = answer_yes,
+  .can_fast_zero     = answer_yes,
+  .can_fua           = answer_fua_native,
+  .can_multi_conn    = answer_yes,
+  .can_extents       = answer_yes,
+  .can_cache         = answer_cache_native,
   .pread             = data_pread,
   .pwrite            = data_pwrite,
-  .flush             = data_flush,
+  .flush             = answer_flush_done,
   .trim              = data_zero,
   .zero              = data_zero,
-  .cache             = data_cache,
+  .cache             = answer_range_done,
   .extents           = data_extents,
   .errno_is_preserved = 1,
 };

@@ -54,6 +54,7 @@
 #include "zerocopy.h"
 
 #include "evict.h"
+#include "answers.h"
 
 /* -D file.zero=1: log how each zero request was done. */
 NBDKIT_DLL_PUBLIC int file_debug_zero;
@@ -449,24 +450,6 @@ file_can_write (void *handle)
 }
 
 static int
-file_can_yes (void *handle)
-{
-  return 1;
-}
-
-static int
-file_can_fua (void *handle)
-{
-  return NBDKIT_FUA_NATIVE;
-}
-
-static int
-file_can_cache (void *handle)
-{
-  return NBDKIT_CACHE_NATIVE;
-}
-
-static int
 file_pread (void *handle, void *buf, uint32_t count, uint64_t offset,
             uint32_t flags)
 {
@@ -814,14 +797,14 @@ static struct nbdkit_plugin plugin = {
   .close             = file_close,
   .get_size          = file_get_size,
   .can_write         = file_can_write,
-  .can_flush         = file_can_yes,
-  .can_trim          = file_can_yes,
-  .can_zero          = file_can_yes,
-  .can_fast_zero     = file_can_yes,
-  .can_fua           = file_can_fua,
-  .can_multi_conn    = file_can_yes,
-  .can_extents       = file_can_yes,
-  .can_cache         = file_can_cache,
+  .can_flush         = answer_yes,
+  .can_trim          = answer_yes,
+  .can_zero          = answer_yes,
+  .can_fast_zero     = answer_yes,
+  .can_fua           = answer_fua_native,
+  .can_multi_conn    = answer_yes,
+  .can_extents       = answer_yes,
+  .can_cache         = answer_cache_native,
   .pread             = file_pread,
   .pwrite            = file_pwrite,
   .flush             = file_flush,

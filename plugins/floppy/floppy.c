@@ -30,6 +30,7 @@
 #include "minmax.h"
 #include "regions.h"
 #include "virtual-floppy.h"
+#include "answers.h"
 
 /* Parameters, set by config; then the image, built by get_ready. */
 static char *dir = NULL;
@@ -170,23 +171,10 @@ floppy_get_ready (void)
   return 0;
 }
 
-static void *
-floppy_open (int readonly)
-{
-  return NBDKIT_HANDLE_NOT_NEEDED;
-}
-
 static int64_t
 floppy_get_size (void *handle)
 {
   return regions_size (&floppy.regions);
-}
-
-/* The disk never changes, so every connection sees the same bytes. */
-static int
-floppy_can_multi_conn (void *handle)
-{
-  return 1;
 }
 
 /* Read N bytes at OFFSET of file I. */
@@ -297,9 +285,9 @@ static struct nbdkit_plugin plugin = {
   .config_help       = floppy_config_help,
   .magic_config_key  = "dir",
   .get_ready         = floppy_get_ready,
-  .open              = floppy_open,
+  .open              = answer_no_handle,
   .get_size          = floppy_get_size,
-  .can_multi_conn    = floppy_can_multi_conn,
+  .can_multi_conn    = answer_yes, /* the disk never changes */
   .pread             = floppy_pread,
   .extents           = floppy_extents,
   .errno_is_preserved = 1,

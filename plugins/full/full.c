@@ -21,6 +21,8 @@
 #include <nbdkit-plugin.h>
 
 #include "zerocopy.h"
+#include "answers.h"
+#include "params.h"
 
 /* Set by config, read-only once the server starts serving; -1 = unset. */
 static int64_t size = -1;
@@ -53,16 +55,7 @@ full_unload (void)
 static int
 full_config (const char *key, const char *value)
 {
-  if (strcmp (key, "size") == 0) {
-    int64_t r = nbdkit_parse_size (value);
-
-    if (r == -1)
-      return -1;
-    size = r;
-    return 0;
-  }
-  nbdkit_error ("unknown parameter '%s'", key);
-  return -1;
+  return param_size_only (key, value, &size);
 }
 
 static int
@@ -78,28 +71,10 @@ full_config_complete (void)
 #define full_config_help \
   "[size=]SIZE               Size of the disk (required)."
 
-static void *
-full_open (int readonly)
-{
-  return NBDKIT_HANDLE_NOT_NEEDED;
-}
-
 static int64_t
 full_get_size (void *handle)
 {
   return size;
-}
-
-static int
-full_can_yes (void *handle)
-{
-  return 1;
-}
-
-static int
-full_can_cache (void *handle)
-{
-  return NBDKIT_CACHE_NATIVE;
 }
 
 static int
@@ -136,13 +111,6 @@ full_zero (void *handle, uint32_t count, uint64_t offset, uint32_t flags)
 {
   errno = (flags & NBDKIT_FLAG_FAST_ZERO) ? ENOTSUP : ENOSPC;
   return -1;
-}
-
-/* The data is zeroes already: nothing to bring into a cache. */
-static int
-full_cache (void *handle, uint32_t count, uint64_t offset, uint32_t flags)
-{
-  return 0;
 }
 
 /* All one hole, so clients that copy skip it. */
@@ -194,20 +162,20 @@ static struct nbdkit_plugin plugin = {
   .config_complete   = full_config_complete,
   .config_help       = full_config_help,
   .magic_config_key  = "size",
-  .open              = full_open,
+  .open              = answer_no_handle,
   .get_size          = full_get_size,
-  .can_write         = full_can_yes,
-  .can_trim          = full_can_yes,
-  .can_zero          = full_can_yes,
-  .can_fast_zero     = full_can_yes,
-  .can_multi_conn    = full_can_yes,
-  .can_extents       = full_can_yes,
-  .can_cache         = full_can_cache,
+  .can_write         = answer_yes,
+  .can_trim          = answer_yes,
+  .can_zero          = answer_yes,
+  .can_fast_zero     = answer_yes,
+  .can_multi_conn    = answer_yes,
+  .can_extents       = answer_yes,
+  .can_cache         = answer_cache_native,
   .pread             = full_pread,
   .pwrite            = full_pwrite,
   .trim              = full_trim,
   .zero              = full_zero,
-  .cache             = full_cache,
+  .cache             = answer_range_done, /* zeroes already */
   .extents           = full_extents,
   .errno_is_preserved = 1,
 };

@@ -32,6 +32,7 @@
 
 #define NBDKIT_API_VERSION 2
 #include <nbdkit-plugin.h>
+#include "answers.h"
 
 enum mode {
   MODE_EXPORTNAME,
@@ -309,12 +310,6 @@ info_can_multi_conn (void *handle)
   return mode == MODE_EXPORTNAME || mode == MODE_BASE64EXPORTNAME;
 }
 
-static int
-info_can_cache (void *handle)
-{
-  return NBDKIT_CACHE_NATIVE;
-}
-
 /* The time since START on the monotonic clock. */
 static void
 elapsed (const struct timespec *start, uint64_t *sec, uint32_t *usec)
@@ -381,12 +376,6 @@ info_pread (void *handle, void *buf, uint32_t count, uint64_t offset,
   return 0;
 }
 
-static int
-info_cache (void *handle, uint32_t count, uint64_t offset, uint32_t flags)
-{
-  return 0;
-}
-
 #define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
 
 static struct nbdkit_plugin plugin = {
@@ -403,9 +392,9 @@ static struct nbdkit_plugin plugin = {
   .close             = info_close,
   .get_size          = info_get_size,
   .can_multi_conn    = info_can_multi_conn,
-  .can_cache         = info_can_cache,
+  .can_cache         = answer_cache_native,
   .pread             = info_pread,
-  .cache             = info_cache,
+  .cache             = answer_range_done,
   .errno_is_preserved = 1,
 };
 

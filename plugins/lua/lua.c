@@ -6,9 +6,10 @@
  * standard libraries and the "nbdkit" table (debug, set_error, probe,
  * errno constants), the script named by script= (the magic key, so
  * "nbdkit lua disk.lua" works) is loaded and run at config, and the
- * state is closed at unload.  Each callback below pushes the script's
- * function of the same name and its arguments, and call_fn runs it
- * protected and checks what came back.
+ * state is closed at unload.  The data callbacks are langhost's
+ * (common/langhost): for each call it describes, lh_host_call pushes
+ * the script's function of that name and the arguments, and call_fn
+ * runs it protected and checks what came back.
  *
  * The arguments are those of nbdkit 1.32's Lua host, which follows
  * version 1 of the plugin API (no flags, zero gets may_trim); the
@@ -37,6 +38,9 @@
 #include <lualib.h>
 #include <lauxlib.h>
 
+#include "langhost.h"
+#include "now-ns.h"
+
 NBDKIT_PROBE_SEMAPHORE (lua_call_start);
 NBDKIT_PROBE_SEMAPHORE (lua_call_done);
 
@@ -44,9 +48,6 @@ NBDKIT_PROBE_SEMAPHORE (lua_call_done);
 
 /* The Lua state, created at load and closed at unload. */
 static lua_State *L;
-
-/* Set at config, read-only afterwards. */
-static char *script;            /* as given on the command line */
 
 /* The errno the script passed to nbdkit.set_error during the current
  * call (0 if none).  Calls are serialized, so one will do.
@@ -142,16 +143,8 @@ lua_unload_ (void)
   if (L != NULL)
     lua_close (L);
   L = NULL;
-  free (script);
-  script = NULL;
-}
-
-static uint64_t
-now_ns (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (uint64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
+  free (lh_script);
+  lh_script = NULL;
 }
 
 /* Does the script define the global function NAME? */
@@ -160,7 +153,7 @@ defined (const char *name)
 {
   bool r;
 
-  if (L == NULL || script == NULL)
+  if (L == NULL || lh_script == NULL)
     return false;
   lua_getglobal (L, name);
   r = lua_isfunction (L, -1);
@@ -180,14 +173,6 @@ error_text (void)
                          luaL_typename (L, -1));
   s = luaL_gsub (L, s, "\n", " ");
   return luaL_gsub (L, s, "\r", " ");
-}
-
-/* A wrong result: report it; the caller returns -1 (EIO). */
-static int
-wrong (const char *name, const char *what)
-{
-  nbdkit_error ("%s: %s: %s", script, name, what);
-  return -1;
 }
 
 /* What a callback makes of the value a function returned (on top of
@@ -221,7 +206,7 @@ call_fn (const char *name, int nargs, result_fn check, void *opaque)
 
   if (lua_pcall (L, nargs, 1, 0) != LUA_OK) {
     msg = error_text ();
-    nbdkit_error ("%s: %s: %s", script, name, msg);
+    nbdkit_error ("%s: %s: %s", lh_script, name, msg);
     r = -1;
   }
   else if (check && check (name, opaque) == -1)
@@ -238,276 +223,69 @@ call_fn (const char *name, int nargs, result_fn check, void *opaque)
   return r;
 }
 
-static int
-result_int64 (const char *name, void *opaque)
+/* ---- the language side of langhost's callbacks ---- */
+
+bool
+lh_host_defined (const char *name)
 {
-  int64_t *r = opaque;
+  return defined (name);
+}
+
+static int
+result_size (const char *name, void *opaque)
+{
+  struct lh_call *c = opaque;
   int isnum;
   lua_Integer i = lua_tointegerx (L, -1, &isnum);
 
   /* Numeric strings convert, as in nbdkit 1.32; 1.5 does not. */
   if (!isnum)
-    return wrong (name, "returned a value that is not an integer");
-  *r = i;
+    return lh_wrong (name, "returned a value that is not an integer");
+  c->size = i;
   return 0;
 }
 
 static int
-result_bool (const char *name, void *opaque)
+result_truth (const char *name, void *opaque)
 {
-  int *r = opaque;
+  struct lh_call *c = opaque;
 
   if (!lua_isboolean (L, -1))
-    return wrong (name, "returned a value that is not a boolean");
-  *r = lua_toboolean (L, -1);
+    return lh_wrong (name, "returned a value that is not a boolean");
+  c->truth = lua_toboolean (L, -1);
   return 0;
 }
 
 static int
 result_handle (const char *name, void *opaque)
 {
-  struct handle *h = opaque;
+  struct lh_call *c = opaque;
+  struct handle *h = c->handle;
+
   lua_pushvalue (L, -1);
   h->ref = luaL_ref (L, LUA_REGISTRYINDEX);
   return 0;
 }
 
-struct read_buf {
-  void *buf;
-  uint32_t count;
-};
-
 static int
-result_buffer (const char *name, void *opaque)
+result_data (const char *name, void *opaque)
 {
-  struct read_buf *rb = opaque;
   const char *p;
   size_t len;
 
   if (lua_type (L, -1) != LUA_TSTRING)
-    return wrong (name, "returned a value that is not a string");
+    return lh_wrong (name, "returned a value that is not a string");
   p = lua_tolstring (L, -1, &len);
-  if (len < rb->count) {
-    nbdkit_error ("%s: %s: returned %zu bytes, expected %" PRIu32,
-                  script, name, len, rb->count);
-    return -1;
-  }
-  memcpy (rb->buf, p, rb->count);
-  return 0;
+  return lh_take_data (opaque, p, len);
 }
 
-/* Push the script's function NAME, then the handle. */
-static void
-push_fn (const char *name, struct handle *h)
-{
-  lua_getglobal (L, name);
-  if (h)
-    lua_rawgeti (L, LUA_REGISTRYINDEX, h->ref);
-}
-
-static void
-lua_dump_plugin (void)
-{
-  printf ("lua_version=%s\n",
-          LUA_VERSION_MAJOR "." LUA_VERSION_MINOR "." LUA_VERSION_RELEASE);
-  if (defined ("dump_plugin")) {
-    fflush (stdout);
-    push_fn ("dump_plugin", NULL);
-    call_fn ("dump_plugin", 0, NULL, NULL);
-    fflush (stdout);
-  }
-}
-
-/* Load the script and run its top-level statements. */
-static int
-load_script (const char *path)
-{
-  if (L == NULL) {
-    nbdkit_error ("could not create the Lua state");
-    return -1;
-  }
-  if (access (path, R_OK) == -1) {
-    nbdkit_error ("%s: %m", path);
-    return -1;
-  }
-  script = strdup (path);
-  if (script == NULL) {
-    nbdkit_error ("strdup: %m");
-    return -1;
-  }
-  if (luaL_loadfile (L, script) != LUA_OK) {
-    nbdkit_error ("%s: the script does not parse: %s", script, error_text ());
-    lua_settop (L, 0);
-    return -1;
-  }
-  if (lua_pcall (L, 0, 0, 0) != LUA_OK) {
-    nbdkit_error ("%s: the script failed when run at start-up: %s",
-                  script, error_text ());
-    lua_settop (L, 0);
-    return -1;
-  }
-  return 0;
-}
-
-static int
-lua_config (const char *key, const char *value)
-{
-  if (script == NULL) {
-    if (strcmp (key, "script") != 0) {
-      nbdkit_error ("the first parameter must be script=/path/to/script.lua");
-      return -1;
-    }
-    return load_script (value);
-  }
-  if (defined ("config")) {
-    push_fn ("config", NULL);
-    lua_pushstring (L, key);
-    lua_pushstring (L, value);
-    return call_fn ("config", 2, NULL, NULL);
-  }
-  nbdkit_error ("%s: the script takes no parameters (no function config), "
-                "but was given %s=%s", script, key, value);
-  return -1;
-}
-
-static int
-lua_config_complete (void)
-{
-  static const char *required[] = { "open", "get_size", "pread" };
-  size_t i;
-
-  if (script == NULL) {
-    nbdkit_error ("no script given: use script=/path/to/script.lua");
-    return -1;
-  }
-  for (i = 0; i < sizeof required / sizeof required[0]; ++i) {
-    if (!defined (required[i])) {
-      nbdkit_error ("%s: the script does not define the required "
-                    "function %s", script, required[i]);
-      return -1;
-    }
-  }
-  if (defined ("config_complete")) {
-    push_fn ("config_complete", NULL);
-    return call_fn ("config_complete", 0, NULL, NULL);
-  }
-  return 0;
-}
-
-#define lua_config_help \
-  "script=<FILENAME>     (required) The Lua script to serve.\n" \
-  "Other parameters are passed to the script's config function."
-
-static void *
-lua_open (int readonly)
-{
-  struct handle *h = malloc (sizeof *h);
-
-  if (h == NULL) {
-    nbdkit_error ("malloc: %m");
-    return NULL;
-  }
-  push_fn ("open", NULL);
-  lua_pushboolean (L, readonly);
-  if (call_fn ("open", 1, result_handle, h) == -1) {
-    free (h);
-    return NULL;
-  }
-  return h;
-}
-
-static void
-lua_close_ (void *handle)
-{
-  struct handle *h = handle;
-
-  if (defined ("close")) {
-    push_fn ("close", h);
-    call_fn ("close", 1, NULL, NULL);
-  }
-  luaL_unref (L, LUA_REGISTRYINDEX, h->ref);
-  free (h);
-}
-
-static int64_t
-lua_get_size (void *handle)
-{
-  int64_t size = -1;
-
-  push_fn ("get_size", handle);
-  if (call_fn ("get_size", 1, result_int64, &size) == -1)
-    return -1;
-  if (size < 0) {
-    wrong ("get_size", "returned a negative size");
-    nbdkit_set_error (EIO);
-    return -1;
-  }
-  return size;
-}
-
-/* can_write, can_flush, can_trim: the script's function if it has
- * one, else whether it defines the callback that the answer is about,
- * as for a C plugin.  (Debian's nbdkit 1.32 answers can_flush false
- * for a script with flush but no can_flush, against its own page; we
- * follow the page.)
- */
-static int
-ask_bool (void *handle, const char *name, const char *fallback)
-{
-  int r = 0;
-
-  if (!defined (name))
-    return fallback ? defined (fallback) : 0;
-  push_fn (name, handle);
-  if (call_fn (name, 1, result_bool, &r) == -1)
-    return -1;
-  return r;
-}
-
-static int
-lua_can_write (void *handle)
-{
-  return ask_bool (handle, "can_write", "pwrite");
-}
-
-static int
-lua_can_flush (void *handle)
-{
-  return ask_bool (handle, "can_flush", "flush");
-}
-
-static int
-lua_is_rotational (void *handle)
-{
-  return ask_bool (handle, "is_rotational", NULL);
-}
-
-static int
-lua_can_trim (void *handle)
-{
-  return ask_bool (handle, "can_trim", "trim");
-}
-
-/* As nbdkit 1.32 does for its Lua host: fast zero is advertised, and
- * refused at once (zero below), since a Lua zero cannot promise speed.
- */
-static int
-lua_can_fast_zero (void *handle)
-{
-  return 1;
-}
-
-static int
-lua_pread (void *handle, void *buf, uint32_t count, uint64_t offset,
-           uint32_t flags)
-{
-  struct read_buf rb = { .buf = buf, .count = count };
-
-  push_fn ("pread", handle);
-  lua_pushinteger (L, count);
-  lua_pushinteger (L, (lua_Integer) offset);
-  return call_fn ("pread", 3, result_buffer, &rb);
-}
+static const result_fn results[] = {
+  [LH_NOTHING] = NULL,
+  [LH_NEW_HANDLE] = result_handle,
+  [LH_SIZE] = result_size,
+  [LH_TRUTH] = result_truth,
+  [LH_DATA] = result_data,
+};
 
 static int
 l_pushlstring (lua_State *l)
@@ -531,64 +309,180 @@ push_buffer (const void *buf, uint32_t count)
 }
 
 static int
-lua_pwrite (void *handle, const void *buf, uint32_t count, uint64_t offset,
-            uint32_t flags)
+push_arg (const struct lh_arg *a)
 {
-  if (!defined ("pwrite")) {
-    nbdkit_error ("%s: the script has no function pwrite", script);
-    nbdkit_set_error (EROFS);
-    return -1;
-  }
-  push_fn ("pwrite", handle);
-  if (push_buffer (buf, count) == -1) {
-    nbdkit_error ("%s: pwrite: %s", script, lua_tostring (L, -1));
-    lua_pop (L, 3);
-    nbdkit_set_error (ENOMEM);
-    return -1;
-  }
-  lua_pushinteger (L, (lua_Integer) offset);
-  return call_fn ("pwrite", 3, NULL, NULL);
-}
-
-static int
-lua_flush (void *handle, uint32_t flags)
-{
-  if (!defined ("flush"))
+  switch (a->type) {
+  case LH_HANDLE:
+    lua_rawgeti (L, LUA_REGISTRYINDEX, ((const struct handle *) a->p)->ref);
     return 0;
-  push_fn ("flush", handle);
-  return call_fn ("flush", 1, NULL, NULL);
+  case LH_BOOL:
+    lua_pushboolean (L, a->u != 0);
+    return 0;
+  case LH_UINT:
+    lua_pushinteger (L, (lua_Integer) a->u);
+    return 0;
+  case LH_BYTES:
+    return push_buffer (a->p, (uint32_t) a->u);
+  }
+  abort ();
 }
 
-static int
-lua_trim (void *handle, uint32_t count, uint64_t offset, uint32_t flags)
+enum lh_outcome
+lh_host_call (struct lh_call *c)
 {
-  if (!defined ("trim"))
-    return 0;                   /* trim is advisory */
-  push_fn ("trim", handle);
-  lua_pushinteger (L, count);
-  lua_pushinteger (L, (lua_Integer) offset);
-  return call_fn ("trim", 3, NULL, NULL);
+  int top = lua_gettop (L);
+  size_t i;
+
+  if (c->optional && !defined (c->name))
+    return LH_ABSENT;
+  if (c->want == LH_NEW_HANDLE) {
+    c->handle = malloc (sizeof (struct handle));
+    if (c->handle == NULL) {
+      nbdkit_error ("malloc: %m");
+      return LH_FAILED;
+    }
+  }
+  lua_getglobal (L, c->name);
+  for (i = 0; i < c->nargs; ++i) {
+    if (push_arg (&c->args[i]) == -1) {
+      nbdkit_error ("%s: %s: %s", lh_script, c->name, lua_tostring (L, -1));
+      lua_settop (L, top);
+      nbdkit_set_error (ENOMEM);
+      return LH_FAILED;
+    }
+  }
+  if (call_fn (c->name, (int) c->nargs, results[c->want], c) == -1) {
+    if (c->want == LH_NEW_HANDLE)
+      free (c->handle);
+    return LH_FAILED;
+  }
+  if (c->want == LH_SIZE && c->size < 0) {
+    lh_wrong (c->name, "returned a negative size");
+    nbdkit_set_error (EIO);
+    return LH_FAILED;
+  }
+  return LH_DONE;
 }
 
-/* Without a function zero, or for a fast zero, fail with EOPNOTSUPP:
- * the server then writes zeroes with pwrite (or, for a fast zero,
- * tells the client at once).  A function may do the same with
- * nbdkit.set_error (nbdkit.EOPNOTSUPP).
- */
-static int
-lua_zero (void *handle, uint32_t count, uint64_t offset, uint32_t flags)
+void
+lh_host_free_handle (void *handle)
 {
-  if (!defined ("zero") || (flags & NBDKIT_FLAG_FAST_ZERO)) {
-    nbdkit_set_error (EOPNOTSUPP);
+  struct handle *h = handle;
+
+  luaL_unref (L, LUA_REGISTRYINDEX, h->ref);
+  free (h);
+}
+
+const struct langhost langhost = {
+  .word = "function",
+  .open = "open",
+  .close = "close",
+  .flush = "flush",
+  .pass_flags = false,          /* version 1 arguments, as 1.32's */
+  .look_first = true,
+  .no_zero_note = NULL,
+};
+
+/* ---- start-up ---- */
+
+static void
+lua_dump_plugin (void)
+{
+  printf ("lua_version=%s\n",
+          LUA_VERSION_MAJOR "." LUA_VERSION_MINOR "." LUA_VERSION_RELEASE);
+  if (defined ("dump_plugin")) {
+    fflush (stdout);
+    lua_getglobal (L, "dump_plugin");
+    call_fn ("dump_plugin", 0, NULL, NULL);
+    fflush (stdout);
+  }
+}
+
+/* Load the script and run its top-level statements. */
+static int
+load_script (const char *path)
+{
+  if (L == NULL) {
+    nbdkit_error ("could not create the Lua state");
     return -1;
   }
-  push_fn ("zero", handle);
-  lua_pushinteger (L, count);
-  lua_pushinteger (L, (lua_Integer) offset);
-  lua_pushboolean (L, (flags & NBDKIT_FLAG_MAY_TRIM) != 0);
-  return call_fn ("zero", 4, NULL, NULL);
+  if (access (path, R_OK) == -1) {
+    nbdkit_error ("%s: %m", path);
+    return -1;
+  }
+  lh_script = strdup (path);
+  if (lh_script == NULL) {
+    nbdkit_error ("strdup: %m");
+    return -1;
+  }
+  if (luaL_loadfile (L, lh_script) != LUA_OK) {
+    nbdkit_error ("%s: the script does not parse: %s", lh_script,
+                  error_text ());
+    lua_settop (L, 0);
+    return -1;
+  }
+  if (lua_pcall (L, 0, 0, 0) != LUA_OK) {
+    nbdkit_error ("%s: the script failed when run at start-up: %s",
+                  lh_script, error_text ());
+    lua_settop (L, 0);
+    return -1;
+  }
+  return 0;
 }
 
+static int
+lua_config (const char *key, const char *value)
+{
+  if (lh_script == NULL) {
+    if (strcmp (key, "script") != 0) {
+      nbdkit_error ("the first parameter must be script=/path/to/script.lua");
+      return -1;
+    }
+    return load_script (value);
+  }
+  if (defined ("config")) {
+    lua_getglobal (L, "config");
+    lua_pushstring (L, key);
+    lua_pushstring (L, value);
+    return call_fn ("config", 2, NULL, NULL);
+  }
+  nbdkit_error ("%s: the script takes no parameters (no function config), "
+                "but was given %s=%s", lh_script, key, value);
+  return -1;
+}
+
+static int
+lua_config_complete (void)
+{
+  static const char *required[] = { "open", "get_size", "pread" };
+  size_t i;
+
+  if (lh_script == NULL) {
+    nbdkit_error ("no script given: use script=/path/to/script.lua");
+    return -1;
+  }
+  for (i = 0; i < sizeof required / sizeof required[0]; ++i) {
+    if (!defined (required[i])) {
+      nbdkit_error ("%s: the script does not define the required "
+                    "function %s", lh_script, required[i]);
+      return -1;
+    }
+  }
+  if (defined ("config_complete")) {
+    lua_getglobal (L, "config_complete");
+    return call_fn ("config_complete", 0, NULL, NULL);
+  }
+  return 0;
+}
+
+#define lua_config_help \
+  "script=<FILENAME>     (required) The Lua script to serve.\n" \
+  "Other parameters are passed to the script's config function."
+
+/* As nbdkit 1.32's Lua host: a version 1 host that advertises fast
+ * zero, refused at once (lh_zero), since a Lua zero cannot promise
+ * speed.
+ */
 static struct nbdkit_plugin plugin = {
   .name               = "lua",
   .version            = PACKAGE_VERSION,
@@ -600,19 +494,8 @@ static struct nbdkit_plugin plugin = {
   .config_complete    = lua_config_complete,
   .config_help        = lua_config_help,
   .magic_config_key   = "script",
-  .open               = lua_open,
-  .close              = lua_close_,
-  .get_size           = lua_get_size,
-  .can_write          = lua_can_write,
-  .can_flush          = lua_can_flush,
-  .is_rotational      = lua_is_rotational,
-  .can_trim           = lua_can_trim,
-  .can_fast_zero      = lua_can_fast_zero,
-  .pread              = lua_pread,
-  .pwrite             = lua_pwrite,
-  .flush              = lua_flush,
-  .trim               = lua_trim,
-  .zero               = lua_zero,
+  .can_fast_zero      = lh_yes,
+  LANGHOST_CALLBACKS
 };
 
 NBDKIT_REGISTER_PLUGIN (plugin)

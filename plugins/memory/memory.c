@@ -25,6 +25,8 @@
 
 #include "allocator.h"
 #include "zerocopy.h"
+#include "answers.h"
+#include "params.h"
 
 /* Set by config, read-only once the server starts serving. */
 static int64_t size = -1;
@@ -41,23 +43,10 @@ memory_unload (void)
 static int
 memory_config (const char *key, const char *value)
 {
-  if (strcmp (key, "size") == 0) {
-    int64_t r = nbdkit_parse_size (value);
-
-    if (r == -1)
-      return -1;
-    size = r;
-    return 0;
-  }
-  if (strcmp (key, "allocator") == 0) {
-    free (allocator_spec);
-    allocator_spec = strdup (value);
-    if (allocator_spec == NULL) {
-      nbdkit_error ("strdup: %m");
-      return -1;
-    }
-    return 0;
-  }
+  if (strcmp (key, "size") == 0)
+    return param_size (value, &size);
+  if (strcmp (key, "allocator") == 0)
+    return param_string (value, &allocator_spec);
   nbdkit_error ("unknown parameter '%s'", key);
   return -1;
 }
@@ -97,36 +86,10 @@ memory_dump_plugin (void)
   printf ("zstd=%s\n", allocator_have_zstd () ? "yes" : "no");
 }
 
-static void *
-memory_open (int readonly)
-{
-  return NBDKIT_HANDLE_NOT_NEEDED;
-}
-
 static int64_t
 memory_get_size (void *handle)
 {
   return size;
-}
-
-/* Every capability is native and cheap. */
-static int
-memory_can_yes (void *handle)
-{
-  return 1;
-}
-
-static int
-memory_can_fua (void *handle)
-{
-  /* Data is "on stable storage" as soon as it is in memory. */
-  return NBDKIT_FUA_NATIVE;
-}
-
-static int
-memory_can_cache (void *handle)
-{
-  return NBDKIT_CACHE_NATIVE;
 }
 
 static int
@@ -211,12 +174,6 @@ memory_pwrite (void *handle, const void *buf, uint32_t count,
   return 0;
 }
 
-static int
-memory_flush (void *handle, uint32_t flags)
-{
-  return 0;
-}
-
 /* Trim and zero are the same operation here: both free pages, and
  * both leave the range reading as zeroes, which trim is allowed to do.
  */
@@ -230,12 +187,6 @@ static int
 memory_zero (void *handle, uint32_t count, uint64_t offset, uint32_t flags)
 {
   return allocator_zero (store, count, offset);
-}
-
-static int
-memory_cache (void *handle, uint32_t count, uint64_t offset, uint32_t flags)
-{
-  return 0;
 }
 
 static int
@@ -270,23 +221,25 @@ static struct nbdkit_plugin plugin = {
   .config_help       = memory_config_help,
   .magic_config_key  = "size",
   .dump_plugin       = memory_dump_plugin,
-  .open              = memory_open,
+  .open              = answer_no_handle,
   .get_size          = memory_get_size,
-  .can_write         = memory_can_yes,
-  .can_flush         = memory_can_yes,
-  .can_trim          = memory_can_yes,
-  .can_zero          = memory_can_yes,
-  .can_fast_zero     = memory_can_yes,
-  .can_fua           = memory_can_fua,
-  .can_multi_conn    = memory_can_yes,
-  .can_extents       = memory_can_yes,
-  .can_cache         = memory_can_cache,
+  /* Every capability is native and cheap. */
+  .can_write         = answer_yes,
+  .can_flush         = answer_yes,
+  .can_trim          = answer_yes,
+  .can_zero          = answer_yes,
+  .can_fast_zero     = answer_yes,
+  /* Data is "on stable storage" as soon as it is in memory. */
+  .can_fua           = answer_fua_native,
+  .can_multi_conn    = answer_yes,
+  .can_extents       = answer_yes,
+  .can_cache         = answer_cache_native,
   .pread             = memory_pread,
   .pwrite            = memory_pwrite,
-  .flush             = memory_flush,
+  .flush             = answer_flush_done,
   .trim              = memory_trim,
   .zero              = memory_zero,
-  .cache             = memory_cache,
+  .cache             = answer_range_done,
   .extents           = memory_extents,
   .errno_is_preserved = 1,
 };

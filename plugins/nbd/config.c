@@ -26,6 +26,7 @@
 #include <nbdkit-plugin.h>
 
 #include "nbd.h"
+#include "params.h"
 #include "vector.h"
 
 struct nbd_config nbd_cfg = {
@@ -198,11 +199,8 @@ proxy_config (const char *key, const char *value)
       return -1;
     }
   }
-  else if (strcmp (key, "dynamic-export") == 0) {
-    if ((r = nbdkit_parse_bool (value)) == -1)
-      return -1;
-    nbd_cfg.dynamic_export = r;
-  }
+  else if (strcmp (key, "dynamic-export") == 0)
+    return param_bool (value, &nbd_cfg.dynamic_export);
   else if (strcmp (key, "tls") == 0) {
     if (strcmp (value, "require") == 0 || strcmp (value, "required") == 0 ||
         strcmp (value, "force") == 0)

@@ -13,6 +13,8 @@
 
 #define NBDKIT_API_VERSION 2
 #include <nbdkit-plugin.h>
+#include "answers.h"
+#include "params.h"
 
 /* Set by config, read-only once the server starts serving. */
 static int64_t size = 0;
@@ -20,49 +22,16 @@ static int64_t size = 0;
 static int
 null_config (const char *key, const char *value)
 {
-  if (strcmp (key, "size") == 0) {
-    int64_t r = nbdkit_parse_size (value);
-
-    if (r == -1)
-      return -1;
-    size = r;
-    return 0;
-  }
-  nbdkit_error ("unknown parameter '%s'", key);
-  return -1;
+  return param_size_only (key, value, &size);
 }
 
 #define null_config_help \
   "[size=]SIZE               Size of the disk (default 0)."
 
-static void *
-null_open (int readonly)
-{
-  return NBDKIT_HANDLE_NOT_NEEDED;
-}
-
 static int64_t
 null_get_size (void *handle)
 {
   return size;
-}
-
-static int
-null_can_yes (void *handle)
-{
-  return 1;
-}
-
-static int
-null_can_fua (void *handle)
-{
-  return NBDKIT_FUA_NATIVE;
-}
-
-static int
-null_can_cache (void *handle)
-{
-  return NBDKIT_CACHE_NATIVE;
 }
 
 static int
@@ -76,19 +45,6 @@ null_pread (void *handle, void *buf, uint32_t count, uint64_t offset,
 static int
 null_pwrite (void *handle, const void *buf, uint32_t count, uint64_t offset,
              uint32_t flags)
-{
-  return 0;
-}
-
-static int
-null_flush (void *handle, uint32_t flags)
-{
-  return 0;
-}
-
-/* Trim, zero and cache have nothing to do: the disk is already zero. */
-static int
-null_range_op (void *handle, uint32_t count, uint64_t offset, uint32_t flags)
 {
   return 0;
 }
@@ -111,23 +67,24 @@ static struct nbdkit_plugin plugin = {
   .config            = null_config,
   .config_help       = null_config_help,
   .magic_config_key  = "size",
-  .open              = null_open,
+  .open              = answer_no_handle,
   .get_size          = null_get_size,
-  .can_write         = null_can_yes,
-  .can_flush         = null_can_yes,
-  .can_trim          = null_can_yes,
-  .can_zero          = null_can_yes,
-  .can_fast_zero     = null_can_yes,
-  .can_fua           = null_can_fua,
-  .can_multi_conn    = null_can_yes,
-  .can_extents       = null_can_yes,
-  .can_cache         = null_can_cache,
+  .can_write         = answer_yes,
+  .can_flush         = answer_yes,
+  .can_trim          = answer_yes,
+  .can_zero          = answer_yes,
+  .can_fast_zero     = answer_yes,
+  .can_fua           = answer_fua_native,
+  .can_multi_conn    = answer_yes,
+  .can_extents       = answer_yes,
+  .can_cache         = answer_cache_native,
   .pread             = null_pread,
   .pwrite            = null_pwrite,
-  .flush             = null_flush,
-  .trim              = null_range_op,
-  .zero              = null_range_op,
-  .cache             = null_range_op,
+  .flush             = answer_flush_done,
+  /* Trim, zero and cache have nothing to do: the disk is all zero. */
+  .trim              = answer_range_done,
+  .zero              = answer_range_done,
+  .cache             = answer_range_done,
   .extents           = null_extents,
   .errno_is_preserved = 1,
 };

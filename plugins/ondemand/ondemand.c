@@ -42,6 +42,7 @@
 #include "cleanup.h"
 
 #include "disk.h"
+#include "params.h"
 
 /* Set by config, read-only once the server serves. */
 static char *dir = NULL;
@@ -78,23 +79,10 @@ ondemand_config (const char *key, const char *value)
     requested_size = nbdkit_parse_size (value);
     return requested_size == -1 ? -1 : 0;
   }
-  if (strcmp (key, "wait") == 0) {
-    int r = nbdkit_parse_bool (value);
-
-    if (r == -1)
-      return -1;
-    wait_for_lock = r;
-    return 0;
-  }
-  if (strcmp (key, "command") == 0) {
-    free (command);
-    command = strdup (value);
-    if (command == NULL) {
-      nbdkit_error ("strdup: %m");
-      return -1;
-    }
-    return 0;
-  }
+  if (strcmp (key, "wait") == 0)
+    return param_bool (value, &wait_for_lock);
+  if (strcmp (key, "command") == 0)
+    return param_string (value, &command);
   /* type=, label= and anything else: a variable for the command. */
   return disk_vars_add (key, value, reserved);
 }

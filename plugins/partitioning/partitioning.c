@@ -34,6 +34,7 @@
 #include "include/iszero.h"
 #include "include/minmax.h"
 #include "partitioning.h"
+#include "answers.h"
 
 #define DEFAULT_MBR_ID 0x83
 /* 0FC63DAF-8483-4772-8E79-3D69D8477DE4, a Linux file system. */
@@ -236,12 +237,6 @@ partitioning_get_ready (void)
   return 0;
 }
 
-static void *
-partitioning_open (int readonly)
-{
-  return NBDKIT_HANDLE_NOT_NEEDED;
-}
-
 static int64_t
 partitioning_get_size (void *handle)
 {
@@ -255,18 +250,6 @@ partitioning_can_write (void *handle)
     if (files.ptr[i].readonly)
       return 0;
   return 1;
-}
-
-static int
-partitioning_can_yes (void *handle)
-{
-  return 1;
-}
-
-static int
-partitioning_can_cache (void *handle)
-{
-  return NBDKIT_CACHE_NATIVE;
 }
 
 enum op { OP_READ, OP_WRITE };
@@ -388,12 +371,12 @@ static struct nbdkit_plugin plugin = {
   .config_help       = partitioning_config_help,
   .magic_config_key  = "file",
   .get_ready         = partitioning_get_ready,
-  .open              = partitioning_open,
+  .open              = answer_no_handle,
   .get_size          = partitioning_get_size,
   .can_write         = partitioning_can_write,
-  .can_flush         = partitioning_can_yes,
-  .can_multi_conn    = partitioning_can_yes,
-  .can_cache         = partitioning_can_cache,
+  .can_flush         = answer_yes,
+  .can_multi_conn    = answer_yes,
+  .can_cache         = answer_cache_native,
   .pread             = partitioning_pread,
   .pwrite            = partitioning_pwrite,
   .flush             = partitioning_flush,

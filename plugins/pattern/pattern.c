@@ -20,6 +20,8 @@
 #include "minmax.h"
 #include "isaligned.h"
 #include "rounding.h"
+#include "answers.h"
+#include "params.h"
 
 /* Set by config, read-only once the server starts serving; -1 = unset. */
 static int64_t size = -1;
@@ -27,16 +29,7 @@ static int64_t size = -1;
 static int
 pattern_config (const char *key, const char *value)
 {
-  if (strcmp (key, "size") == 0) {
-    int64_t r = nbdkit_parse_size (value);
-
-    if (r == -1)
-      return -1;
-    size = r;
-    return 0;
-  }
-  nbdkit_error ("unknown parameter '%s'", key);
-  return -1;
+  return param_size_only (key, value, &size);
 }
 
 /* Without size= the disk is empty, as nbdkit 1.32 serves it (its page
@@ -53,28 +46,10 @@ pattern_config_complete (void)
 #define pattern_config_help \
   "[size=]SIZE               Size of the disk (default 0)."
 
-static void *
-pattern_open (int readonly)
-{
-  return NBDKIT_HANDLE_NOT_NEEDED;
-}
-
 static int64_t
 pattern_get_size (void *handle)
 {
   return size;
-}
-
-static int
-pattern_can_yes (void *handle)
-{
-  return 1;
-}
-
-static int
-pattern_can_cache (void *handle)
-{
-  return NBDKIT_CACHE_NATIVE;
 }
 
 /* The big-endian encodings of the offsets 0, 8, ..., 64 KiB - 8.  The
@@ -154,13 +129,6 @@ pattern_pread (void *handle, void *buf, uint32_t count, uint64_t offset,
   return 0;
 }
 
-/* The data never changes, so there is nothing to cache. */
-static int
-pattern_cache (void *handle, uint32_t count, uint64_t offset, uint32_t flags)
-{
-  return 0;
-}
-
 #define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
 
 static struct nbdkit_plugin plugin = {
@@ -174,12 +142,12 @@ static struct nbdkit_plugin plugin = {
   .config_complete   = pattern_config_complete,
   .config_help       = pattern_config_help,
   .magic_config_key  = "size",
-  .open              = pattern_open,
+  .open              = answer_no_handle,
   .get_size          = pattern_get_size,
-  .can_multi_conn    = pattern_can_yes,
-  .can_cache         = pattern_can_cache,
+  .can_multi_conn    = answer_yes,
+  .can_cache         = answer_cache_native,
   .pread             = pattern_pread,
-  .cache             = pattern_cache,
+  .cache             = answer_range_done, /* the data never changes */
   .errno_is_preserved = 1,
 };
 

@@ -5,10 +5,11 @@
  * This file owns the interpreter: it is created at load, the script
  * named by script= (the magic key, so "nbdkit perl disk.pl" works) is
  * parsed and run at config, and it is destroyed at unload, which runs
- * the script's END blocks.  Each callback below turns its arguments
- * into Perl values, calls the sub of the same name through call_sub,
- * and checks what came back.  The script sees the Nbdkit:: package:
- * debug, set_error, probe and the flag constants.
+ * the script's END blocks.  The data callbacks are langhost's
+ * (common/langhost): for each call it describes, lh_host_call turns
+ * the arguments into Perl values, calls the sub of that name through
+ * call_sub, and checks what came back.  The script sees the Nbdkit::
+ * package: debug, set_error, probe and the flag constants.
  *
  * There is one interpreter, so the thread model is
  * serialize_all_requests, as in nbdkit 1.32: the server never runs two
@@ -38,6 +39,9 @@
 #include <perl.h>
 #include <XSUB.h>
 
+#include "langhost.h"
+#include "now-ns.h"
+
 NBDKIT_PROBE_SEMAPHORE (perl_call_start);
 NBDKIT_PROBE_SEMAPHORE (perl_call_done);
 
@@ -47,9 +51,6 @@ NBDKIT_PROBE_SEMAPHORE (perl_call_done);
  * macros (aTHX) name it my_perl.
  */
 static PerlInterpreter *my_perl;
-
-/* Set at config, read-only afterwards. */
-static char *script;            /* as given on the command line */
 
 /* The errno the script passed to Nbdkit::set_error during the
  * current call (0 if none).  Calls are serialized, so one will do.
@@ -157,16 +158,8 @@ perl_unload (void)
     my_perl = NULL;
     PERL_SYS_TERM ();
   }
-  free (script);
-  script = NULL;
-}
-
-static uint64_t
-now_ns (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (uint64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
+  free (lh_script);
+  lh_script = NULL;
 }
 
 /* Is the sub NAME defined by the script (in package main)? */
@@ -175,7 +168,7 @@ defined (const char *name)
 {
   CV *cv;
 
-  if (my_perl == NULL || script == NULL)
+  if (my_perl == NULL || lh_script == NULL)
     return false;
   PERL_SET_CONTEXT (my_perl);
   cv = get_cv (name, 0);
@@ -249,11 +242,11 @@ call_sub (const char *name, SV **args, size_t nargs,
   SPAGAIN;
   if (SvTRUE (ERRSV)) {
     msg = error_text ();
-    nbdkit_error ("%s: %s: %s", script, name, msg ? msg : "died");
+    nbdkit_error ("%s: %s: %s", lh_script, name, msg ? msg : "died");
     r = -1;
   }
   else if (count != 1) {
-    nbdkit_error ("%s: %s: returned %d values", script, name, count);
+    nbdkit_error ("%s: %s: returned %d values", lh_script, name, count);
     r = -1;
   }
   else if (check && check (name, TOPs, opaque) == -1)
@@ -278,78 +271,62 @@ call_sub (const char *name, SV **args, size_t nargs,
   return r;
 }
 
-/* A wrong result: report it and make the error EIO (unless the script
- * chose one).
- */
 static int
-wrong (const char *name, const char *what)
+result_size (const char *name, SV *sv, void *opaque)
 {
-  nbdkit_error ("%s: %s: %s", script, name, what);
-  return -1;
-}
-
-static int
-result_int64 (const char *name, SV *sv, void *opaque)
-{
-  int64_t *r = opaque;
+  struct lh_call *c = opaque;
 
   if (!SvOK (sv) || SvROK (sv) || !looks_like_number (sv))
-    return wrong (name, "returned a value that is not an integer");
+    return lh_wrong (name, "returned a value that is not an integer");
   if (SvIOK (sv) || SvUOK (sv)) {
     if (SvUOK (sv) && SvUV (sv) > INT64_MAX)
-      return wrong (name, "returned an integer out of range");
-    *r = SvIV (sv);
+      return lh_wrong (name, "returned an integer out of range");
+    c->size = SvIV (sv);
   }
   else {
     NV nv = SvNV (sv);
     if (nv != nv || nv < -9.2e18 || nv > 9.2e18 || nv != (NV) (int64_t) nv)
-      return wrong (name, "returned a value that is not an integer");
-    *r = (int64_t) nv;
+      return lh_wrong (name, "returned a value that is not an integer");
+    c->size = (int64_t) nv;
   }
   return 0;
 }
 
 static int
-result_bool (const char *name, SV *sv, void *opaque)
+result_truth (const char *name, SV *sv, void *opaque)
 {
-  int *r = opaque;
-  *r = SvTRUE (sv) ? 1 : 0;
+  struct lh_call *c = opaque;
+  c->truth = SvTRUE (sv) ? 1 : 0;
   return 0;
 }
 
 static int
 result_handle (const char *name, SV *sv, void *opaque)
 {
-  SV **r = opaque;
-  *r = newSVsv (sv);
+  struct lh_call *c = opaque;
+  c->handle = newSVsv (sv);
   return 0;
 }
 
-struct read_buf {
-  void *buf;
-  uint32_t count;
-};
-
 static int
-result_buffer (const char *name, SV *sv, void *opaque)
+result_data (const char *name, SV *sv, void *opaque)
 {
-  struct read_buf *rb = opaque;
   const char *p;
   STRLEN len;
 
   if (!SvOK (sv) || SvROK (sv))
-    return wrong (name, "returned a value that is not a string");
+    return lh_wrong (name, "returned a value that is not a string");
   p = SvPV (sv, len);
-  if (len < rb->count) {
-    nbdkit_error ("%s: %s: returned %zu bytes, expected %" PRIu32,
-                  script, name, (size_t) len, rb->count);
-    return -1;
-  }
-  memcpy (rb->buf, p, rb->count);
-  return 0;
+  return lh_take_data (opaque, p, len);
 }
 
-#define UV_SV(v) newSVuv ((UV) (v))
+static const result_fn results[] = {
+  [LH_NOTHING] = NULL,
+  [LH_NEW_HANDLE] = result_handle,
+  [LH_SIZE] = result_size,
+  [LH_TRUTH] = result_truth,
+  [LH_DATA] = result_data,
+};
 
 static void
 perl_dump_plugin (void)
@@ -379,20 +356,20 @@ load_script (const char *path)
     nbdkit_error ("%s: %m", path);
     return -1;
   }
-  script = strdup (path);
-  if (script == NULL) {
+  lh_script = strdup (path);
+  if (lh_script == NULL) {
     nbdkit_error ("strdup: %m");
     return -1;
   }
   PERL_SET_CONTEXT (my_perl);
   if (perl_parse (my_perl, xs_init, 2, argv, NULL) != 0) {
     nbdkit_error ("%s: the script does not parse (see the messages above)",
-                  script);
+                  lh_script);
     return -1;
   }
   r = perl_run (my_perl);
   if (r != 0) {
-    nbdkit_error ("%s: the script failed when run at start-up", script);
+    nbdkit_error ("%s: the script failed when run at start-up", lh_script);
     return -1;
   }
   return 0;
@@ -401,7 +378,7 @@ load_script (const char *path)
 static int
 perl_config (const char *key, const char *value)
 {
-  if (script == NULL) {
+  if (lh_script == NULL) {
     if (strcmp (key, "script") != 0) {
       nbdkit_error ("the first parameter must be script=/path/to/script.pl");
       return -1;
@@ -413,7 +390,7 @@ perl_config (const char *key, const char *value)
         newSVpv (key, 0), newSVpv (value, 0)
       }, 2, NULL, NULL);
   nbdkit_error ("%s: the script takes no parameters (no sub config), "
-                "but was given %s=%s", script, key, value);
+                "but was given %s=%s", lh_script, key, value);
   return -1;
 }
 
@@ -423,14 +400,14 @@ perl_config_complete (void)
   static const char *required[] = { "open", "get_size", "pread" };
   size_t i;
 
-  if (script == NULL) {
+  if (lh_script == NULL) {
     nbdkit_error ("no script given: use script=/path/to/script.pl");
     return -1;
   }
   for (i = 0; i < sizeof required / sizeof required[0]; ++i) {
     if (!defined (required[i])) {
       nbdkit_error ("%s: the script does not define the required sub %s",
-                    script, required[i]);
+                    lh_script, required[i]);
       return -1;
     }
   }
@@ -451,98 +428,12 @@ perl_get_ready (void)
   "script=<FILENAME>     (required) The Perl script to serve.\n" \
   "Other parameters are passed to the script's config sub."
 
-static void *
-perl_open (int readonly)
+/* ---- the language side of langhost's callbacks ---- */
+
+bool
+lh_host_defined (const char *name)
 {
-  SV *handle = NULL;
-
-  if (call_sub ("open", (SV *[]) { readonly ? &PL_sv_yes : &PL_sv_no }, 1,
-                result_handle, &handle) == -1)
-    return NULL;
-  return handle;
-}
-
-static void
-perl_close (void *handle)
-{
-  if (defined ("close"))
-    call_sub ("close", (SV *[]) { newSVsv (handle) }, 1,
-              NULL, NULL);
-  PERL_SET_CONTEXT (my_perl);
-  SvREFCNT_dec ((SV *) handle);
-}
-
-/* The handle as the first argument: a copy of the reference, so
- * a sub that shifts or modifies it does not change ours.
- */
-#define H(handle) newSVsv ((SV *) (handle))
-
-static int64_t
-perl_get_size (void *handle)
-{
-  int64_t size = -1;
-
-  if (call_sub ("get_size", (SV *[]) { H (handle) }, 1,
-                result_int64, &size) == -1)
-    return -1;
-  if (size < 0) {
-    wrong ("get_size", "returned a negative size");
-    nbdkit_set_error (EIO);
-    return -1;
-  }
-  return size;
-}
-
-/* can_write, can_flush, can_trim: the script's sub if it has one, else
- * whether it defines the callback that the answer is about, as for a C
- * plugin.  (Debian's nbdkit 1.32 serves a script with pwrite but no
- * can_write read-only, against its own page; we follow the page.)
- */
-static int
-ask_bool (void *handle, const char *name, const char *fallback)
-{
-  int r = 0;
-
-  if (!defined (name))
-    return fallback ? defined (fallback) : 0;
-  if (call_sub (name, (SV *[]) { H (handle) }, 1, result_bool, &r) == -1)
-    return -1;
-  return r;
-}
-
-static int
-perl_can_write (void *handle)
-{
-  return ask_bool (handle, "can_write", "pwrite");
-}
-
-static int
-perl_can_flush (void *handle)
-{
-  return ask_bool (handle, "can_flush", "flush");
-}
-
-static int
-perl_is_rotational (void *handle)
-{
-  return ask_bool (handle, "is_rotational", NULL);
-}
-
-static int
-perl_can_trim (void *handle)
-{
-  return ask_bool (handle, "can_trim", "trim");
-}
-
-static int
-perl_pread (void *handle, void *buf, uint32_t count, uint64_t offset,
-            uint32_t flags)
-{
-  struct read_buf rb = { .buf = buf, .count = count };
-
-  return call_sub ("pread", (SV *[]) {
-      H (handle), UV_SV (count), UV_SV (offset), UV_SV (flags)
-    }, 4, result_buffer, &rb);
+  return defined (name);
 }
 
 /* A write's data as a new Perl string.  Perl stops the whole process
@@ -570,64 +461,67 @@ buffer_sv (const void *buf, uint32_t count)
 #endif
 }
 
-static int
-perl_pwrite (void *handle, const void *buf, uint32_t count, uint64_t offset,
-             uint32_t flags)
-{
-  SV *data;
-
-  if (!defined ("pwrite")) {
-    nbdkit_error ("%s: the script has no sub pwrite", script);
-    nbdkit_set_error (EROFS);
-    return -1;
-  }
-  PERL_SET_CONTEXT (my_perl);
-  data = buffer_sv (buf, count);
-  if (data == NULL) {
-    nbdkit_error ("%s: pwrite: %m", script);
-    nbdkit_set_error (ENOMEM);
-    return -1;
-  }
-  return call_sub ("pwrite", (SV *[]) {
-      H (handle), data, UV_SV (offset), UV_SV (flags)
-    }, 4, NULL, NULL);
-}
-
-static int
-perl_flush (void *handle, uint32_t flags)
-{
-  if (!defined ("flush"))
-    return 0;
-  return call_sub ("flush", (SV *[]) { H (handle), UV_SV (flags) }, 2,
-                   NULL, NULL);
-}
-
-static int
-perl_trim (void *handle, uint32_t count, uint64_t offset, uint32_t flags)
-{
-  if (!defined ("trim"))
-    return 0;               /* trim is advisory */
-  return call_sub ("trim", (SV *[]) {
-      H (handle), UV_SV (count), UV_SV (offset), UV_SV (flags)
-    }, 4, NULL, NULL);
-}
-
-/* Without a sub zero, fail with EOPNOTSUPP: the server then writes
- * zeroes with pwrite.  A sub may do the same with
- * Nbdkit::set_error (POSIX::EOPNOTSUPP).
+/* An argument as a new Perl value.  The handle is passed as a copy of
+ * the reference, so a sub that shifts or modifies it does not change
+ * ours.
  */
-static int
-perl_zero (void *handle, uint32_t count, uint64_t offset, uint32_t flags)
+static SV *
+arg_sv (const struct lh_arg *a)
 {
-  if (!defined ("zero")) {
-    nbdkit_debug ("no sub zero: falling back to pwrite");
-    nbdkit_set_error (EOPNOTSUPP);
-    return -1;
+  switch (a->type) {
+  case LH_HANDLE: return newSVsv ((SV *) a->p);
+  case LH_BOOL:   return a->u ? &PL_sv_yes : &PL_sv_no;
+  case LH_UINT:   return newSVuv ((UV) a->u);
+  case LH_BYTES:  return buffer_sv (a->p, (uint32_t) a->u);
   }
-  return call_sub ("zero", (SV *[]) {
-      H (handle), UV_SV (count), UV_SV (offset), UV_SV (flags)
-    }, 4, NULL, NULL);
+  abort ();
 }
+
+enum lh_outcome
+lh_host_call (struct lh_call *c)
+{
+  SV *args[LH_MAX_ARGS];
+  size_t i;
+
+  if (c->optional && !defined (c->name))
+    return LH_ABSENT;
+  PERL_SET_CONTEXT (my_perl);
+  for (i = 0; i < c->nargs; ++i) {
+    args[i] = arg_sv (&c->args[i]);
+    if (args[i] == NULL) {
+      nbdkit_error ("%s: %s: %m", lh_script, c->name);
+      while (i > 0)
+        SvREFCNT_dec (args[--i]);
+      nbdkit_set_error (ENOMEM);
+      return LH_FAILED;
+    }
+  }
+  if (call_sub (c->name, args, c->nargs, results[c->want], c) == -1)
+    return LH_FAILED;
+  if (c->want == LH_SIZE && c->size < 0) {
+    lh_wrong (c->name, "returned a negative size");
+    nbdkit_set_error (EIO);
+    return LH_FAILED;
+  }
+  return LH_DONE;
+}
+
+void
+lh_host_free_handle (void *handle)
+{
+  PERL_SET_CONTEXT (my_perl);
+  SvREFCNT_dec ((SV *) handle);
+}
+
+const struct langhost langhost = {
+  .word = "sub",
+  .open = "open",
+  .close = "close",
+  .flush = "flush",
+  .pass_flags = true,           /* version 2 arguments, as 1.32's */
+  .look_first = true,
+  .no_zero_note = "no sub zero: falling back to pwrite",
+};
 
 static struct nbdkit_plugin plugin = {
   .name               = "perl",
@@ -641,18 +535,7 @@ static struct nbdkit_plugin plugin = {
   .config_help        = perl_config_help,
   .magic_config_key   = "script",
   .get_ready          = perl_get_ready,
-  .open               = perl_open,
-  .close              = perl_close,
-  .get_size           = perl_get_size,
-  .can_write          = perl_can_write,
-  .can_flush          = perl_can_flush,
-  .is_rotational      = perl_is_rotational,
-  .can_trim           = perl_can_trim,
-  .pread              = perl_pread,
-  .pwrite             = perl_pwrite,
-  .flush              = perl_flush,
-  .trim               = perl_trim,
-  .zero               = perl_zero,
+  LANGHOST_CALLBACKS
 };
 
 NBDKIT_REGISTER_PLUGIN (plugin)

@@ -25,6 +25,8 @@
 #include <nbdkit-plugin.h>
 
 #include "prng.h"
+#include "answers.h"
+#include "params.h"
 
 /* Set by config, read-only once the server serves. */
 static int64_t size = 0;
@@ -40,14 +42,8 @@ random_load (void)
 static int
 random_config (const char *key, const char *value)
 {
-  if (strcmp (key, "size") == 0) {
-    int64_t r = nbdkit_parse_size (value);
-
-    if (r == -1)
-      return -1;
-    size = r;
-    return 0;
-  }
+  if (strcmp (key, "size") == 0)
+    return param_size (value, &size);
   if (strcmp (key, "seed") == 0)
     return nbdkit_parse_uint32_t ("seed", value, &seed);
   nbdkit_error ("unknown parameter '%s'", key);
@@ -58,28 +54,10 @@ random_config (const char *key, const char *value)
   "[size=]SIZE               Size of the disk (required).\n" \
   "seed=SEED                 Random seed (default: chosen at start-up)."
 
-static void *
-random_open (int readonly)
-{
-  return NBDKIT_HANDLE_NOT_NEEDED;
-}
-
 static int64_t
 random_get_size (void *handle)
 {
   return size;
-}
-
-static int
-random_can_yes (void *handle)
-{
-  return 1;
-}
-
-static int
-random_can_cache (void *handle)
-{
-  return NBDKIT_CACHE_NATIVE;
 }
 
 static inline uint8_t
@@ -132,12 +110,6 @@ random_trim_zero (void *handle, uint32_t count, uint64_t offset,
   return -1;
 }
 
-static int
-random_cache (void *handle, uint32_t count, uint64_t offset, uint32_t flags)
-{
-  return 0;
-}
-
 #define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
 
 static struct nbdkit_plugin plugin = {
@@ -149,18 +121,18 @@ static struct nbdkit_plugin plugin = {
   .config            = random_config,
   .config_help       = random_config_help,
   .magic_config_key  = "size",
-  .open              = random_open,
+  .open              = answer_no_handle,
   .get_size          = random_get_size,
-  .can_write         = random_can_yes,
-  .can_trim          = random_can_yes,
-  .can_zero          = random_can_yes,
-  .can_multi_conn    = random_can_yes,
-  .can_cache         = random_can_cache,
+  .can_write         = answer_yes,
+  .can_trim          = answer_yes,
+  .can_zero          = answer_yes,
+  .can_multi_conn    = answer_yes,
+  .can_cache         = answer_cache_native,
   .pread             = random_pread,
   .pwrite            = random_pwrite,
   .trim              = random_trim_zero,
   .zero              = random_trim_zero,
-  .cache             = random_cache,
+  .cache             = answer_range_done,
   .errno_is_preserved = 1,
 };
 

@@ -66,6 +66,7 @@
 #include "minmax.h"
 #include "now-ns.h"
 #include "vector.h"
+#include "answers.h"
 
 /* -D rbd.diff=1: log each extents query and what librbd reported. */
 NBDKIT_DLL_PUBLIC int rbd_debug_diff;
@@ -556,18 +557,6 @@ plugin_can_write (void *handle)
   return snapshot == NULL;
 }
 
-static int
-plugin_can_yes (void *handle)
-{
-  return 1;
-}
-
-static int
-plugin_can_fua (void *handle)
-{
-  return NBDKIT_FUA_NATIVE;
-}
-
 /* --- Asynchronous calls ---------------------------------------------- */
 
 /* rbd_op_done has this one site, not one per caller: perf probe makes
@@ -966,13 +955,13 @@ static struct nbdkit_plugin plugin = {
   .export_description = plugin_export_description,
   .get_size           = plugin_get_size,
   .can_write          = plugin_can_write,
-  .can_flush          = plugin_can_yes,
+  .can_flush          = answer_yes,
   .can_trim           = plugin_can_write,
   .can_zero           = plugin_can_write,
-  .can_fast_zero      = plugin_can_yes,
-  .can_fua            = plugin_can_fua,
-  .can_multi_conn     = plugin_can_yes,
-  .can_extents        = plugin_can_yes,
+  .can_fast_zero      = answer_yes,
+  .can_fua            = answer_fua_native,
+  .can_multi_conn     = answer_yes,
+  .can_extents        = answer_yes,
   .pread              = plugin_pread,
   .pwrite             = plugin_pwrite,
   .flush              = plugin_flush,

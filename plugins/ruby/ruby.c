@@ -6,8 +6,9 @@
  * This file owns the plugin's callbacks.  The script is loaded when
  * script= arrives (the first parameter, or the bare path through
  * magic_config_key), later parameters go to its config method, and
- * each plugin callback calls the top-level method of the same name as
- * nbdkit 1.32's Ruby host does, as a job run on the VM thread.  A
+ * each data callback (langhost's, common/langhost) calls the top-level
+ * method of the same name as nbdkit 1.32's Ruby host does, as a job
+ * run on the VM thread (lh_host_call below).  A
  * method that raises gives the client EIO, or the errno chosen with
  * Nbdkit.set_error (or carried by a SystemCallError); a result of the
  * wrong type or length is an error too.
@@ -27,15 +28,12 @@
 #define NBDKIT_API_VERSION 2
 #include <nbdkit-plugin.h>
 
+#include "langhost.h"
 #include "vm.h"
-
-static char *script;            /* the script's path, once loaded */
 
 struct handle {
   VALUE obj;                    /* what open returned, kept from the GC */
 };
-
-#define H(job) (((struct handle *) (job)->handle)->obj)
 
 /* ---- start-up ---- */
 
@@ -49,13 +47,13 @@ static void
 ruby_unload (void)
 {
   vm_stop ();
-  free (script);
+  free (lh_script);
 }
 
 static void
 job_dump_plugin (struct job *job)
 {
-  if (script && vm_defines ("dump_plugin")) {
+  if (lh_script && vm_defines ("dump_plugin")) {
     job->method = "dump_plugin";
     vm_call_void (job);
     rb_io_flush (rb_stdout);
@@ -70,7 +68,7 @@ ruby_dump_plugin (void)
   printf ("ruby_api_version=%d.%d.%d\n", RUBY_API_VERSION_MAJOR,
           RUBY_API_VERSION_MINOR, RUBY_API_VERSION_TEENY);
   fflush (stdout);
-  if (vm_started && script) {
+  if (vm_started && lh_script) {
     vm_job_init (&job, NULL, job_dump_plugin);
     vm_run_job (&job);
     vm_finish (&job);
@@ -89,14 +87,14 @@ job_load_script (struct job *job)
 {
   int state = 0;
 
-  ruby_script (script);
-  rb_protect (load_protected, rb_str_new_cstr (script), &state);
+  ruby_script (lh_script);
+  rb_protect (load_protected, rb_str_new_cstr (lh_script), &state);
   if (state) {
     VALUE exn = rb_errinfo ();
     rb_set_errinfo (Qnil);
     char *d = NIL_P (exn) ? NULL : vm_describe_exception (exn);
-    vm_job_error (job, EIO, "%s: could not load the Ruby script: %s", script,
-               d ? d : "error");
+    vm_job_error (job, EIO, "%s: could not load the Ruby script: %s",
+                  lh_script, d ? d : "error");
     free (d);
   }
 }
@@ -106,7 +104,7 @@ job_config (struct job *job)
 {
   if (!vm_defines ("config")) {
     vm_job_error (job, EINVAL, "%s: unknown parameter '%s' (the script has no "
-               "config method)", script, job->key);
+               "config method)", lh_script, job->key);
     return;
   }
   job->nargs = 2;
@@ -120,7 +118,7 @@ ruby_config (const char *key, const char *value)
 {
   struct job job;
 
-  if (!script) {
+  if (!lh_script) {
     if (strcmp (key, "script") != 0) {
       nbdkit_error ("the first parameter must be script=/path/to/script.rb, "
                     "not '%s'", key);
@@ -132,12 +130,12 @@ ruby_config (const char *key, const char *value)
       return -1;
     }
     /* Absolute: Ruby's load looks for a relative path in $LOAD_PATH. */
-    script = realpath (value, NULL);
-    if (!script) {
+    lh_script = realpath (value, NULL);
+    if (!lh_script) {
       nbdkit_error ("script=%s: %m", value);
       return -1;
     }
-    vm_script = script;
+    vm_script = lh_script;
     vm_job_init (&job, NULL, job_load_script);
     vm_run_job (&job);
     return vm_finish (&job);
@@ -157,7 +155,7 @@ job_config_complete (struct job *job)
   for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
     if (!vm_defines (required[i])) {
       vm_job_error (job, EINVAL, "%s: %s: the script does not define this "
-                 "required method", script, required[i]);
+                 "required method", lh_script, required[i]);
       return;
     }
   if (vm_defines ("config_complete"))
@@ -169,7 +167,7 @@ ruby_config_complete (void)
 {
   struct job job;
 
-  if (!script) {
+  if (!lh_script) {
     nbdkit_error ("missing the script: nbdkit ruby /path/to/script.rb");
     return -1;
   }
@@ -191,329 +189,171 @@ ruby_after_fork (void)
   "[script=]<FILENAME>  (required) The Ruby script to run.\n" \
   "[KEY=VALUE ...]      Passed on to the script's config method."
 
-/* ---- connections ---- */
+/* ---- the language side of langhost's callbacks ---- */
+
+/* Each call langhost describes runs as one job on the VM thread:
+ * job_call marshals the arguments into vm_args, calls the method and
+ * converts its result there; errors are logged by vm_finish in the
+ * caller's thread.
+ */
 
 static void
-job_open (struct job *job)
+job_defined (struct job *job)
 {
-  VALUE r;
-
-  job->nargs = 1;
-  vm_args[0] = job->flags ? Qtrue : Qfalse;
-  if (vm_call_method (job, &r) == -1)
-    return;
-  struct handle *h = malloc (sizeof *h);
-  if (!h) {
-    vm_job_error (job, ENOMEM, "%s: open: out of memory", script);
-    return;
-  }
-  h->obj = r;
-  rb_gc_register_address (&h->obj);
-  job->handle = h;
+  job->found = vm_defines (job->method);
 }
 
-static void *
-ruby_open (int readonly)
+bool
+lh_host_defined (const char *name)
 {
   struct job job;
 
-  vm_job_init (&job, "open", job_open);
-  job.flags = readonly;
+  vm_job_init (&job, name, job_defined);
   vm_run_job (&job);
-  if (vm_finish (&job) == -1)
-    return NULL;
-  return job.handle;
+  vm_finish (&job);
+  return job.found;
+}
+
+static VALUE
+arg_value (const struct lh_arg *a)
+{
+  switch (a->type) {
+  case LH_HANDLE: return ((const struct handle *) a->p)->obj;
+  case LH_BOOL:   return a->u ? Qtrue : Qfalse;
+  case LH_UINT:   return ULL2NUM (a->u);
+  case LH_BYTES:  return rb_str_new (a->p, (long) a->u);
+  }
+  abort ();
+}
+
+/* Convert the result R of a successful call (VM thread). */
+static void
+convert (struct job *job, VALUE r)
+{
+  struct lh_call *c = job->call;
+
+  switch (c->want) {
+  case LH_NOTHING:
+    return;
+  case LH_NEW_HANDLE: {
+    struct handle *h = malloc (sizeof *h);
+    if (!h) {
+      vm_job_error (job, ENOMEM, "%s: %s: out of memory", lh_script,
+                    c->name);
+      return;
+    }
+    h->obj = r;
+    rb_gc_register_address (&h->obj);
+    c->handle = h;
+    return;
+  }
+  case LH_SIZE:
+    if (!FIXNUM_P (r)) {
+      vm_job_error (job, EIO, "%s: %s: returned %s, expected an Integer "
+                    "(0 to 2**62-1)", lh_script, c->name,
+                    rb_obj_classname (r));
+      return;
+    }
+    c->size = FIX2LONG (r);
+    if (c->size < 0)
+      vm_job_error (job, EIO, "%s: %s: returned a negative size (%ld)",
+                    lh_script, c->name, (long) c->size);
+    return;
+  case LH_TRUTH:
+    c->truth = RTEST (r);
+    return;
+  case LH_DATA:
+    if (!RB_TYPE_P (r, T_STRING)) {
+      vm_job_error (job, EIO, "%s: %s: returned %s, expected a String",
+                    lh_script, c->name, rb_obj_classname (r));
+      return;
+    }
+    if ((uint64_t) RSTRING_LEN (r) < c->count) {
+      vm_job_error (job, EIO, "%s: %s: returned %ld bytes, expected %"
+                    PRIu32, lh_script, c->name, (long) RSTRING_LEN (r),
+                    c->count);
+      return;
+    }
+    memcpy (c->buf, RSTRING_PTR (r), c->count);
+    RB_GC_GUARD (r);
+    return;
+  }
+  abort ();
 }
 
 static void
-job_close (struct job *job)
+job_call (struct job *job)
 {
-  if (vm_defines ("close")) {
-    job->nargs = 1;
-    vm_args[0] = H (job);
-    vm_call_void (job);
+  struct lh_call *c = job->call;
+  VALUE r;
+
+  if (c->optional && !vm_defines (c->name)) {
+    job->ret = LH_ABSENT;
+    return;
   }
+  job->nargs = (int) c->nargs;
+  for (size_t i = 0; i < c->nargs; i++)
+    vm_args[i] = arg_value (&c->args[i]);
+  if (vm_call_method (job, &r) == -1) {
+    job->ret = -1;
+    return;
+  }
+  convert (job, r);
+}
+
+enum lh_outcome
+lh_host_call (struct lh_call *c)
+{
+  struct job job;
+
+  vm_job_init (&job, c->name, job_call);
+  job.call = c;
+  vm_run_job (&job);
+  if (job.ret == LH_ABSENT)
+    return LH_ABSENT;
+  /* A zero that says "not supported" (Nbdkit.set_error with
+   * EOPNOTSUPP) is no error: the server writes zeroes instead.
+   */
+  if (job.ret == -1 && strcmp (c->name, "zero") == 0 &&
+      (job.err == EOPNOTSUPP || job.err == ENOTSUP)) {
+    nbdkit_debug ("%s", langhost.no_zero_note);
+    free (job.msg);
+    nbdkit_set_error (job.err);
+    return LH_FAILED;
+  }
+  return vm_finish (&job) == -1 ? LH_FAILED : LH_DONE;
+}
+
+static void
+job_free_handle (struct job *job)
+{
   rb_gc_unregister_address (&((struct handle *) job->handle)->obj);
 }
 
-static void
-ruby_close (void *handle)
+void
+lh_host_free_handle (void *handle)
 {
   struct job job;
 
-  vm_job_init (&job, "close", job_close);
+  vm_job_init (&job, NULL, job_free_handle);
   job.handle = handle;
   vm_run_job (&job);
   vm_finish (&job);
   free (handle);
 }
 
-static void
-job_get_size (struct job *job)
-{
-  VALUE r;
-
-  job->nargs = 1;
-  vm_args[0] = H (job);
-  if (vm_call_method (job, &r) == -1)
-    return;
-  if (!FIXNUM_P (r)) {
-    vm_job_error (job, EIO, "%s: get_size: returned %s, expected an Integer "
-               "(0 to 2**62-1)", script, rb_obj_classname (r));
-    return;
-  }
-  long size = FIX2LONG (r);
-  if (size < 0) {
-    vm_job_error (job, EIO, "%s: get_size: returned a negative size (%ld)",
-               script, size);
-    return;
-  }
-  job->ival = size;
-}
-
-static int64_t
-ruby_get_size (void *handle)
-{
-  struct job job;
-
-  vm_job_init (&job, "get_size", job_get_size);
-  job.handle = handle;
-  vm_run_job (&job);
-  return vm_finish (&job) == -1 ? -1 : job.ival;
-}
-
-/* A can_* method if the script has one (its result's truth), else
- * whether the callback it guards is defined, as 1.32 decides.
+/* As nbdkit 1.32's Ruby host: version 1 arguments, and the callbacks
+ * it has are called without looking first.
  */
-static void
-job_can (struct job *job)
-{
-  VALUE r;
-
-  if (!vm_defines (job->method)) {
-    job->ival = job->key ? vm_defines (job->key) : 0;
-    return;
-  }
-  job->nargs = 1;
-  vm_args[0] = H (job);
-  if (vm_call_method (job, &r) == 0)
-    job->ival = RTEST (r);
-}
-
-static int
-can (void *handle, const char *method, const char *callback)
-{
-  struct job job;
-
-  vm_job_init (&job, method, job_can);
-  job.handle = handle;
-  job.key = callback;
-  vm_run_job (&job);
-  return vm_finish (&job) == -1 ? -1 : job.ival;
-}
-
-static int
-ruby_can_write (void *handle)
-{
-  return can (handle, "can_write", "pwrite");
-}
-
-static int
-ruby_can_flush (void *handle)
-{
-  return can (handle, "can_flush", "flush");
-}
-
-static int
-ruby_can_trim (void *handle)
-{
-  return can (handle, "can_trim", "trim");
-}
-
-static int
-ruby_is_rotational (void *handle)
-{
-  return can (handle, "is_rotational", NULL);
-}
-
-/* 1.32's host is an API version 1 plugin with zero and flush callbacks
- * of its own: the server always asks it to zero (a script without zero
- * answers "not supported" and the server writes zeroes), advertises
- * fast zero (refused at once) and emulates FUA with a flush.  The same
- * answers give the client the same flags.
- */
-static int
-ruby_can_zero (void *handle)
-{
-  return 1;
-}
-
-static int
-ruby_can_fast_zero (void *handle)
-{
-  return 1;
-}
-
-static int
-ruby_can_fua (void *handle)
-{
-  return NBDKIT_FUA_EMULATE;
-}
-
-/* ---- data ---- */
-
-static void
-job_pread (struct job *job)
-{
-  VALUE r;
-
-  job->nargs = 3;
-  vm_args[0] = H (job);
-  vm_args[1] = UINT2NUM (job->count);
-  vm_args[2] = ULL2NUM (job->offset);
-  if (vm_call_method (job, &r) == -1)
-    return;
-  if (!RB_TYPE_P (r, T_STRING)) {
-    vm_job_error (job, EIO, "%s: pread: returned %s, expected a String",
-               script, rb_obj_classname (r));
-    return;
-  }
-  if ((uint64_t) RSTRING_LEN (r) < job->count) {
-    vm_job_error (job, EIO, "%s: pread: returned %ld bytes, expected %" PRIu32,
-               script, (long) RSTRING_LEN (r), job->count);
-    return;
-  }
-  memcpy (job->rbuf, RSTRING_PTR (r), job->count);
-  RB_GC_GUARD (r);
-}
-
-static int
-ruby_pread (void *handle, void *buf, uint32_t count, uint64_t offset,
-            uint32_t flags)
-{
-  struct job job;
-
-  vm_job_init (&job, "pread", job_pread);
-  job.handle = handle;
-  job.rbuf = buf;
-  job.count = count;
-  job.offset = offset;
-  vm_run_job (&job);
-  return vm_finish (&job);
-}
-
-static void
-job_pwrite (struct job *job)
-{
-  job->nargs = 3;
-  vm_args[0] = H (job);
-  vm_args[1] = rb_str_new (job->wbuf, job->count);
-  vm_args[2] = ULL2NUM (job->offset);
-  vm_call_void (job);
-}
-
-static int
-ruby_pwrite (void *handle, const void *buf, uint32_t count, uint64_t offset,
-             uint32_t flags)
-{
-  struct job job;
-
-  vm_job_init (&job, "pwrite", job_pwrite);
-  job.handle = handle;
-  job.wbuf = buf;
-  job.count = count;
-  job.offset = offset;
-  vm_run_job (&job);
-  return vm_finish (&job);
-}
-
-static void
-job_flush (struct job *job)
-{
-  if (vm_defines ("flush")) {
-    job->nargs = 1;
-    vm_args[0] = H (job);
-    vm_call_void (job);
-  }
-}
-
-static int
-ruby_flush (void *handle, uint32_t flags)
-{
-  struct job job;
-
-  vm_job_init (&job, "flush", job_flush);
-  job.handle = handle;
-  vm_run_job (&job);
-  return vm_finish (&job);
-}
-
-static void
-job_trim (struct job *job)
-{
-  job->nargs = 3;
-  vm_args[0] = H (job);
-  vm_args[1] = UINT2NUM (job->count);
-  vm_args[2] = ULL2NUM (job->offset);
-  vm_call_void (job);
-}
-
-static int
-ruby_trim (void *handle, uint32_t count, uint64_t offset, uint32_t flags)
-{
-  struct job job;
-
-  vm_job_init (&job, "trim", job_trim);
-  job.handle = handle;
-  job.count = count;
-  job.offset = offset;
-  vm_run_job (&job);
-  return vm_finish (&job);
-}
-
-static void
-job_zero (struct job *job)
-{
-  if (!vm_defines ("zero")) {
-    job->ret = -1;
-    job->err = EOPNOTSUPP;
-    return;
-  }
-  job->nargs = 4;
-  vm_args[0] = H (job);
-  vm_args[1] = UINT2NUM (job->count);
-  vm_args[2] = ULL2NUM (job->offset);
-  vm_args[3] = (job->flags & NBDKIT_FLAG_MAY_TRIM) ? Qtrue : Qfalse;
-  vm_call_void (job);
-}
-
-static int
-ruby_zero (void *handle, uint32_t count, uint64_t offset, uint32_t flags)
-{
-  struct job job;
-
-  /* Fast zero is refused at once, as 1.32's (version 1) host does. */
-  if (flags & NBDKIT_FLAG_FAST_ZERO) {
-    nbdkit_set_error (ENOTSUP);
-    return -1;
-  }
-  vm_job_init (&job, "zero", job_zero);
-  job.handle = handle;
-  job.count = count;
-  job.offset = offset;
-  job.flags = flags;
-  vm_run_job (&job);
-  /* "Not supported" (no zero method, or Nbdkit.set_error with
-   * EOPNOTSUPP) is no error: the server writes zeroes instead.
-   */
-  if (job.ret == -1 && (job.err == EOPNOTSUPP || job.err == ENOTSUP)) {
-    nbdkit_debug ("zero not supported: the server writes zeroes");
-    free (job.msg);
-    nbdkit_set_error (job.err);
-    return -1;
-  }
-  return vm_finish (&job);
-}
+const struct langhost langhost = {
+  .word = "method",
+  .open = "open",
+  .close = "close",
+  .flush = "flush",
+  .pass_flags = false,
+  .look_first = false,
+  .no_zero_note = "zero not supported: the server writes zeroes",
+};
 
 /* One interpreter, as 1.32's host; the VM thread serialises anyway. */
 #define THREAD_MODEL NBDKIT_THREAD_MODEL_SERIALIZE_ALL_REQUESTS
@@ -530,21 +370,10 @@ static struct nbdkit_plugin plugin = {
   .config_help        = ruby_config_help,
   .magic_config_key   = "script",
   .after_fork         = ruby_after_fork,
-  .open               = ruby_open,
-  .close              = ruby_close,
-  .get_size           = ruby_get_size,
-  .can_write          = ruby_can_write,
-  .can_flush          = ruby_can_flush,
-  .can_trim           = ruby_can_trim,
-  .is_rotational      = ruby_is_rotational,
-  .can_zero           = ruby_can_zero,
-  .can_fast_zero      = ruby_can_fast_zero,
-  .can_fua            = ruby_can_fua,
-  .pread              = ruby_pread,
-  .pwrite             = ruby_pwrite,
-  .flush              = ruby_flush,
-  .trim               = ruby_trim,
-  .zero               = ruby_zero,
+  .can_zero           = lh_yes,
+  .can_fast_zero      = lh_yes,
+  .can_fua            = lh_fua_emulate,
+  LANGHOST_CALLBACKS
 };
 
 NBDKIT_REGISTER_PLUGIN (plugin)

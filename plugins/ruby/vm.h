@@ -14,24 +14,21 @@
 
 #include <ruby.h>
 
+struct lh_call;
+
 struct job {
   /* What to run on the VM thread (with the GVL), and its data. */
   void (*fn) (struct job *);
   const char *method;           /* the script's method, or NULL */
   int nargs;                    /* how many of vm_args it passes */
   uint64_t id, cookie;          /* the caller's connection and request */
-  const void *wbuf;             /* pwrite's data */
-  void *rbuf;                   /* pread's buffer */
-  uint32_t count;
-  uint64_t offset;
-  uint32_t flags;
-  void *handle;
+  struct lh_call *call;         /* a data callback's (common/langhost) */
+  void *handle;                 /* the handle to free */
   const char *key, *value;      /* config's parameter */
 
   /* Results. */
-  int ret;                      /* 0 or -1 */
-  int64_t ival;                 /* get_size, can_* */
-  VALUE rval;                   /* open's handle */
+  int ret;                      /* 0, -1, or 1: no such method */
+  bool found;                   /* lh_host_defined's answer */
   int err;                      /* the errno for the client */
   char *msg;                    /* the error line, logged by the caller */
 

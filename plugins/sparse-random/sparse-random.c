@@ -42,6 +42,8 @@
 #include "bitmap.h"
 #include "include/minmax.h"
 #include "prng.h"
+#include "answers.h"
+#include "params.h"
 
 #define BLOCKSIZE 4096
 
@@ -93,7 +95,6 @@ static int
 sparse_random_config (const char *key, const char *value)
 {
   int64_t r;
-  int b;
 
   if (strcmp (key, "size") == 0) {
     r = nbdkit_parse_size (value);
@@ -119,12 +120,8 @@ sparse_random_config (const char *key, const char *value)
     }
     runlength = r;
   }
-  else if (strcmp (key, "random-content") == 0) {
-    b = nbdkit_parse_bool (value);
-    if (b == -1)
-      return -1;
-    random_content = b;
-  }
+  else if (strcmp (key, "random-content") == 0)
+    return param_bool (value, &random_content);
   else {
     nbdkit_error ("unknown parameter '%s'", key);
     return -1;
@@ -195,34 +192,10 @@ sparse_random_get_ready (void)
   return 0;
 }
 
-static void *
-sparse_random_open (int readonly)
-{
-  return NBDKIT_HANDLE_NOT_NEEDED;
-}
-
 static int64_t
 sparse_random_get_size (void *handle)
 {
   return size;
-}
-
-static int
-sparse_random_can_yes (void *handle)
-{
-  return 1;
-}
-
-static int
-sparse_random_can_fua (void *handle)
-{
-  return NBDKIT_FUA_NATIVE;
-}
-
-static int
-sparse_random_can_cache (void *handle)
-{
-  return NBDKIT_CACHE_NATIVE;
 }
 
 /* Fill BUF with the N bytes a piece of a request starting at OFFSET
@@ -322,12 +295,6 @@ sparse_random_trim_zero (void *handle, uint32_t count, uint64_t offset,
 }
 
 static int
-sparse_random_flush (void *handle, uint32_t flags)
-{
-  return 0;
-}
-
-static int
 sparse_random_cache (void *handle, uint32_t count, uint64_t offset,
                      uint32_t flags)
 {
@@ -373,19 +340,19 @@ static struct nbdkit_plugin plugin = {
   .config_help       = sparse_random_config_help,
   .magic_config_key  = "size",
   .get_ready         = sparse_random_get_ready,
-  .open              = sparse_random_open,
+  .open              = answer_no_handle,
   .get_size          = sparse_random_get_size,
-  .can_write         = sparse_random_can_yes,
-  .can_flush         = sparse_random_can_yes,
-  .can_trim          = sparse_random_can_yes,
-  .can_zero          = sparse_random_can_yes,
-  .can_fua           = sparse_random_can_fua,
-  .can_multi_conn    = sparse_random_can_yes,
-  .can_extents       = sparse_random_can_yes,
-  .can_cache         = sparse_random_can_cache,
+  .can_write         = answer_yes,
+  .can_flush         = answer_yes,
+  .can_trim          = answer_yes,
+  .can_zero          = answer_yes,
+  .can_fua           = answer_fua_native,
+  .can_multi_conn    = answer_yes,
+  .can_extents       = answer_yes,
+  .can_cache         = answer_cache_native,
   .pread             = sparse_random_pread,
   .pwrite            = sparse_random_pwrite,
-  .flush             = sparse_random_flush,
+  .flush             = answer_flush_done,
   .trim              = sparse_random_trim_zero,
   .zero              = sparse_random_trim_zero,
   .cache             = sparse_random_cache,

@@ -34,6 +34,7 @@
 #include "include/checked-overflow.h"
 #include "include/minmax.h"
 #include "vector.h"
+#include "answers.h"
 
 /* The files named on the command line, in order, as absolute paths. */
 static string_vector filenames = empty_vector;
@@ -184,12 +185,6 @@ split_can_extents (void *handle)
   struct handle *h = handle;
 
   return h->can_extents;
-}
-
-static int
-split_can_cache (void *handle)
-{
-  return NBDKIT_CACHE_NATIVE;
 }
 
 static int
@@ -367,7 +362,7 @@ static struct nbdkit_plugin plugin = {
   .close             = split_close,
   .get_size          = split_get_size,
   .can_extents       = split_can_extents,
-  .can_cache         = split_can_cache,
+  .can_cache         = answer_cache_native,
   .pread             = split_pread,
   .pwrite            = split_pwrite,
   .cache             = split_cache,

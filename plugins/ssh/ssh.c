@@ -55,6 +55,7 @@
 #include <nbdkit-probe.h>
 
 #include "include/minmax.h"
+#include "params.h"
 #include "vector.h"
 #include "session.h"
 #include "watchdog.h"
@@ -130,17 +131,6 @@ set_string (char **field, const char *value)
 }
 
 static int
-parse_flag (const char *value, bool *flag)
-{
-  int r = nbdkit_parse_bool (value);
-
-  if (r == -1)
-    return -1;
-  *flag = r;
-  return 0;
-}
-
-static int
 ssh_config (const char *key, const char *value)
 {
   if (strcmp (key, "host") == 0)
@@ -174,11 +164,11 @@ ssh_config (const char *key, const char *value)
     return 0;
   }
   if (strcmp (key, "verify-remote-host") == 0)
-    return parse_flag (value, &params.verify_remote_host);
+    return param_bool (value, &params.verify_remote_host);
   if (strcmp (key, "compression") == 0)
-    return parse_flag (value, &params.compression);
+    return param_bool (value, &params.compression);
   if (strcmp (key, "create") == 0)
-    return parse_flag (value, &create);
+    return param_bool (value, &create);
   if (strcmp (key, "create-size") == 0) {
     create_size = nbdkit_parse_size (value);
     return create_size == -1 ? -1 : 0;

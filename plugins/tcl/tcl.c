@@ -5,9 +5,10 @@
  * This file owns the interpreter: it is created in load, the script
  * is evaluated when script= arrives (the first parameter, or the bare
  * path through magic_config_key), later parameters go to the script's
- * config proc, and each plugin callback calls the proc of the same
- * name as nbdkit 1.32's Tcl host does (plugin_open, plugin_close and
- * plugin_flush for open, close and flush).  Data crosses as Tcl byte
+ * config proc, and each data callback (langhost's, common/langhost)
+ * calls the proc of the same name as nbdkit 1.32's Tcl host does
+ * (plugin_open, plugin_close and plugin_flush for open, close and
+ * flush) through lh_host_call below.  Data crosses as Tcl byte
  * arrays; a proc that fails (error, return -code error) gives the
  * client EIO, or the errno named by a POSIX errorCode.  Around every
  * call into the script the plugin fires tcl_call_start and
@@ -42,6 +43,7 @@
 #define NBDKIT_PROBE_SEMAPHORES 1
 #include <nbdkit-probe.h>
 
+#include "langhost.h"
 #include "now-ns.h"
 
 NBDKIT_PROBE_SEMAPHORE (tcl_call_start);
@@ -53,7 +55,6 @@ NBDKIT_DLL_PUBLIC int tcl_debug_verbose = 0;
 /* Set in load and config (main thread), read-only afterwards. */
 static Tcl_Interp *interp;
 static char *load_error;        /* why the interpreter could not start */
-static char *script;            /* the script's path, once evaluated */
 
 /* Held around every use of interp after start-up.  Innermost lock:
  * nothing else is taken while holding it.
@@ -125,7 +126,7 @@ report (const char *callback, const char *msg)
     for (char *p = line; *p; p++)
       if (*p == '\n' || *p == '\r')
         *p = ' ';
-  nbdkit_error ("%s: %s: %s", script ? script : "tcl", callback,
+  nbdkit_error ("%s: %s: %s", lh_script ? lh_script : "tcl", callback,
                 line ? line : msg);
   free (line);
 }
@@ -192,29 +193,6 @@ call (const char *name, Tcl_Obj **args, int nargs, Tcl_Obj **result)
   return r == TCL_OK ? 0 : -1;
 }
 
-/* Call NAME and read its result as a boolean; DEFLT if NAME does not
- * exist.
- */
-static int
-call_bool (const char *name, Tcl_Obj *handle, int deflt)
-{
-  Tcl_Obj *res;
-  int b;
-
-  if (!proc_exists (name))
-    return deflt;
-  if (call (name, &handle, 1, &res) == -1)
-    return -1;
-  if (Tcl_GetBooleanFromObj (interp, res, &b) != TCL_OK) {
-    report (name, Tcl_GetStringResult (interp));
-    Tcl_ResetResult (interp);
-    nbdkit_set_error (EIO);
-    b = -1;
-  }
-  Tcl_DecrRefCount (res);
-  return b;
-}
-
 /* ---- the probe helper: nbdkit_probe NAME ?ARG1? ?ARG2? ?TEXT? ---- */
 
 static int
@@ -261,7 +239,7 @@ tcl_unload (void)
   Tcl_Finalize ();
   pthread_key_delete (tcl_thread_key);
   free (load_error);
-  free (script);
+  free (lh_script);
 }
 
 static void
@@ -269,7 +247,7 @@ tcl_dump_plugin (void)
 {
   printf ("tcl_version=%s\n", TCL_VERSION);
   printf ("tcl_patch_level=%s\n", TCL_PATCH_LEVEL);
-  if (interp && script && proc_exists ("dump_plugin")) {
+  if (interp && lh_script && proc_exists ("dump_plugin")) {
     fflush (stdout);
     call ("dump_plugin", NULL, 0, NULL);
   }
@@ -283,8 +261,8 @@ load_script (const char *path)
                   load_error ? load_error : "unknown error");
     return -1;
   }
-  script = strdup (path);
-  if (!script) {
+  lh_script = strdup (path);
+  if (!lh_script) {
     nbdkit_error ("strdup: %m");
     return -1;
   }
@@ -306,7 +284,7 @@ load_script (const char *path)
 static int
 tcl_config (const char *key, const char *value)
 {
-  if (!script) {
+  if (!lh_script) {
     if (strcmp (key, "script") != 0) {
       nbdkit_error ("the first parameter must be "
                     "script=/path/to/script.tcl, not '%s'", key);
@@ -316,7 +294,7 @@ tcl_config (const char *key, const char *value)
   }
   if (!proc_exists ("config")) {
     nbdkit_error ("%s: unknown parameter '%s' (the script has no config "
-                  "proc)", script, key);
+                  "proc)", lh_script, key);
     return -1;
   }
   Tcl_Obj *args[2] = { Tcl_NewStringObj (key, -1),
@@ -329,14 +307,14 @@ tcl_config_complete (void)
 {
   static const char *const required[] = { "plugin_open", "get_size",
                                           "pread" };
-  if (!script) {
+  if (!lh_script) {
     nbdkit_error ("missing the script: nbdkit tcl /path/to/script.tcl");
     return -1;
   }
   for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
     if (!proc_exists (required[i])) {
       nbdkit_error ("%s: %s: the script does not define this required "
-                    "proc", script, required[i]);
+                    "proc", lh_script, required[i]);
       return -1;
     }
   if (proc_exists ("config_complete"))
@@ -348,213 +326,128 @@ tcl_config_complete (void)
   "[script=]<FILENAME>  (required) The Tcl script to run.\n" \
   "[KEY=VALUE ...]      Passed on to the script's config proc."
 
-/* ---- connections ---- */
+/* ---- the language side of langhost's callbacks ---- */
 
 /* The handle is the Tcl object plugin_open returned, with a reference
- * held until close.
+ * held until close.  Each call below takes interp_lock.
  */
-static void *
-tcl_open (int readonly)
-{
-  Tcl_Obj *arg = Tcl_NewBooleanObj (readonly);
-  Tcl_Obj *h;
 
-  pthread_mutex_lock (&interp_lock);
-  int r = call ("plugin_open", &arg, 1, &h);
-  pthread_mutex_unlock (&interp_lock);
-  return r == -1 ? NULL : h;
-}
-
-static void
-tcl_close (void *handle)
-{
-  Tcl_Obj *h = handle;
-
-  pthread_mutex_lock (&interp_lock);
-  if (proc_exists ("plugin_close"))
-    call ("plugin_close", &h, 1, NULL);
-  Tcl_DecrRefCount (h);
-  pthread_mutex_unlock (&interp_lock);
-}
-
-static int64_t
-tcl_get_size (void *handle)
-{
-  Tcl_Obj *h = handle, *res;
-  Tcl_WideInt size = -1;
-
-  pthread_mutex_lock (&interp_lock);
-  if (call ("get_size", &h, 1, &res) == 0) {
-    if (Tcl_GetWideIntFromObj (interp, res, &size) != TCL_OK) {
-      report ("get_size", Tcl_GetStringResult (interp));
-      Tcl_ResetResult (interp);
-      size = -1;
-    }
-    else if (size < 0) {
-      nbdkit_error ("%s: get_size: returned a negative size (%" PRId64 ")",
-                    script, (int64_t) size);
-      size = -1;
-    }
-    Tcl_DecrRefCount (res);
-    if (size == -1)
-      nbdkit_set_error (EIO);
-  }
-  pthread_mutex_unlock (&interp_lock);
-  return size;
-}
-
-/* A can_* proc if the script has one, or whether the callback it
- * guards exists, as 1.32 decides.
- */
-static int
-can_or_has (void *handle, const char *can, const char *callback)
+bool
+lh_host_defined (const char *name)
 {
   pthread_mutex_lock (&interp_lock);
-  int r = call_bool (can, handle, callback ? proc_exists (callback) : 0);
+  bool r = proc_exists (name);
   pthread_mutex_unlock (&interp_lock);
   return r;
 }
 
-static int
-tcl_can_write (void *handle)
+static Tcl_Obj *
+arg_obj (const struct lh_arg *a)
 {
-  return can_or_has (handle, "can_write", "pwrite");
+  switch (a->type) {
+  case LH_HANDLE: return (Tcl_Obj *) a->p;
+  case LH_BOOL:   return Tcl_NewBooleanObj (a->u != 0);
+  case LH_UINT:   return Tcl_NewWideIntObj ((Tcl_WideInt) a->u);
+  case LH_BYTES:  return Tcl_NewByteArrayObj (a->p, (int) a->u);
+  }
+  abort ();
 }
 
+/* A result Tcl cannot read as the callback wants: its message. */
 static int
-tcl_can_flush (void *handle)
+unreadable (const char *name)
 {
-  return can_or_has (handle, "can_flush", "plugin_flush");
+  report (name, Tcl_GetStringResult (interp));
+  Tcl_ResetResult (interp);
+  return -1;
 }
 
-static int
-tcl_can_trim (void *handle)
-{
-  return can_or_has (handle, "can_trim", "trim");
-}
-
-static int
-tcl_is_rotational (void *handle)
-{
-  return can_or_has (handle, "is_rotational", NULL);
-}
-
-/* 1.32's host is an API version 1 plugin with a zero and a flush
- * callback of its own: the server always asks it to zero (it answers
- * "not supported" when the script has no zero proc, and the server
- * writes zeroes), advertises fast zero (refused at once) and emulates
- * FUA with a flush.  The same answers here give the client the same
- * flags.
+/* Convert the result RES of a successful call; -1 if it is wrong
+ * (reported, the caller sets EIO).
  */
 static int
-tcl_can_zero (void *handle)
+convert (struct lh_call *c, Tcl_Obj *res)
 {
-  return 1;
-}
+  Tcl_WideInt size;
+  int len;
 
-static int
-tcl_can_fast_zero (void *handle)
-{
-  return 1;
-}
-
-static int
-tcl_can_fua (void *handle)
-{
-  return NBDKIT_FUA_EMULATE;
-}
-
-/* ---- data ---- */
-
-static int
-tcl_pread (void *handle, void *buf, uint32_t count, uint64_t offset,
-           uint32_t flags)
-{
-  Tcl_Obj *args[3] = { handle, Tcl_NewWideIntObj (count),
-                       Tcl_NewWideIntObj ((Tcl_WideInt) offset) };
-  Tcl_Obj *res;
-  int r, len;
-
-  pthread_mutex_lock (&interp_lock);
-  r = call ("pread", args, 3, &res);
-  if (r == 0) {
+  switch (c->want) {
+  case LH_NOTHING:
+    return 0;
+  case LH_NEW_HANDLE:
+    Tcl_IncrRefCount (res);
+    c->handle = res;
+    return 0;
+  case LH_SIZE:
+    if (Tcl_GetWideIntFromObj (interp, res, &size) != TCL_OK)
+      return unreadable (c->name);
+    if (size < 0) {
+      nbdkit_error ("%s: %s: returned a negative size (%" PRId64 ")",
+                    lh_script, c->name, (int64_t) size);
+      return -1;
+    }
+    c->size = size;
+    return 0;
+  case LH_TRUTH:
+    if (Tcl_GetBooleanFromObj (interp, res, &c->truth) != TCL_OK)
+      return unreadable (c->name);
+    return 0;
+  case LH_DATA: {
     const unsigned char *data = Tcl_GetByteArrayFromObj (res, &len);
-    if (len < 0 || (uint32_t) len < count) {
-      nbdkit_error ("%s: pread: returned %d bytes, expected %" PRIu32,
-                    script, len, count);
-      nbdkit_set_error (EIO);
-      r = -1;
+    return lh_take_data (c, data, len < 0 ? 0 : (size_t) len);
+  }
+  }
+  abort ();
+}
+
+enum lh_outcome
+lh_host_call (struct lh_call *c)
+{
+  Tcl_Obj *args[LH_MAX_ARGS], *res = NULL;
+  enum lh_outcome r = LH_DONE;
+
+  pthread_mutex_lock (&interp_lock);
+  if (c->optional && !proc_exists (c->name))
+    r = LH_ABSENT;
+  else {
+    for (size_t i = 0; i < c->nargs; i++)
+      args[i] = arg_obj (&c->args[i]);
+    if (call (c->name, args, (int) c->nargs,
+              c->want == LH_NOTHING ? NULL : &res) == -1)
+      r = LH_FAILED;
+    else if (res) {
+      if (convert (c, res) == -1) {
+        nbdkit_set_error (EIO);
+        r = LH_FAILED;
+      }
+      Tcl_DecrRefCount (res);
     }
-    else
-      memcpy (buf, data, count);
-    Tcl_DecrRefCount (res);
   }
   pthread_mutex_unlock (&interp_lock);
   return r;
 }
 
-static int
-tcl_pwrite (void *handle, const void *buf, uint32_t count, uint64_t offset,
-            uint32_t flags)
+void
+lh_host_free_handle (void *handle)
 {
-  Tcl_Obj *args[3] = { handle, Tcl_NewByteArrayObj (buf, count),
-                       Tcl_NewWideIntObj ((Tcl_WideInt) offset) };
-
   pthread_mutex_lock (&interp_lock);
-  int r = call ("pwrite", args, 3, NULL);
+  Tcl_DecrRefCount ((Tcl_Obj *) handle);
   pthread_mutex_unlock (&interp_lock);
-  return r;
 }
 
-static int
-tcl_flush (void *handle, uint32_t flags)
-{
-  Tcl_Obj *h = handle;
-  int r = 0;
-
-  pthread_mutex_lock (&interp_lock);
-  if (proc_exists ("plugin_flush"))
-    r = call ("plugin_flush", &h, 1, NULL);
-  pthread_mutex_unlock (&interp_lock);
-  return r;
-}
-
-static int
-tcl_trim (void *handle, uint32_t count, uint64_t offset, uint32_t flags)
-{
-  Tcl_Obj *args[3] = { handle, Tcl_NewWideIntObj (count),
-                       Tcl_NewWideIntObj ((Tcl_WideInt) offset) };
-
-  pthread_mutex_lock (&interp_lock);
-  int r = call ("trim", args, 3, NULL);
-  pthread_mutex_unlock (&interp_lock);
-  return r;
-}
-
-static int
-tcl_zero (void *handle, uint32_t count, uint64_t offset, uint32_t flags)
-{
-  int r;
-
-  /* Fast zero is refused at once, as 1.32's (version 1) host is. */
-  if (flags & NBDKIT_FLAG_FAST_ZERO) {
-    nbdkit_set_error (ENOTSUP);
-    return -1;
-  }
-  pthread_mutex_lock (&interp_lock);
-  if (!proc_exists ("zero")) {
-    pthread_mutex_unlock (&interp_lock);
-    nbdkit_debug ("no zero proc: the server writes zeroes");
-    nbdkit_set_error (EOPNOTSUPP);
-    return -1;
-  }
-  Tcl_Obj *args[4] = { handle, Tcl_NewWideIntObj (count),
-                       Tcl_NewWideIntObj ((Tcl_WideInt) offset),
-                       Tcl_NewBooleanObj (flags & NBDKIT_FLAG_MAY_TRIM) };
-  r = call ("zero", args, 4, NULL);
-  pthread_mutex_unlock (&interp_lock);
-  return r;
-}
+/* As nbdkit 1.32's Tcl host: version 1 arguments, the callbacks it
+ * has are called without looking first, and plugin_* names where a
+ * Tcl command of the same name exists.
+ */
+const struct langhost langhost = {
+  .word = "proc",
+  .open = "plugin_open",
+  .close = "plugin_close",
+  .flush = "plugin_flush",
+  .pass_flags = false,
+  .look_first = false,
+  .no_zero_note = "no zero proc: the server writes zeroes",
+};
 
 /* One interpreter, as 1.32's host. */
 #define THREAD_MODEL NBDKIT_THREAD_MODEL_SERIALIZE_ALL_REQUESTS
@@ -570,21 +463,10 @@ static struct nbdkit_plugin plugin = {
   .config_complete    = tcl_config_complete,
   .config_help        = tcl_config_help,
   .magic_config_key   = "script",
-  .open               = tcl_open,
-  .close              = tcl_close,
-  .get_size           = tcl_get_size,
-  .can_write          = tcl_can_write,
-  .can_flush          = tcl_can_flush,
-  .can_trim           = tcl_can_trim,
-  .is_rotational      = tcl_is_rotational,
-  .can_zero           = tcl_can_zero,
-  .can_fast_zero      = tcl_can_fast_zero,
-  .can_fua            = tcl_can_fua,
-  .pread              = tcl_pread,
-  .pwrite             = tcl_pwrite,
-  .flush              = tcl_flush,
-  .trim               = tcl_trim,
-  .zero               = tcl_zero,
+  .can_zero           = lh_yes,
+  .can_fast_zero      = lh_yes,
+  .can_fua            = lh_fua_emulate,
+  LANGHOST_CALLBACKS
 };
 
 NBDKIT_REGISTER_PLUGIN (plugin)

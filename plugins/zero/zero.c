@@ -9,12 +9,7 @@
 
 #define NBDKIT_API_VERSION 2
 #include <nbdkit-plugin.h>
-
-static void *
-zero_open (int readonly)
-{
-  return NBDKIT_HANDLE_NOT_NEEDED;
-}
+#include "answers.h"
 
 static int64_t
 zero_get_size (void *handle)
@@ -22,28 +17,10 @@ zero_get_size (void *handle)
   return 0;
 }
 
-static int
-zero_can_yes (void *handle)
-{
-  return 1;
-}
-
-static int
-zero_can_cache (void *handle)
-{
-  return NBDKIT_CACHE_NATIVE;
-}
-
 /* The server never passes a request past the end, and the end is 0. */
 static int
 zero_pread (void *handle, void *buf, uint32_t count, uint64_t offset,
             uint32_t flags)
-{
-  return 0;
-}
-
-static int
-zero_cache (void *handle, uint32_t count, uint64_t offset, uint32_t flags)
 {
   return 0;
 }
@@ -55,12 +32,12 @@ static struct nbdkit_plugin plugin = {
   .version           = PACKAGE_VERSION,
   .longname          = "nbdkit zero plugin",
   .description       = "An export of length zero",
-  .open              = zero_open,
+  .open              = answer_no_handle,
   .get_size          = zero_get_size,
-  .can_multi_conn    = zero_can_yes,
-  .can_cache         = zero_can_cache,
+  .can_multi_conn    = answer_yes,
+  .can_cache         = answer_cache_native,
   .pread             = zero_pread,
-  .cache             = zero_cache,
+  .cache             = answer_range_done,
 };
 
 NBDKIT_REGISTER_PLUGIN (plugin)
