@@ -36,6 +36,7 @@
 
 #define NBDKIT_API_VERSION 2
 #include <nbdkit-plugin.h>
+#include "array-size.h"
 
 #define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
 
@@ -136,7 +137,7 @@ fault_unload (void)
 static int
 parse_errno (const char *value)
 {
-  for (size_t i = 0; i < sizeof errnos / sizeof errnos[0]; i++)
+  for (size_t i = 0; i < ARRAY_SIZE (errnos); i++)
     if (strcmp (value, errnos[i].name) == 0)
       return errnos[i].value;
   char *end;

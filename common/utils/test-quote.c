@@ -12,6 +12,7 @@
 
 #include "quote.h"
 #include "subprocess.h"
+#include "array-size.h"
 
 int
 main (void)
@@ -20,7 +21,7 @@ main (void)
     "", "plain", "two words", "it's", "'", "''", "$HOME `id` \\ \"q\"",
     "line\nbreak", "a'b'c",
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+  for (size_t i = 0; i < ARRAY_SIZE (cases); i++) {
     char *q = shell_quote_dup (cases[i]);
     assert (q != NULL);
     /* printf %s QUOTED: the shell hands printf the original bytes. */

@@ -42,6 +42,7 @@
 #include "include/minmax.h"
 #include "include/now-ns.h"
 #include "s3.h"
+#include "include/array-size.h"
 
 /* The most threads one s3_perform_many runs at once. */
 #define MAX_FANOUT 16
@@ -618,7 +619,7 @@ xml_decode (char *s)
       *w++ = *s++;
       continue;
     }
-    for (i = 0; i < sizeof ents / sizeof ents[0]; ++i) {
+    for (i = 0; i < ARRAY_SIZE (ents); ++i) {
       size_t n = strlen (ents[i].name);
       if (strncmp (s, ents[i].name, n) == 0) {
         *w++ = ents[i].c;
@@ -626,7 +627,7 @@ xml_decode (char *s)
         break;
       }
     }
-    if (i < sizeof ents / sizeof ents[0])
+    if (i < ARRAY_SIZE (ents))
       continue;
     if (s[1] == '#') {
       char *end;

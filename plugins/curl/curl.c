@@ -31,6 +31,7 @@
 #include "curldefs.h"
 #include "now-ns.h"
 #include "params.h"
+#include "array-size.h"
 
 NBDKIT_PROBE_SEMAPHORE (curl_range_start);
 NBDKIT_PROBE_SEMAPHORE (curl_range_done);
@@ -79,7 +80,7 @@ parse_ssl_version (const char *value, long *v)
   };
   size_t i;
 
-  for (i = 0; i < sizeof versions / sizeof versions[0]; i++) {
+  for (i = 0; i < ARRAY_SIZE (versions); i++) {
     if (strcasecmp (value, versions[i].name) == 0) {
       *v = versions[i].v;
       return 0;
@@ -110,7 +111,7 @@ protocol_bit (const char *name)
   };
   size_t i;
 
-  for (i = 0; i < sizeof bits / sizeof bits[0]; i++)
+  for (i = 0; i < ARRAY_SIZE (bits); i++)
     if (strcasecmp (name, bits[i].name) == 0)
       return bits[i].bit;
   return 0;
@@ -240,10 +241,10 @@ curl_config (const char *key, const char *value)
 {
   size_t i;
 
-  for (i = 0; i < sizeof strings / sizeof strings[0]; i++)
+  for (i = 0; i < ARRAY_SIZE (strings); i++)
     if (strcmp (key, strings[i].key) == 0)
       return config_string (i, value);
-  for (i = 0; i < sizeof bools / sizeof bools[0]; i++)
+  for (i = 0; i < ARRAY_SIZE (bools); i++)
     if (strcmp (key, bools[i].key) == 0)
       return param_bool (value, bools[i].dst);
   if (strcmp (key, "header") == 0) {
@@ -293,7 +294,7 @@ curl_unload (void)
 
   pool_free ();
   scripts_free ();
-  for (i = 0; i < sizeof strings / sizeof strings[0]; i++) {
+  for (i = 0; i < ARRAY_SIZE (strings); i++) {
     free (*strings[i].dst);
     *strings[i].dst = NULL;
   }

@@ -33,6 +33,7 @@
 #define NBDKIT_API_VERSION 2
 #include <nbdkit-plugin.h>
 #include "answers.h"
+#include "include/array-size.h"
 
 enum mode {
   MODE_EXPORTNAME,
@@ -51,7 +52,7 @@ static const char *const mode_names[] = {
   [MODE_UPTIME] = "uptime",
   [MODE_CONNTIME] = "conntime",
 };
-#define NR_MODES (sizeof mode_names / sizeof mode_names[0])
+#define NR_MODES (ARRAY_SIZE (mode_names))
 
 /* Set by config, read-only once the server serves. */
 static enum mode mode = MODE_EXPORTNAME;

@@ -40,6 +40,7 @@
 
 #include "langhost.h"
 #include "now-ns.h"
+#include "array-size.h"
 
 NBDKIT_PROBE_SEMAPHORE (lua_call_start);
 NBDKIT_PROBE_SEMAPHORE (lua_call_done);
@@ -112,7 +113,7 @@ open_nbdkit (lua_State *l)
   size_t i;
 
   luaL_newlib (l, fns);
-  for (i = 0; i < sizeof errnos / sizeof errnos[0]; ++i) {
+  for (i = 0; i < ARRAY_SIZE (errnos); ++i) {
     lua_pushinteger (l, errnos[i].value);
     lua_setfield (l, -2, errnos[i].name);
   }
@@ -461,7 +462,7 @@ lua_config_complete (void)
     nbdkit_error ("no script given: use script=/path/to/script.lua");
     return -1;
   }
-  for (i = 0; i < sizeof required / sizeof required[0]; ++i) {
+  for (i = 0; i < ARRAY_SIZE (required); ++i) {
     if (!defined (required[i])) {
       nbdkit_error ("%s: the script does not define the required "
                     "function %s", lh_script, required[i]);

@@ -28,6 +28,7 @@
 #include "nbd.h"
 #include "params.h"
 #include "vector.h"
+#include "array-size.h"
 
 struct nbd_config nbd_cfg = {
   .fd = -1, .shared = -1, .tls = -1, .tls_verify = -1,
@@ -264,7 +265,7 @@ check_uri (const char *uri)
   };
   size_t i;
 
-  for (i = 0; i < sizeof schemes / sizeof schemes[0]; i++) {
+  for (i = 0; i < ARRAY_SIZE (schemes); i++) {
     if (strncmp (uri, schemes[i], strlen (schemes[i])) == 0) {
       if (strstr (schemes[i], "+unix") && !strstr (uri, "socket=")) {
         nbdkit_error ("uri '%s': a +unix URI needs ?socket=PATH", uri);

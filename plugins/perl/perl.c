@@ -41,6 +41,7 @@
 
 #include "langhost.h"
 #include "now-ns.h"
+#include "array-size.h"
 
 NBDKIT_PROBE_SEMAPHORE (perl_call_start);
 NBDKIT_PROBE_SEMAPHORE (perl_call_done);
@@ -122,7 +123,7 @@ xs_init (pTHX)
   newXS ("Nbdkit::debug", xs_debug, __FILE__);
   newXS ("Nbdkit::set_error", xs_set_error, __FILE__);
   newXS ("Nbdkit::probe", xs_probe, __FILE__);
-  for (i = 0; i < sizeof constants / sizeof constants[0]; ++i)
+  for (i = 0; i < ARRAY_SIZE (constants); ++i)
     sv_setiv (get_sv (constants[i].name, GV_ADD), constants[i].value);
 }
 
@@ -404,7 +405,7 @@ perl_config_complete (void)
     nbdkit_error ("no script given: use script=/path/to/script.pl");
     return -1;
   }
-  for (i = 0; i < sizeof required / sizeof required[0]; ++i) {
+  for (i = 0; i < ARRAY_SIZE (required); ++i) {
     if (!defined (required[i])) {
       nbdkit_error ("%s: the script does not define the required sub %s",
                     lh_script, required[i]);

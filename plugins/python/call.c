@@ -36,6 +36,7 @@
 #include <nbdkit-probe.h>
 
 #include "now-ns.h"
+#include "array-size.h"
 
 NBDKIT_PROBE_SEMAPHORE (python_call_start);
 NBDKIT_PROBE_SEMAPHORE (python_call_done);
@@ -340,7 +341,7 @@ key_of (const char *name)
     if (keys[i].name == name)
       return keys[i].key;
   PyObject *key = PyUnicode_InternFromString (name);
-  if (key && nr_keys < sizeof keys / sizeof keys[0]) {
+  if (key && nr_keys < ARRAY_SIZE (keys)) {
     keys[nr_keys].name = name;
     keys[nr_keys].key = key;  /* kept for the interpreter's life */
     nr_keys++;

@@ -10,6 +10,7 @@
 
 /* Python.h first: it sets feature macros the C library reads. */
 #include "python.h"
+#include "array-size.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -283,7 +284,7 @@ py_module_init (void)
   PyObject *m = PyModule_Create (&moddef);
   if (!m)
     return NULL;
-  for (size_t i = 0; i < sizeof constants / sizeof constants[0]; i++) {
+  for (size_t i = 0; i < ARRAY_SIZE (constants); i++) {
     if (PyModule_AddIntConstant (m, constants[i].name,
                                  constants[i].value) == -1) {
       Py_DECREF (m);

@@ -26,6 +26,7 @@
 #include <nbdkit-plugin.h>
 
 #include "methods.h"
+#include "array-size.h"
 
 NBDKIT_DLL_PUBLIC int python_debug_tracebacks;
 
@@ -215,7 +216,7 @@ load_script (void)
   }
   nbdkit_debug ("%s: API_VERSION %d", py_script, py_api_version);
 
-  for (size_t i = 0; i < sizeof required / sizeof required[0]; i++) {
+  for (size_t i = 0; i < ARRAY_SIZE (required); i++) {
     if (!call_lookup (required[i])) {
       nbdkit_error ("%s: the script does not define %s(), which a "
                     "python plugin must have (open, get_size, pread)",

@@ -30,6 +30,7 @@
 
 #include "langhost.h"
 #include "vm.h"
+#include "array-size.h"
 
 struct handle {
   VALUE obj;                    /* what open returned, kept from the GC */
@@ -152,7 +153,7 @@ job_config_complete (struct job *job)
 {
   static const char *const required[] = { "open", "get_size", "pread" };
 
-  for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
+  for (size_t i = 0; i < ARRAY_SIZE (required); i++)
     if (!vm_defines (required[i])) {
       vm_job_error (job, EINVAL, "%s: %s: the script does not define this "
                  "required method", lh_script, required[i]);

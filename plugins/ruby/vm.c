@@ -54,6 +54,7 @@
 
 #include "now-ns.h"
 #include "vm.h"
+#include "array-size.h"
 
 NBDKIT_PROBE_SEMAPHORE (ruby_call_start);
 NBDKIT_PROBE_SEMAPHORE (ruby_call_done);
@@ -372,7 +373,7 @@ static const int server_signals[] = {
   SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGUSR1, SIGUSR2, SIGALRM,
   SIGCHLD, SIGSEGV, SIGBUS,
 };
-#define NR_SIGNALS (sizeof server_signals / sizeof server_signals[0])
+#define NR_SIGNALS (ARRAY_SIZE (server_signals))
 
 /* The VM thread's loop: wait for a job without the GVL, run it with
  * the GVL; park for a fork (see vm_prepare_fork); end at unload.

@@ -45,6 +45,7 @@
 
 #include "langhost.h"
 #include "now-ns.h"
+#include "array-size.h"
 
 NBDKIT_PROBE_SEMAPHORE (tcl_call_start);
 NBDKIT_PROBE_SEMAPHORE (tcl_call_done);
@@ -146,7 +147,7 @@ call (const char *name, Tcl_Obj **args, int nargs, Tcl_Obj **result)
   uint64_t id = 0, cookie = 0;
   int64_t start = 0;
 
-  if ((size_t) nargs >= sizeof objv / sizeof objv[0])
+  if ((size_t) nargs >= ARRAY_SIZE (objv))
     abort ();
   if (pthread_getspecific (tcl_thread_key) == NULL)
     pthread_setspecific (tcl_thread_key, &tcl_thread_key);
@@ -311,7 +312,7 @@ tcl_config_complete (void)
     nbdkit_error ("missing the script: nbdkit tcl /path/to/script.tcl");
     return -1;
   }
-  for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
+  for (size_t i = 0; i < ARRAY_SIZE (required); i++)
     if (!proc_exists (required[i])) {
       nbdkit_error ("%s: %s: the script does not define this required "
                     "proc", lh_script, required[i]);
