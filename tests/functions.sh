@@ -14,6 +14,9 @@
 #                            sets $sock, $pidfile, $server_pid and $uri
 #   stop_server              stop the server started by start_server now
 #   expect_fail CMD [ARGS]   succeed only if CMD fails (status != 0)
+#   refuses RE ARGS...       succeed only if "$NBDKIT -U - ARGS --run true"
+#                            exits 1 with one line on stderr matching RE
+#                            and nothing on stdout (else return 1)
 #   fail MESSAGE             print MESSAGE and exit 1
 #   tracing_lock             serialise tests that use perf or bpftrace
 #   requires_tracer [CMD...] requires_cmd bpftrace CMD..., requires_root,
@@ -306,6 +309,33 @@ expect_fail ()
     return 1
   fi
   return 0
+}
+
+# --- A server that refuses its command line --------------------------------
+
+# refuses RE ARGS...: run "$NBDKIT -U - ARGS --run true" and succeed only
+# if it exits with status 1, prints nothing on stdout and one line on
+# stderr, and that line matches the extended regex RE.  Otherwise show
+# what it printed and return 1, so the caller picks fail or note_failure.
+# A parameter error is reported before the server listens, so the one
+# line says everything a user gets.
+refuses ()
+{
+  local regex="$1" status=0
+  shift
+  t "$NBDKIT" -U - "$@" --run true \
+    > "$tmpdir/refused.out" 2> "$tmpdir/refused.err" || status=$?
+  if [ "$status" -eq 1 ] && [ ! -s "$tmpdir/refused.out" ] &&
+     [ "$(wc -l < "$tmpdir/refused.err")" -eq 1 ] &&
+     grep -Eq -- "$regex" "$tmpdir/refused.err"; then
+    return 0
+  fi
+  echo "$0: $*: exit status $status, wanted 1 and one line matching" \
+    "/$regex/; stdout:" >&2
+  cat "$tmpdir/refused.out" >&2
+  echo "stderr:" >&2
+  cat "$tmpdir/refused.err" >&2
+  return 1
 }
 
 # --- A background server on a private socket ------------------------------
