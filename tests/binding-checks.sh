@@ -123,11 +123,7 @@ usdt:$b:nbdkit:user {
          (int64) arg3, (int64) arg4, str(arg5));
 }
 BT
-  timeout -k 120 60 bpftrace "$tmpdir/trace.bt" > "$tmpdir/out" \
-    2> "$tmpdir/out.err" &
-  bt=$!
-  cleanup_fn _kill_pid "$bt"
-  wait_for_bpftrace "$bt" "$tmpdir/out" "$tmpdir/out.err"
+  start_bpftrace 60 "$tmpdir/out" "$tmpdir/out.err" "$tmpdir/trace.bt"
   t timeout 60 "$NBDKIT" -U - "$so" 1M \
     --run 'nbdsh -u "$uri" -c "h.pwrite(b\"z\" * 1000, 8192)"' ||
     fail "the RAM disk under bpftrace failed"

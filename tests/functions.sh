@@ -23,6 +23,8 @@
 #                            requires_probes, then tracing_lock: the
 #                            preamble of a test that runs bpftrace
 #   wait_for_output F RE PID wait (bounded) for a line matching RE in F
+#   start_bpftrace SECS OUT ERR ARGS...  bpftrace ARGS in the background,
+#                            attached when it returns; its pid in $bt
 #   trace_in_order F         the lines of F that start with a timestamp
 #                            (bpftrace's nsecs), in time order, without it
 #   skip_under_sanitizers WHY  skip (exit 77) in a sanitizer build
@@ -412,6 +414,21 @@ wait_for_bpftrace ()
   fail "bpftrace did not attach within 60 s"
 }
 
+# start_bpftrace SECS OUT ERR ARGS...: run "bpftrace ARGS" in the
+# background for at most SECS seconds, its output in OUT and its errors
+# in ERR, killed at exit; wait (as wait_for_bpftrace) until its probes
+# are in.  Its pid (that of the timeout running it) is left in $bt, for
+# interrupt_tracer or wait.
+start_bpftrace ()
+{
+  local secs="$1" out="$2" err="$3"
+  shift 3
+  timeout -k 120 "$secs" bpftrace "$@" > "$out" 2> "$err" &
+  bt=$!
+  cleanup_fn _kill_pid "$bt"
+  wait_for_bpftrace "$bt" "$out" "$err"
+}
+
 # Stop a tracer (bpftrace, or a tool that execs it) with ^C so that it
 # prints its maps, and wait for it.  Under load a single SIGINT has been
 # seen to go unheeded until the tracer's own timeout, so the signal is
@@ -472,10 +489,9 @@ trace_start ()
   local out="$1" program="$2"
   [ -n "$server_pid" ] || fail "trace_start: no server (call start_server)"
   printf '%s\n' "$program" > "$out.bt"
-  timeout -k 120 120 bpftrace -p "$server_pid" "$out.bt" > "$out" 2> "$out.err" &
-  tracer=$!
-  cleanup_fn _kill_pid "$tracer"
-  wait_for_bpftrace "$tracer" "$out" "$out.err"
+  local bt
+  start_bpftrace 120 "$out" "$out.err" -p "$server_pid" "$out.bt"
+  tracer=$bt
 }
 
 trace_stop ()

@@ -110,10 +110,8 @@ cmp "$disk" "$tmpdir/copy" || fail "nbdcopy read different bytes"
 # Bad mapfiles and parameters: exit 1, one line naming the parameter.
 bad ()
 {
-  local regex="$1"
-  shift
-  refuses "$regex" --filter=ddrescue null 1M "$@" ||
-    fail "$*: not refused with /$regex/"
+  refuses "$1" --filter=ddrescue null 1M "${@:2}" ||
+    fail "${*:2}: not refused with /$1/"
 }
 badmap ()
 {

@@ -22,11 +22,7 @@ usdt:$b:nbdkit:user {
          (int64) arg3, (int64) arg4, str(arg5));
 }
 BT
-timeout -k 120 60 bpftrace "$tmpdir/trace.bt" > "$tmpdir/out" \
-  2> "$tmpdir/out.err" &
-bt=$!
-cleanup_fn _kill_pid "$bt"
-wait_for_bpftrace "$bt" "$tmpdir/out" "$tmpdir/out.err"
+start_bpftrace 60 "$tmpdir/out" "$tmpdir/out.err" "$tmpdir/trace.bt"
 
 t "$NBDKIT" -U - eval \
   get_size='echo 1M' \

@@ -99,10 +99,8 @@ expect_in exportname-error "$tmpdir/error.ours" "^list refused$"
 # --- Bad parameters: exit 1, one line naming the key ----------------------
 bad ()
 {
-  local regex="$1"
-  shift
-  refuses "$regex" --filter=exportname null 1M "$@" ||
-    fail "$*: not refused with /$regex/"
+  refuses "$1" --filter=exportname null 1M "${@:2}" ||
+    fail "${*:2}: not refused with /$1/"
 }
 bad "^nbdkit: exportname: error: exportname-list: unknown mode 'all'" \
   exportname-list=all

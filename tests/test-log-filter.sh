@@ -125,10 +125,8 @@ t "$NBDKIT" -U - --filter=log memory 1M logfile="$tmpdir/log" --run true ||
 # Bad parameters: one line naming the parameter, exit 1.
 bad ()
 {
-  local regex="$1"
-  shift
-  refuses "$regex" --filter=log memory 1M "$@" ||
-    fail "$*: not refused with /$regex/"
+  refuses "$1" --filter=log memory 1M "${@:2}" ||
+    fail "${*:2}: not refused with /$1/"
 }
 bad '^nbdkit: log: error: logappend: could not decipher boolean \(maybe\)$' \
   logfile="$tmpdir/x" logappend=maybe

@@ -193,10 +193,8 @@ grep -q "luks\[1\]: error: $msg" "$tmpdir/wrong.err" ||
 # line matching REGEX.
 check_param ()
 {
-  local regex="$1"
-  shift
-  refuses "$regex" --filter=luks file "$tmpdir/a.luks.orig" "$@" ||
-    fail "$*: not refused with /$regex/"
+  refuses "$1" --filter=luks file "$tmpdir/a.luks.orig" "${@:2}" ||
+    fail "${*:2}: not refused with /$1/"
 }
 check_param '^nbdkit: luks: error: passphrase: the parameter is required'
 check_param '^nbdkit: luks: error: passphrase: .*/no-such-file: No such file' \

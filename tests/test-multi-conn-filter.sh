@@ -134,10 +134,8 @@ state_files=()
 # --- Bad parameters: exit 1, one line naming the key ----------------------
 bad ()
 {
-  local regex="$1"
-  shift
-  refuses "$regex" --filter=multi-conn null 1M "$@" ||
-    fail "$*: not refused with /$regex/"
+  refuses "$1" --filter=multi-conn null 1M "${@:2}" ||
+    fail "${*:2}: not refused with /$1/"
 }
 bad "^nbdkit: multi-conn: error: multi-conn-mode: unknown mode 'on'" \
   multi-conn-mode=on

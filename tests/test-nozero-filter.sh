@@ -73,10 +73,8 @@ state_files=()
 # --- Bad parameters: exit 1, one line naming the key ----------------------
 bad ()
 {
-  local regex="$1"
-  shift
-  refuses "$regex" --filter=nozero null 1M "$@" ||
-    fail "$*: not refused with /$regex/"
+  refuses "$1" --filter=nozero null 1M "${@:2}" ||
+    fail "${*:2}: not refused with /$1/"
 }
 bad "^nbdkit: nozero: error: zeromode: unknown mode 'trim'" zeromode=trim
 bad "^nbdkit: nozero: error: fastzeromode: unknown mode 'fast'" \

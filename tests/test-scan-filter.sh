@@ -146,10 +146,8 @@ grep -q "scan: warning: not the default export, not scanning" \
 # Bad parameters: one line naming the parameter, exit 1.
 bad ()
 {
-  local regex="$1"
-  shift
-  refuses "$regex" --filter=scan null 1M "$@" ||
-    fail "$*: not refused with /$regex/"
+  refuses "$1" --filter=scan null 1M "${@:2}" ||
+    fail "${*:2}: not refused with /$1/"
 }
 bad '^nbdkit: scan: error: scan-size: 1000 is not a power of 2' scan-size=1000
 bad '^nbdkit: scan: error: scan-size: 256 is not a power of 2' scan-size=256

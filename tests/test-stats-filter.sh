@@ -95,10 +95,8 @@ t "$NBDKIT" -U - --filter=stats memory 1M statsfile="$tmpdir/kept" \
 # Bad parameters: exit 1 and one line naming the parameter.
 bad ()
 {
-  local regex="$1"
-  shift
-  refuses "$regex" --filter=stats memory 1M "$@" ||
-    fail "$*: not refused with /$regex/"
+  refuses "$1" --filter=stats memory 1M "${@:2}" ||
+    fail "${*:2}: not refused with /$1/"
 }
 bad '^nbdkit: stats: error: statsfile=FILE is required$'
 bad '^nbdkit: stats: error: statsthreshold: must be a percentage' \

@@ -198,10 +198,8 @@ t "$NBDKIT" -U - file gnu.tar --filter=tar tar-entry=d/disk.img \
 # Parameters.
 param ()
 {
-  local regex="$1"
-  shift
-  refuses "$regex" --filter=tar file gnu.tar "$@" ||
-    fail "$*: not refused with /$regex/"
+  refuses "$1" --filter=tar file gnu.tar "${@:2}" ||
+    fail "${*:2}: not refused with /$1/"
 }
 param '^nbdkit: tar: error: tar-entry: you must supply'
 param '^nbdkit: tar: error: tar-entry: only one' tar-entry=a tar-entry=b

@@ -51,10 +51,7 @@ usdt:$b:nbdkit:connection_close {
 }
 usdt:$b:nbdkit:limit_hit { printf("%d limit %d %s\n", pid, arg0, str(arg1)); }
 BT
-timeout -k 120 100 bpftrace "$tmpdir/trace.bt" > "$tmpdir/out" 2>"$tmpdir/err" &
-bt=$!
-cleanup_fn _kill_pid "$bt"
-wait_for_bpftrace "$bt" "$tmpdir/out" "$tmpdir/err"
+start_bpftrace 100 "$tmpdir/out" "$tmpdir/err" "$tmpdir/trace.bt"
 
 # The canary: 64 KiB that every good client reads back.
 canary="bytes(range(256)) * 256"

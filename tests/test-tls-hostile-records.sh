@@ -68,10 +68,7 @@ usdt:$b:nbdkit:log /strncmp(str(arg2), "TLS:", 4) == 0/ {
   printf("%d log %d %s\n", pid, arg3, str(arg2));
 }
 BT
-timeout -k 120 100 bpftrace "$tmpdir/trace.bt" > "$tmpdir/out" 2>"$tmpdir/err" &
-bt=$!
-cleanup_fn _kill_pid "$bt"
-wait_for_bpftrace "$bt" "$tmpdir/out" "$tmpdir/err"
+start_bpftrace 100 "$tmpdir/out" "$tmpdir/err" "$tmpdir/trace.bt"
 
 canary="bytes(range(256)) * 256"
 # good PYTHON: a good client over TLS runs PYTHON, then checks the

@@ -36,10 +36,7 @@ usdt:$server_binary:nbdkit:tls_handshake_done {
   printf("done %d %d %s|%s\n", arg0, arg1, str(arg2), str(arg3));
 }
 BT
-timeout -k 120 100 bpftrace "$tmpdir/trace.bt" > "$out" 2>"$tmpdir/bt.err" &
-bt=$!
-cleanup_fn _kill_pid "$bt"
-wait_for_bpftrace "$bt" "$out" "$tmpdir/bt.err"
+start_bpftrace 100 "$out" "$tmpdir/bt.err" "$tmpdir/trace.bt"
 
 failures () { grep -c '^done [0-9]* 0 ' "$out" || :; }
 

@@ -71,10 +71,8 @@ stop_server
 # --- Bad parameters: exit 1, one line naming the key ----------------------
 bad ()
 {
-  local regex="$1"
-  shift
-  refuses "$regex" --filter=truncate null 1M "$@" ||
-    fail "$*: not refused with /$regex/"
+  refuses "$1" --filter=truncate null 1M "${@:2}" ||
+    fail "${*:2}: not refused with /$1/"
 }
 bad '^nbdkit: truncate: error: truncate: .*\(abc\)' truncate=abc
 bad '^nbdkit: truncate: error: truncate: .*\(-1\)' truncate=-1

@@ -242,11 +242,8 @@ usdt:$so:nbdkit:${lang}_call_done {
          arg3 > $probe_min_ns, arg4, str(arg5));
 }
 BT
-  timeout -k 120 60 bpftrace "$tmpdir/trace.bt" > "$tmpdir/out" \
-    2> "$tmpdir/out.err" &
-  local bt=$!
-  cleanup_fn _kill_pid "$bt"
-  wait_for_bpftrace "$bt" "$tmpdir/out" "$tmpdir/out.err"
+  local bt
+  start_bpftrace 60 "$tmpdir/out" "$tmpdir/out.err" "$tmpdir/trace.bt"
 
   t "$NBDKIT" -U - "$lang" "$script" size=1 --run 'nbdsh -u "$uri" -c "
 h.pread(2048, 4096)
