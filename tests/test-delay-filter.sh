@@ -9,10 +9,7 @@ source "$(dirname "$0")/functions.sh"
 source "$srcdir/debian-filters.sh"
 requires_cmd nbdsh
 
-disk="$tmpdir/disk.img"
-make_pattern "$disk.orig" $((2 * 1024 * 1024))
-cp "$disk.orig" "$disk"
-state_files=("$disk")
+pattern_disk $((2 * 1024 * 1024))
 compare_own "delay read" read --filter=delay file "$disk" rdelay=5ms \
   delay-extents=1ms
 compare_own "delay write" write --filter=delay file "$disk" wdelay=2ms \

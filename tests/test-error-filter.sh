@@ -9,10 +9,7 @@ source "$(dirname "$0")/functions.sh"
 source "$srcdir/debian-filters.sh"
 requires_cmd nbdsh
 
-disk="$tmpdir/disk.img"
-make_pattern "$disk.orig" $((4 * 1024 * 1024))
-cp "$disk.orig" "$disk"
-state_files=("$disk")
+pattern_disk $((4 * 1024 * 1024))
 
 # --- Same bytes as Debian's nbdkit at rates 0 and 1 -------------------------
 compare_own "error rate 0" read --filter=error file "$disk" error-rate=0

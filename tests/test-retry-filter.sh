@@ -12,10 +12,7 @@ requires_cmd nbdsh
 flaky="$abs_builddir/.libs/flaky-plugin.so"
 [ -f "$flaky" ] || fail "$flaky was not built"
 
-disk="$tmpdir/disk.img"
-make_pattern "$disk.orig" $((2 * 1024 * 1024))
-cp "$disk.orig" "$disk"
-state_files=("$disk")
+pattern_disk $((2 * 1024 * 1024))
 compare_own "retry read" read --filter=retry file "$disk"
 compare_own "retry write" write --filter=retry file "$disk" retries=1
 finish

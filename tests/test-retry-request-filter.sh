@@ -11,10 +11,7 @@ requires_cmd nbdsh nbdinfo
 flaky="$abs_builddir/.libs/flaky-plugin.so"
 [ -f "$flaky" ] || fail "$flaky was not built"
 
-disk="$tmpdir/disk.img"
-make_pattern "$disk.orig" $((2 * 1024 * 1024))
-cp "$disk.orig" "$disk"
-state_files=("$disk")
+pattern_disk $((2 * 1024 * 1024))
 compare_own "retry-request read" read --filter=retry-request file "$disk"
 compare_own "retry-request write" write --filter=retry-request file "$disk"
 finish
