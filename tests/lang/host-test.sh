@@ -23,9 +23,9 @@
 #           script's probe helper firing the server's "user" probe
 #   memory  the server's RSS stays flat over a second batch of requests
 #
-# What differs by language is in tests/lang/LANG.sh: its scripts
-# (lang_script NAME), the messages its host logs, the probes aspect's
-# settings, and the checks only that language has (lang_plugin,
+# What differs by language is a row of settings (below) and
+# tests/lang/LANG.sh: its scripts (lang_script NAME), the messages its
+# host logs, and the checks only that language has (lang_plugin,
 # lang_errors).  The shared steps are the functions below.
 source "$(dirname "$0")/functions.sh"
 lang="$1"
@@ -36,6 +36,33 @@ case "$lang/$aspect" in
   *) fail "host-test.sh: no test $aspect for $lang (see the table)" ;;
 esac
 so="$abs_top_builddir/plugins/$lang/.libs/nbdkit-$lang-plugin.so"
+
+# The settings that differ by language, a row each (why: lang/LANG.sh):
+#   ext      the scripts' file name extension
+#   absent   the host not built: skip, or fail the test
+#   compare  yes: compare runs with Debian's host (perl-lua-compare.sh)
+#            in the plugin and errors aspects
+#   match    start_fails: WANT is a regex (-G) or text (-F)
+#   one      yes: start_fails looks in the only line with "error"
+#   open     the name of the open callback (probes)
+#   min_ns   a pread of the probe script takes longer than this (probes)
+# and, set by lang/LANG.sh: $probe_message, $lang_sanitizers (why the
+# host cannot run in a sanitizer build, if it cannot).
+_lang_row ()
+{
+  lang_ext=$1 lang_absent=$2 lang_compare=$3 lang_match=$4
+  lang_one_error=
+  [ "$5" = no ] || lang_one_error=yes
+  probe_open=$6 probe_min_ns=$7
+}
+#                   ext  absent compare match one open        min_ns
+case "$lang" in
+  lua)  _lang_row lua  skip   yes     -G    no  open        199999999 ;;
+  perl) _lang_row pl   skip   yes     -G    no  open        199999999 ;;
+  ruby) _lang_row rb   fail   no      -F    yes open        1000000 ;;
+  tcl)  _lang_row tcl  fail   no      -F    no  plugin_open 1000000 ;;
+esac
+lang_sanitizers=
 source "$(dirname "${BASH_SOURCE[0]}")/$lang.sh"
 [ -z "$lang_sanitizers" ] || skip_under_sanitizers "$lang_sanitizers"
 if [ "$aspect" = probes ] || [ "$lang_absent" = fail ]; then
@@ -288,8 +315,19 @@ except nbd.Error as e:
   echo "OK: the $lang plugin's probes"
 }
 
+# same_example (perl and lua): the host's RAM disk example ($ex), run
+# by Debian's nbdkit 1.32 host and by ours, also named by script=,
+# gives the client the same size, flags, write outcomes, map and bytes
+# read back.
+same_example ()
+{
+  ex="$abs_top_srcdir/plugins/$lang/examples/ramdisk.$lang_ext"
+  same_script ramdisk "$lang" "$ex" size=3145728
+  same_script ramdisk-odd "$lang" script="$ex" size=1049088
+}
+
 case "$aspect" in
-  plugin) lang_plugin ;;
+  plugin) [ "$lang_compare" = no ] || same_example; lang_plugin ;;
   errors) lang_errors ;;
   probes) probes_test ;;
   memory) memory_test ;;
