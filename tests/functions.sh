@@ -25,6 +25,8 @@
 #   wait_for_output F RE PID wait (bounded) for a line matching RE in F
 #   start_bpftrace SECS OUT ERR ARGS...  bpftrace ARGS in the background,
 #                            attached when it returns; its pid in $bt
+#   user_probe_program       a bpftrace program printing request_start
+#                            and the user probe (nbdkit_probe)
 #   trace_in_order F         the lines of F that start with a timestamp
 #                            (bpftrace's nsecs), in time order, without it
 #   skip_under_sanitizers WHY  skip (exit 77) in a sanitizer build
@@ -427,6 +429,24 @@ start_bpftrace ()
   bt=$!
   cleanup_fn _kill_pid "$bt"
   wait_for_bpftrace "$bt" "$out" "$err"
+}
+
+# user_probe_program: a bpftrace program, on stdout, that prints (for
+# trace_in_order) "start ID COOKIE TYPE OFFSET" for each request_start
+# and "user ID COOKIE NAME A B [TEXT]" each time a plugin fires the
+# server's user probe (nbdkit_probe, the hosts' probe helpers).
+user_probe_program ()
+{
+  local b="$server_binary"
+  cat <<BT
+usdt:$b:nbdkit:request_start {
+  printf("%llu start %d %d %d %d\n", nsecs, arg0, arg1, arg2, arg5);
+}
+usdt:$b:nbdkit:user {
+  printf("%llu user %d %d %s %d %d [%s]\n", nsecs, arg0, arg1, str(arg2),
+         (int64) arg3, (int64) arg4, str(arg5));
+}
+BT
 }
 
 # Stop a tracer (bpftrace, or a tool that execs it) with ^C so that it

@@ -249,18 +249,12 @@ for i in range(300):
 probes_test ()
 {
   requires_tracer nbdsh timeout
-  local b="$server_binary" script="$tmpdir/probe.$lang_ext"
+  local script="$tmpdir/probe.$lang_ext"
   lang_script probe > "$script"
 
   # bpftrace first: config fires while the server starts.
-  cat > "$tmpdir/trace.bt" <<BT
-usdt:$b:nbdkit:request_start {
-  printf("%llu start %d %d %d %d\n", nsecs, arg0, arg1, arg2, arg5);
-}
-usdt:$b:nbdkit:user {
-  printf("%llu user %d %d %s %d %d [%s]\n", nsecs, arg0, arg1, str(arg2),
-         (int64) arg3, (int64) arg4, str(arg5));
-}
+  user_probe_program > "$tmpdir/trace.bt"
+  cat >> "$tmpdir/trace.bt" <<BT
 usdt:$so:nbdkit:${lang}_call_start {
   printf("%llu call %d %d %s\n", nsecs, arg0, arg1, str(arg2));
 }
