@@ -6,6 +6,7 @@
 #   requires_cmd NAME...     skip unless every NAME is on $PATH
 #   requires_root            skip unless running as root
 #   requires_probes          skip unless the server was built with probes
+#   check_tls_build          fail unless the server was built with TLS
 #   cleanup_fn CMD [ARGS...] push a command run at exit (last pushed, first run)
 #   $tmpdir                  a private directory, removed at exit
 #   t CMD [ARGS...]          run CMD under a timeout ($TEST_CMD_TIMEOUT seconds)
@@ -155,6 +156,13 @@ requires_cmd ()
 requires_probes ()
 {
   requires grep -q '^#define ENABLE_PROBES 1' "$abs_top_builddir/config.h"
+}
+
+# Fails (does not skip) a TLS test in a build without TLS.
+check_tls_build ()
+{
+  [ "$("$NBDKIT" --dump-config | grep '^tls=')" = tls=yes ] ||
+    fail "this build has no TLS (configure found no gnutls)"
 }
 
 requires_root ()
@@ -518,6 +526,19 @@ trace_stop ()
 {
   [ -n "$tracer" ] && interrupt_tracer "$tracer"
   tracer=
+}
+
+# trace_stop_at_close: for a trace_start into $tmpdir/out whose program
+# prints "NSECS close ..." at connection_close (which fires once the
+# server has seen the client go): wait (bounded) for that line, stop the
+# tracer and leave its lines in time order in $tmpdir/got (and the log).
+trace_stop_at_close ()
+{
+  wait_for_output "$tmpdir/out" '^[0-9]+ close ' "$tracer" ||
+    fail "no connection_close"
+  trace_stop
+  trace_in_order "$tmpdir/out" > "$tmpdir/got"
+  cat "$tmpdir/got"
 }
 
 _kill_pid ()

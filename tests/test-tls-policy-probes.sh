@@ -17,8 +17,7 @@ requires_cmd bpftrace nbdinfo nbdsh psktool certtool
 requires test -x "$abs_builddir/tls-priority-client"
 requires_root
 requires_probes
-[ "$("$NBDKIT" --dump-config | grep '^tls=')" = tls=yes ] ||
-  fail "this build has no TLS (configure found no gnutls)"
+check_tls_build
 tracing_lock
 
 t "$srcdir/make-tls-files.sh" "$tmpdir/tls"

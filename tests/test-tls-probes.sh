@@ -10,8 +10,7 @@ source "$(dirname "$0")/functions.sh"
 requires_cmd bpftrace nbdinfo psktool
 requires_root
 requires_probes
-[ "$("$NBDKIT" --dump-config | grep '^tls=')" = tls=yes ] ||
-  fail "this build has no TLS (configure found no gnutls)"
+check_tls_build
 tracing_lock
 
 psktool -u alice -p "$tmpdir/keys.psk" >/dev/null

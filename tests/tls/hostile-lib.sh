@@ -30,8 +30,7 @@
 requires_cmd bpftrace nbdsh certtool psktool
 requires_root
 requires_probes
-[ "$("$NBDKIT" --dump-config | grep '^tls=')" = tls=yes ] ||
-  fail "this build has no TLS (configure found no gnutls)"
+check_tls_build
 client="$abs_builddir/tls-hostile-client"
 [ -x "$client" ] || fail "$client was not built"
 tracing_lock
