@@ -28,6 +28,8 @@
 #                            attached when it returns; its pid in $bt
 #   user_probe_program       a bpftrace program printing request_start
 #                            and the user probe (nbdkit_probe)
+#   run_bench NAME           bench/NAME.sh --quick on this build, its
+#                            table in $tmpdir/out; bench_fail MESSAGE
 #   trace_in_order F         the lines of F that start with a timestamp
 #                            (bpftrace's nsecs), in time order, without it
 #   skip_under_sanitizers WHY  skip (exit 77) in a sanitizer build
@@ -348,6 +350,32 @@ refuses ()
   echo "stderr:" >&2
   cat "$tmpdir/refused.err" >&2
   return 1
+}
+
+# --- The bench scripts' smoke tests ---------------------------------------
+
+# run_bench NAME: run bench/NAME.sh --quick against this build, for at
+# most 120 s, its table in $tmpdir/out (shown) and its progress lines in
+# $tmpdir/err; fail (bench_fail) if it exits non-zero.  The caller takes
+# tracing_lock first: a bench loads both cores or times requests.
+run_bench ()
+{
+  local bench="$abs_top_srcdir/bench/$1.sh" status=0
+  [ -x "$bench" ] || fail "$bench is missing or not executable"
+  TMPDIR="$tmpdir" timeout -k 5 120 "$bench" --quick \
+    --build "$abs_top_builddir" > "$tmpdir/out" 2> "$tmpdir/err" ||
+    status=$?
+  cat "$tmpdir/out"
+  [ "$status" -eq 0 ] || bench_fail "bench exited with $status"
+}
+
+# bench_fail MESSAGE: fail showing the bench's progress lines, which say
+# where it was.
+bench_fail ()
+{
+  echo "--- the bench's stderr:"
+  cat "$tmpdir/err"
+  fail "$@"
 }
 
 # --- A background server on a private socket ------------------------------
