@@ -112,22 +112,10 @@ PY
 # and bpftrace.
 binding_probe ()
 {
-  local so="$1" b="$server_binary" bt
+  local so="$1" bt
   tracing_lock
-  cat > "$tmpdir/trace.bt" <<BT
-usdt:$b:nbdkit:request_start {
-  printf("%llu start %d %d %d %d\n", nsecs, arg0, arg1, arg2, arg5);
-}
-usdt:$b:nbdkit:user {
-  printf("%llu user %d %d %s %d %d [%s]\n", nsecs, arg0, arg1, str(arg2),
-         (int64) arg3, (int64) arg4, str(arg5));
-}
-BT
-  timeout -k 120 60 bpftrace "$tmpdir/trace.bt" > "$tmpdir/out" \
-    2> "$tmpdir/out.err" &
-  bt=$!
-  cleanup_fn _kill_pid "$bt"
-  wait_for_bpftrace "$bt" "$tmpdir/out" "$tmpdir/out.err"
+  user_probe_program > "$tmpdir/trace.bt"
+  start_bpftrace 60 "$tmpdir/out" "$tmpdir/out.err" "$tmpdir/trace.bt"
   t timeout 60 "$NBDKIT" -U - "$so" 1M \
     --run 'nbdsh -u "$uri" -c "h.pwrite(b\"z\" * 1000, 8192)"' ||
     fail "the RAM disk under bpftrace failed"

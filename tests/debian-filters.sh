@@ -9,6 +9,9 @@
 #   $ref_nbdkit              Debian's nbdkit (the reference)
 #   make_pattern FILE SIZE   a file of SIZE bytes: data blocks that name
 #                            their own offset, with holes in between
+#   pattern_disk SIZE        $disk, a make_pattern file of SIZE bytes in
+#                            $tmpdir, and $state_files=($disk): each
+#                            compare run starts from the same bytes
 #   compare LABEL PROBE ARGS...
 #                            run "nbdkit -U - ARGS --run PROBE" under our
 #                            server and under Debian's; an argument
@@ -134,6 +137,14 @@ with open(path, "wb") as f:
         f.seek(off)
         f.write(b"".join(struct.pack(">Q", off + i) for i in range(0, n, 8)))
 PY
+}
+
+pattern_disk ()
+{
+  disk="$tmpdir/disk.img"
+  make_pattern "$disk.orig" "$1"
+  cp "$disk.orig" "$disk"
+  state_files=("$disk")
 }
 
 state_files=()

@@ -6,6 +6,7 @@
 #   requires_cmd NAME...     skip unless every NAME is on $PATH
 #   requires_root            skip unless running as root
 #   requires_probes          skip unless the server was built with probes
+#   check_tls_build          fail unless the server was built with TLS
 #   cleanup_fn CMD [ARGS...] push a command run at exit (last pushed, first run)
 #   $tmpdir                  a private directory, removed at exit
 #   t CMD [ARGS...]          run CMD under a timeout ($TEST_CMD_TIMEOUT seconds)
@@ -14,12 +15,21 @@
 #                            sets $sock, $pidfile, $server_pid and $uri
 #   stop_server              stop the server started by start_server now
 #   expect_fail CMD [ARGS]   succeed only if CMD fails (status != 0)
+#   refuses RE ARGS...       succeed only if "$NBDKIT -U - ARGS --run true"
+#                            exits 1 with one line on stderr matching RE
+#                            and nothing on stdout (else return 1)
 #   fail MESSAGE             print MESSAGE and exit 1
 #   tracing_lock             serialise tests that use perf or bpftrace
 #   requires_tracer [CMD...] requires_cmd bpftrace CMD..., requires_root,
 #                            requires_probes, then tracing_lock: the
 #                            preamble of a test that runs bpftrace
 #   wait_for_output F RE PID wait (bounded) for a line matching RE in F
+#   start_bpftrace SECS OUT ERR ARGS...  bpftrace ARGS in the background,
+#                            attached when it returns; its pid in $bt
+#   user_probe_program       a bpftrace program printing request_start
+#                            and the user probe (nbdkit_probe)
+#   run_bench NAME           bench/NAME.sh --quick on this build, its
+#                            table in $tmpdir/out; bench_fail MESSAGE
 #   trace_in_order F         the lines of F that start with a timestamp
 #                            (bpftrace's nsecs), in time order, without it
 #   skip_under_sanitizers WHY  skip (exit 77) in a sanitizer build
@@ -148,6 +158,13 @@ requires_cmd ()
 requires_probes ()
 {
   requires grep -q '^#define ENABLE_PROBES 1' "$abs_top_builddir/config.h"
+}
+
+# Fails (does not skip) a TLS test in a build without TLS.
+check_tls_build ()
+{
+  [ "$("$NBDKIT" --dump-config | grep '^tls=')" = tls=yes ] ||
+    fail "this build has no TLS (configure found no gnutls)"
 }
 
 requires_root ()
@@ -308,6 +325,59 @@ expect_fail ()
   return 0
 }
 
+# --- A server that refuses its command line --------------------------------
+
+# refuses RE ARGS...: run "$NBDKIT -U - ARGS --run true" and succeed only
+# if it exits with status 1, prints nothing on stdout and one line on
+# stderr, and that line matches the extended regex RE.  Otherwise show
+# what it printed and return 1, so the caller picks fail or note_failure.
+# A parameter error is reported before the server listens, so the one
+# line says everything a user gets.
+refuses ()
+{
+  local regex="$1" status=0
+  shift
+  t "$NBDKIT" -U - "$@" --run true \
+    > "$tmpdir/refused.out" 2> "$tmpdir/refused.err" || status=$?
+  if [ "$status" -eq 1 ] && [ ! -s "$tmpdir/refused.out" ] &&
+     [ "$(wc -l < "$tmpdir/refused.err")" -eq 1 ] &&
+     grep -Eq -- "$regex" "$tmpdir/refused.err"; then
+    return 0
+  fi
+  echo "$0: $*: exit status $status, wanted 1 and one line matching" \
+    "/$regex/; stdout:" >&2
+  cat "$tmpdir/refused.out" >&2
+  echo "stderr:" >&2
+  cat "$tmpdir/refused.err" >&2
+  return 1
+}
+
+# --- The bench scripts' smoke tests ---------------------------------------
+
+# run_bench NAME: run bench/NAME.sh --quick against this build, for at
+# most 120 s, its table in $tmpdir/out (shown) and its progress lines in
+# $tmpdir/err; fail (bench_fail) if it exits non-zero.  The caller takes
+# tracing_lock first: a bench loads both cores or times requests.
+run_bench ()
+{
+  local bench="$abs_top_srcdir/bench/$1.sh" status=0
+  [ -x "$bench" ] || fail "$bench is missing or not executable"
+  TMPDIR="$tmpdir" timeout -k 5 120 "$bench" --quick \
+    --build "$abs_top_builddir" > "$tmpdir/out" 2> "$tmpdir/err" ||
+    status=$?
+  cat "$tmpdir/out"
+  [ "$status" -eq 0 ] || bench_fail "bench exited with $status"
+}
+
+# bench_fail MESSAGE: fail showing the bench's progress lines, which say
+# where it was.
+bench_fail ()
+{
+  echo "--- the bench's stderr:"
+  cat "$tmpdir/err"
+  fail "$@"
+}
+
 # --- A background server on a private socket ------------------------------
 
 # Wait up to $1 (whole) seconds for test "$2" "$3" to be true.
@@ -382,6 +452,39 @@ wait_for_bpftrace ()
   fail "bpftrace did not attach within 60 s"
 }
 
+# start_bpftrace SECS OUT ERR ARGS...: run "bpftrace ARGS" in the
+# background for at most SECS seconds, its output in OUT and its errors
+# in ERR, killed at exit; wait (as wait_for_bpftrace) until its probes
+# are in.  Its pid (that of the timeout running it) is left in $bt, for
+# interrupt_tracer or wait.
+start_bpftrace ()
+{
+  local secs="$1" out="$2" err="$3"
+  shift 3
+  timeout -k 120 "$secs" bpftrace "$@" > "$out" 2> "$err" &
+  bt=$!
+  cleanup_fn _kill_pid "$bt"
+  wait_for_bpftrace "$bt" "$out" "$err"
+}
+
+# user_probe_program: a bpftrace program, on stdout, that prints (for
+# trace_in_order) "start ID COOKIE TYPE OFFSET" for each request_start
+# and "user ID COOKIE NAME A B [TEXT]" each time a plugin fires the
+# server's user probe (nbdkit_probe, the hosts' probe helpers).
+user_probe_program ()
+{
+  local b="$server_binary"
+  cat <<BT
+usdt:$b:nbdkit:request_start {
+  printf("%llu start %d %d %d %d\n", nsecs, arg0, arg1, arg2, arg5);
+}
+usdt:$b:nbdkit:user {
+  printf("%llu user %d %d %s %d %d [%s]\n", nsecs, arg0, arg1, str(arg2),
+         (int64) arg3, (int64) arg4, str(arg5));
+}
+BT
+}
+
 # Stop a tracer (bpftrace, or a tool that execs it) with ^C so that it
 # prints its maps, and wait for it.  Under load a single SIGINT has been
 # seen to go unheeded until the tracer's own timeout, so the signal is
@@ -442,16 +545,28 @@ trace_start ()
   local out="$1" program="$2"
   [ -n "$server_pid" ] || fail "trace_start: no server (call start_server)"
   printf '%s\n' "$program" > "$out.bt"
-  timeout -k 120 120 bpftrace -p "$server_pid" "$out.bt" > "$out" 2> "$out.err" &
-  tracer=$!
-  cleanup_fn _kill_pid "$tracer"
-  wait_for_bpftrace "$tracer" "$out" "$out.err"
+  local bt
+  start_bpftrace 120 "$out" "$out.err" -p "$server_pid" "$out.bt"
+  tracer=$bt
 }
 
 trace_stop ()
 {
   [ -n "$tracer" ] && interrupt_tracer "$tracer"
   tracer=
+}
+
+# trace_stop_at_close: for a trace_start into $tmpdir/out whose program
+# prints "NSECS close ..." at connection_close (which fires once the
+# server has seen the client go): wait (bounded) for that line, stop the
+# tracer and leave its lines in time order in $tmpdir/got (and the log).
+trace_stop_at_close ()
+{
+  wait_for_output "$tmpdir/out" '^[0-9]+ close ' "$tracer" ||
+    fail "no connection_close"
+  trace_stop
+  trace_in_order "$tmpdir/out" > "$tmpdir/got"
+  cat "$tmpdir/got"
 }
 
 _kill_pid ()

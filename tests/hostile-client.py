@@ -251,6 +251,14 @@ class Conn:
         self.send_option(opt, data, optlen)
         return self.option_replies(opt, max_replies)
 
+    def option_expect(self, opt, allowed, what, data=b"", optlen=None):
+        """option(), whose final reply must be one of ALLOWED (the
+        case fails naming WHAT otherwise); returns the replies before
+        it."""
+        rtype, replies = self.option(opt, data, optlen)
+        expect_rep(rtype, allowed, what)
+        return replies
+
     def option_replies(self, opt, max_replies=1000):
         replies = []
         for _ in range(max_replies):
@@ -582,8 +590,8 @@ def _(ctx):
     c = ctx.conn()
     c.greet()
     for opt in (0, 4, 12, 13, 0x4242, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF):
-        rtype, replies = c.option(opt, b"hello")
-        expect_rep(rtype, ERR_UNSUP, "option 0x%x" % opt)
+        replies = c.option_expect(opt, ERR_UNSUP, "option 0x%x" % opt,
+                                  b"hello")
         expect(not replies, "option 0x%x: replies before the error" % opt)
     expect_rep(c.go(), REP_ACK, "GO after unknown options")
     expect(c.read(0, 4096) == ctx.head[:4096], "read after GO is wrong")
@@ -595,8 +603,7 @@ def _(ctx):
 def _(ctx):
     c = ctx.conn()
     c.greet()
-    rtype, _ = c.option(0x4242, b"\x55" * 60000)
-    expect_rep(rtype, ERR_UNSUP, "large unknown option")
+    c.option_expect(0x4242, ERR_UNSUP, "large unknown option", b"\x55" * 60000)
     expect_rep(c.go(), REP_ACK, "GO after a large unknown option")
     c.disc()
 
@@ -631,13 +638,11 @@ def _(ctx):
         rtype, replies = c.option(opt, b"")
         expect_rep(rtype, ERR_INVALID, "option %d with length 0" % opt)
         expect(not replies, "INFO replies before the error")
-    rtype, _ = c.option(OPT_SR)
-    expect_rep(rtype, REP_ACK, "STRUCTURED_REPLY")
+    c.option_expect(OPT_SR, REP_ACK, "STRUCTURED_REPLY")
     for opt in (OPT_SET_META, OPT_LIST_META):
         rtype, replies = c.option(opt, b"")
         expect_rep(rtype, ERR_INVALID, "option %d with length 0" % opt)
-    rtype, _ = c.option(OPT_LIST, b"")
-    expect_rep(rtype, REP_ACK, "LIST with length 0")
+    c.option_expect(OPT_LIST, REP_ACK, "LIST with length 0", b"")
     expect_rep(c.go(), REP_ACK, "GO afterwards")
     c.disc()
     # EXPORT_NAME with length 0 is the default export.
@@ -658,8 +663,8 @@ def _(ctx):
     c = ctx.conn()
     c.greet()
     data = Conn.go_data(b"abcdefgh", ())
-    rtype, _ = c.option(OPT_GO, data[:10], optlen=10)
-    expect_rep(rtype, ERR_INVALID, "GO cut short by its length")
+    c.option_expect(OPT_GO, ERR_INVALID, "GO cut short by its length",
+                    data[:10], optlen=10)
     c.send(data[10:])                      # the rest, out of frame
     c.try_send(struct.pack(">QII", IHAVEOPT, OPT_LIST, 0))
     expect(c.server_closes(), "leftover option bytes were accepted")
@@ -680,8 +685,8 @@ def _(ctx):
 def _(ctx):
     c = ctx.conn()
     c.greet()
-    rtype, _ = c.option(OPT_GO, Conn.go_data(b"", ()) + b"junk" * 25)
-    expect_rep(rtype, ERR_INVALID, "GO with 100 bytes of trailing junk")
+    c.option_expect(OPT_GO, ERR_INVALID, "GO with 100 bytes of trailing junk",
+                    Conn.go_data(b"", ()) + b"junk" * 25)
     expect_rep(c.go(), REP_ACK, "GO afterwards")
     c.disc()
 
@@ -697,8 +702,7 @@ def _(ctx):
             rtype = c.go(b"x" * n, opt)
             expect_rep(rtype, (ERR_INVALID, ERR_TOO_BIG, ERR_UNKNOWN),
                        "option %d with a %d-byte name" % (opt, n))
-    rtype, _ = c.option(OPT_SR)
-    expect_rep(rtype, REP_ACK, "STRUCTURED_REPLY")
+    c.option_expect(OPT_SR, REP_ACK, "STRUCTURED_REPLY")
     rtype, _ = c.set_meta(name=b"y" * 5000)
     expect_rep(rtype, (ERR_INVALID, ERR_TOO_BIG, ERR_UNKNOWN),
                "SET_META_CONTEXT with a 5000-byte name")
@@ -742,12 +746,11 @@ def _(ctx):
                                (1, 5)):
             data = (struct.pack(">IH", 0, claimed) +
                     struct.pack(">H", INFO_NAME) * given)
-            rtype, _ = c.option(opt, data)
-            expect_rep(rtype, ERR_INVALID, "option %d: %d info requests "
-                       "claimed, %d sent" % (opt, claimed, given))
+            c.option_expect(opt, ERR_INVALID, "option %d: %d info requests "
+                            "claimed, %d sent" % (opt, claimed, given), data)
         # An odd byte after a consistent list.
-        rtype, _ = c.option(opt, struct.pack(">IHH", 0, 1, 0) + b"\0")
-        expect_rep(rtype, ERR_INVALID, "odd trailing byte")
+        c.option_expect(opt, ERR_INVALID, "odd trailing byte",
+                        struct.pack(">IHH", 0, 1, 0) + b"\0")
     expect_rep(c.go(), REP_ACK, "GO afterwards")
     c.disc()
 
@@ -759,8 +762,8 @@ def _(ctx):
     c = ctx.conn()
     c.greet()
     infos = [INFO_NAME, INFO_DESCRIPTION, INFO_BLOCK_SIZE, 0x7FFF] * 7500
-    rtype, replies = c.option(OPT_INFO, Conn.go_data(b"", infos))
-    expect_rep(rtype, REP_ACK, "INFO with 30000 requests")
+    replies = c.option_expect(OPT_INFO, REP_ACK, "INFO with 30000 requests",
+                              Conn.go_data(b"", infos))
     expect(len(replies) <= 8, "%d INFO replies for 4 distinct items",
            len(replies))
     expect_rep(c.go(), REP_ACK, "GO afterwards")
@@ -789,13 +792,10 @@ def _(ctx):
 def _(ctx):
     c = ctx.conn()
     c.greet()
-    rtype, _ = c.option(OPT_STARTTLS)
-    expect_rep(rtype, (ERR_POLICY, ERR_UNSUP), "STARTTLS")
-    rtype, _ = c.option(OPT_STARTTLS)
-    expect_rep(rtype, (ERR_POLICY, ERR_UNSUP), "STARTTLS again")
-    rtype, _ = c.option(OPT_STARTTLS, b"\x16\x03\x01\x00\x05hello")
-    expect_rep(rtype, (ERR_POLICY, ERR_UNSUP, ERR_INVALID),
-               "STARTTLS with data")
+    c.option_expect(OPT_STARTTLS, (ERR_POLICY, ERR_UNSUP), "STARTTLS")
+    c.option_expect(OPT_STARTTLS, (ERR_POLICY, ERR_UNSUP), "STARTTLS again")
+    c.option_expect(OPT_STARTTLS, (ERR_POLICY, ERR_UNSUP, ERR_INVALID),
+                    "STARTTLS with data", b"\x16\x03\x01\x00\x05hello")
     expect_rep(c.go(), REP_ACK, "GO after STARTTLS was refused")
     expect(c.read(0, 4096) == ctx.head[:4096], "read after STARTTLS")
     c.disc()
@@ -807,12 +807,9 @@ def _(ctx):
 def _(ctx):
     c = ctx.conn()
     c.greet()
-    rtype, _ = c.option(OPT_SR)
-    expect_rep(rtype, REP_ACK, "first STRUCTURED_REPLY")
-    rtype, _ = c.option(OPT_SR)
-    expect_rep(rtype, (REP_ACK, ERR_INVALID), "second STRUCTURED_REPLY")
-    rtype, _ = c.option(OPT_SR, b"x")
-    expect_rep(rtype, ERR_INVALID, "STRUCTURED_REPLY with data")
+    c.option_expect(OPT_SR, REP_ACK, "first STRUCTURED_REPLY")
+    c.option_expect(OPT_SR, (REP_ACK, ERR_INVALID), "second STRUCTURED_REPLY")
+    c.option_expect(OPT_SR, ERR_INVALID, "STRUCTURED_REPLY with data", b"x")
     c.structured = True
     expect_rep(c.go(), REP_ACK, "GO")
     expect(c.eflags & FLAG_SEND_DF, "no NBD_FLAG_SEND_DF with structured "
@@ -830,13 +827,10 @@ def _(ctx):
 def _(ctx):
     c = ctx.conn()
     c.greet()
-    rtype, _ = c.option(OPT_EXT)
-    expect_rep(rtype, REP_ACK, "first EXTENDED_HEADERS")
-    rtype, _ = c.option(OPT_EXT)
-    expect_rep(rtype, (REP_ACK, ERR_INVALID), "second EXTENDED_HEADERS")
-    rtype, _ = c.option(OPT_SR)
-    expect_rep(rtype, (REP_ACK, ERR_INVALID), "STRUCTURED_REPLY after "
-               "EXTENDED_HEADERS")
+    c.option_expect(OPT_EXT, REP_ACK, "first EXTENDED_HEADERS")
+    c.option_expect(OPT_EXT, (REP_ACK, ERR_INVALID), "second EXTENDED_HEADERS")
+    c.option_expect(OPT_SR, (REP_ACK, ERR_INVALID), "STRUCTURED_REPLY after "
+                    "EXTENDED_HEADERS")
     c.structured = c.extended = True
     expect_rep(c.go(), REP_ACK, "GO")
     expect(c.read(0, 4096) == ctx.head[:4096], "extended read")
@@ -849,8 +843,8 @@ def _(ctx):
 def _(ctx):
     c = ctx.conn()
     c.greet()
-    rtype, replies = c.option(OPT_LIST_META, struct.pack(">II", 0, 0))
-    expect_rep(rtype, ERR_INVALID, "LIST_META_CONTEXT")
+    replies = c.option_expect(OPT_LIST_META, ERR_INVALID, "LIST_META_CONTEXT",
+                              struct.pack(">II", 0, 0))
     rtype, replies = c.set_meta()
     expect_rep(rtype, ERR_INVALID, "SET_META_CONTEXT")
     expect(not replies, "a context was selected without structured replies")
@@ -868,8 +862,7 @@ def _(ctx):
 def _(ctx):
     c = ctx.conn()
     c.greet()
-    rtype, _ = c.option(OPT_SR)
-    expect_rep(rtype, REP_ACK, "STRUCTURED_REPLY")
+    c.option_expect(OPT_SR, REP_ACK, "STRUCTURED_REPLY")
     q = b"base:allocation"
     bad = [
         struct.pack(">II", 0, 0xFFFFFFFF),                  # count
@@ -884,9 +877,8 @@ def _(ctx):
     ]
     for opt in (OPT_LIST_META, OPT_SET_META):
         for i, data in enumerate(bad):
-            rtype, _ = c.option(opt, data)
-            expect_rep(rtype, (ERR_INVALID, ERR_TOO_BIG),
-                       "option %d, bad data #%d" % (opt, i))
+            c.option_expect(opt, (ERR_INVALID, ERR_TOO_BIG),
+                            "option %d, bad data #%d" % (opt, i), data)
     rtype, replies = c.set_meta()
     expect_rep(rtype, REP_ACK, "a correct SET_META_CONTEXT")
     expect(len(replies) == 1, "base:allocation not selected")
@@ -903,8 +895,7 @@ def _(ctx):
 def _(ctx):
     c = ctx.conn()
     c.greet()
-    rtype, _ = c.option(OPT_SR)
-    expect_rep(rtype, REP_ACK, "STRUCTURED_REPLY")
+    c.option_expect(OPT_SR, REP_ACK, "STRUCTURED_REPLY")
     rtype, replies = c.set_meta(name=b"a")
     expect_rep(rtype, REP_ACK, "SET_META_CONTEXT for \"a\"")
     c.structured = True
@@ -996,10 +987,8 @@ def _(ctx):
 def _(ctx):
     c = ctx.conn()
     c.greet()
-    rtype, _ = c.option(OPT_LIST, b"data")
-    expect_rep(rtype, ERR_INVALID, "LIST with data")
-    rtype, replies = c.option(OPT_LIST)
-    expect_rep(rtype, REP_ACK, "LIST")
+    c.option_expect(OPT_LIST, ERR_INVALID, "LIST with data", b"data")
+    replies = c.option_expect(OPT_LIST, REP_ACK, "LIST")
     for t, d in replies:
         expect(len(d) >= 4 and struct.unpack(">I", d[:4])[0] <= len(d) - 4,
                "NBD_REP_SERVER with a bad name length")

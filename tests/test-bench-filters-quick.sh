@@ -8,31 +8,25 @@ source "$(dirname "$0")/functions.sh"
 requires_cmd fio nbdcopy sfdisk
 requires test -x /usr/bin/nbdkit
 
-bench="$abs_top_srcdir/bench/filters.sh"
-[ -x "$bench" ] || fail "$bench is missing or not executable"
 # It loads both cores: run it alone, as the other bench smoke tests do.
 tracing_lock
 # Directories of an earlier run that was killed are not this run's.
 shm_before="$(ls /dev/shm | grep "^bench-filters\." || :)"
-status=0
-TMPDIR="$tmpdir" timeout -k 5 120 "$bench" --quick --build "$abs_top_builddir" \
-  > "$tmpdir/out" 2> "$tmpdir/err" || status=$?
-cat "$tmpdir/out"
-# Whatever fails below, the bench's own progress lines say where.
-bad () { echo "--- the bench's stderr:"; cat "$tmpdir/err"; fail "$@"; }
-[ "$status" -eq 0 ] || bad "bench exited with $status"
+run_bench filters
 
-grep -qx '### Over the memory plugin' "$tmpdir/out" || bad "no memory table"
+grep -qx '### Over the memory plugin' "$tmpdir/out" ||
+  bench_fail "no memory table"
 for stack in plain offset cow; do
   for wl in "4K randread QD32 \| [0-9]+ IOPS \| [0-9]+ IOPS" \
             "nbdcopy out \| [0-9.]+ MiB/s \| [0-9.]+ MiB/s"; do
     grep -Eq "^\| $stack \| $wl \| [0-9]+\.[0-9]{2} \| [0-9]+\.[0-9]{2} \|$" \
-      "$tmpdir/out" || bad "no row with numbers for $stack: $wl"
+      "$tmpdir/out" || bench_fail "no row with numbers for $stack: $wl"
   done
 done
 # Nothing left behind: no server of ours, no work directory.
 shm_after="$(ls /dev/shm | grep "^bench-filters\." || :)"
 left="$(comm -13 <(echo "$shm_before") <(echo "$shm_after") | grep . || :)"
-[ -z "$left" ] || bad "a /dev/shm directory was left: $left"
-ls "$tmpdir" | grep -q "^bench-filters\." && bad "a work directory was left"
+[ -z "$left" ] || bench_fail "a /dev/shm directory was left: $left"
+ls "$tmpdir" | grep -q "^bench-filters\." &&
+  bench_fail "a work directory was left"
 exit 0

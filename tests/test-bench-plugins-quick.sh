@@ -10,27 +10,19 @@ requires_cmd fio nbdcopy nbdinfo
 requires test -x /usr/bin/nbdkit
 requires /usr/bin/python3 -c 'import nbd'
 
-bench="$abs_top_srcdir/bench/plugins.sh"
-[ -x "$bench" ] || fail "$bench is missing or not executable"
 # It loads both cores: run it alone, as the other bench smoke tests do.
 tracing_lock
 # Directories of an earlier run that was killed are not this run's.
 shm_before="$(ls /dev/shm | grep "^bench-plugins\." || :)"
-status=0
-TMPDIR="$tmpdir" timeout -k 5 120 "$bench" --quick --build "$abs_top_builddir" \
-  > "$tmpdir/out" 2> "$tmpdir/err" || status=$?
-cat "$tmpdir/out"
-# Whatever fails below, the bench's own progress lines say where.
-bad () { echo "--- the bench's stderr:"; cat "$tmpdir/err"; fail "$@"; }
-[ "$status" -eq 0 ] || bad "bench exited with $status"
+run_bench plugins
 
-grep -qx '## Plugins' "$tmpdir/out" || bad "no Plugins section"
+grep -qx '## Plugins' "$tmpdir/out" || bench_fail "no Plugins section"
 ratio='[0-9]+\.[0-9]{2}'
 for row in "pattern \| 4K randread QD32 \| [0-9]+ IOPS \| [0-9]+ IOPS" \
            "pattern \| nbdcopy to null: \| [0-9.]+ MiB/s \| [0-9.]+ MiB/s" \
            "zero \| handshakes \| [0-9]+ conn/s \| [0-9]+ conn/s"; do
   grep -Eq "^\| $row \| $ratio \|$" "$tmpdir/out" ||
-    bad "no row with numbers for: $row"
+    bench_fail "no row with numbers for: $row"
 done
 if grep -q 'allocator=zstd: not available' "$tmpdir/out"; then
   echo "zstd allocator not available: its rows are not checked"
@@ -43,12 +35,13 @@ else
              "$z \| VmHWM \(peak\) $low \| $mib"
   do
     grep -Eq "^\| $row \| $ratio \|$" "$tmpdir/out" ||
-      bad "no row with numbers for: $row"
+      bench_fail "no row with numbers for: $row"
   done
 fi
 # Nothing left behind: no /dev/shm directory, no work directory.
 shm_after="$(ls /dev/shm | grep "^bench-plugins\." || :)"
 left="$(comm -13 <(echo "$shm_before") <(echo "$shm_after") | grep . || :)"
-[ -z "$left" ] || bad "a /dev/shm directory was left: $left"
-ls "$tmpdir" | grep -q "^bench-plugins\." && bad "a work directory was left"
+[ -z "$left" ] || bench_fail "a /dev/shm directory was left: $left"
+ls "$tmpdir" | grep -q "^bench-plugins\." &&
+  bench_fail "a work directory was left"
 exit 0

@@ -9,24 +9,18 @@ requires_cmd fio
 requires test -x /usr/bin/nbdkit
 requires /usr/bin/python3 -c 'import nbd'
 
-bench="$abs_top_srcdir/bench/slow-backend.sh"
-[ -x "$bench" ] || fail "$bench is missing or not executable"
 # It times requests: run it alone, as the other bench smoke tests do.
 tracing_lock
-status=0
-TMPDIR="$tmpdir" timeout -k 5 120 "$bench" --quick --build "$abs_top_builddir" \
-  > "$tmpdir/out" 2> "$tmpdir/err" || status=$?
-cat "$tmpdir/out"
-bad () { echo "--- the bench's stderr:"; cat "$tmpdir/err"; fail "$@"; }
-[ "$status" -eq 0 ] || bad "bench exited with $status"
-grep -qx '## Slow backend' "$tmpdir/out" || bad "no Slow backend section"
+run_bench slow-backend
+grep -qx '## Slow backend' "$tmpdir/out" || bench_fail "no Slow backend section"
 ms='[0-9]+\.[0-9] ms' ratio='[0-9]+\.[0-9]{2}'
 for delay in 1ms 10ms; do
   for depth in 16 64; do
     grep -Eq "^\| $delay \| $depth \| $ms \| $ms \| $ratio \| [0-9]+ \| [0-9]+ \| $ratio \|$" \
-      "$tmpdir/out" || bad "no row with numbers for $delay, $depth in flight"
+      "$tmpdir/out" ||
+        bench_fail "no row with numbers for $delay, $depth in flight"
   done
 done
 # Nothing of the run is left behind.
 leftover="$(ls "$tmpdir" | grep '^slow-backend\.' || :)"
-[ -z "$leftover" ] || bad "left behind: $leftover"
+[ -z "$leftover" ] || bench_fail "left behind: $leftover"

@@ -20,11 +20,7 @@ printf 'int x = ;\n' > "$bad"
 printf '%s\n' "usdt:$so:nbdkit:cc_compile {
   printf(\"compile %s %d %d\\n\", str(arg0), arg1 > 1000, arg2); }" \
   > "$tmpdir/trace.bt"
-timeout -k 120 60 bpftrace "$tmpdir/trace.bt" > "$tmpdir/trace" \
-  2> "$tmpdir/trace.err" &
-bt=$!
-cleanup_fn _kill_pid "$bt"
-wait_for_bpftrace "$bt" "$tmpdir/trace" "$tmpdir/trace.err"
+start_bpftrace 60 "$tmpdir/trace" "$tmpdir/trace.err" "$tmpdir/trace.bt"
 
 t "$NBDKIT" -U - cc "$good" --run 'nbdinfo --size "$uri"' ||
   fail "the good source did not serve"

@@ -38,11 +38,7 @@ usdt:$so:nbdkit:curl_pool_wait {
 usdt:$so:nbdkit:curl_script {
   printf("script %d %s %d %d %d\n", pid, str(arg0), arg1, arg2 > 0, arg3); }
 EOF
-timeout -k 120 100 bpftrace "$tmpdir/trace.bt" > "$tmpdir/trace" \
-  2> "$tmpdir/trace.err" &
-bt=$!
-cleanup_fn _kill_pid "$bt"
-wait_for_bpftrace "$bt" "$tmpdir/trace" "$tmpdir/trace.err"
+start_bpftrace 100 "$tmpdir/trace" "$tmpdir/trace.err" "$tmpdir/trace.bt"
 
 # 24 reads of 64 KiB sent at once on one NBD connection.  (The
 # server starts a connection with one worker and adds workers while

@@ -22,11 +22,7 @@ usdt:$so:nbdkit:data_parsed {
   printf("parsed %d %llu %llu %lld\n", pid, arg0, arg1, arg2);
 }
 BT
-timeout -k 120 60 bpftrace "$tmpdir/trace.bt" > "$tmpdir/bt.out" \
-  2> "$tmpdir/bt.err" &
-bt=$!
-cleanup_fn _kill_pid "$bt"
-wait_for_bpftrace "$bt" "$tmpdir/bt.out" "$tmpdir/bt.err"
+start_bpftrace 60 "$tmpdir/bt.out" "$tmpdir/bt.err" "$tmpdir/trace.bt"
 
 # An expression (4096 bytes set, disk 8192), base64 padded by size=,
 # and a repeat cut by size= (only the bytes inside count).

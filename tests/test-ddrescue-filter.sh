@@ -110,13 +110,8 @@ cmp "$disk" "$tmpdir/copy" || fail "nbdcopy read different bytes"
 # Bad mapfiles and parameters: exit 1, one line naming the parameter.
 bad ()
 {
-  local regex="$1" status=0
-  shift
-  t "$NBDKIT" -U - --filter=ddrescue null 1M "$@" --run true \
-    2> "$tmpdir/bad.err" || status=$?
-  [ "$status" -eq 1 ] && [ "$(wc -l < "$tmpdir/bad.err")" -eq 1 ] &&
-    grep -Eq "$regex" "$tmpdir/bad.err" ||
-    { cat "$tmpdir/bad.err"; fail "$*: status $status, wrong error"; }
+  refuses "$1" --filter=ddrescue null 1M "${@:2}" ||
+    fail "${*:2}: not refused with /$1/"
 }
 badmap ()
 {

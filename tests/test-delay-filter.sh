@@ -9,10 +9,7 @@ source "$(dirname "$0")/functions.sh"
 source "$srcdir/debian-filters.sh"
 requires_cmd nbdsh
 
-disk="$tmpdir/disk.img"
-make_pattern "$disk.orig" $((2 * 1024 * 1024))
-cp "$disk.orig" "$disk"
-state_files=("$disk")
+pattern_disk $((2 * 1024 * 1024))
 compare_own "delay read" read --filter=delay file "$disk" rdelay=5ms \
   delay-extents=1ms
 compare_own "delay write" write --filter=delay file "$disk" wdelay=2ms \
@@ -94,14 +91,8 @@ stop_server
 # --- Bad parameters: exit 1, one line naming the parameter -------------------
 bad ()
 {
-  local key="$1" status=0
-  "$NBDKIT" --filter=delay memory 1M "$@" --run true \
-    > "$tmpdir/bad.out" 2>&1 || status=$?
-  [ "$status" -eq 1 ] || fail "$*: exit status $status, expected 1"
-  [ "$(wc -l < "$tmpdir/bad.out")" -eq 1 ] ||
-    fail "$*: expected one line: $(cat "$tmpdir/bad.out")"
-  grep -q "${key%%=*}" "$tmpdir/bad.out" ||
-    fail "$*: message does not name ${key%%=*}: $(cat "$tmpdir/bad.out")"
+  refuses "${1%%=*}" --filter=delay memory 1M "$@" ||
+    fail "$*: not refused with one line naming ${1%%=*}"
 }
 bad rdelay=abc
 bad delay-read=-1

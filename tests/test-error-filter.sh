@@ -9,10 +9,7 @@ source "$(dirname "$0")/functions.sh"
 source "$srcdir/debian-filters.sh"
 requires_cmd nbdsh
 
-disk="$tmpdir/disk.img"
-make_pattern "$disk.orig" $((4 * 1024 * 1024))
-cp "$disk.orig" "$disk"
-state_files=("$disk")
+pattern_disk $((4 * 1024 * 1024))
 
 # --- Same bytes as Debian's nbdkit at rates 0 and 1 -------------------------
 compare_own "error rate 0" read --filter=error file "$disk" error-rate=0
@@ -113,14 +110,8 @@ stop_server
 # --- Bad parameters: exit 1, one line naming the parameter -------------------
 bad ()
 {
-  local key="$1" status=0
-  "$NBDKIT" --filter=error memory 1M "$@" --run true \
-    > "$tmpdir/bad.out" 2>&1 || status=$?
-  [ "$status" -eq 1 ] || fail "$*: exit status $status, expected 1"
-  [ "$(wc -l < "$tmpdir/bad.out")" -eq 1 ] ||
-    fail "$*: expected one line: $(cat "$tmpdir/bad.out")"
-  grep -q "${key%%=*}" "$tmpdir/bad.out" ||
-    fail "$*: message does not name ${key%%=*}: $(cat "$tmpdir/bad.out")"
+  refuses "${1%%=*}" --filter=error memory 1M "$@" ||
+    fail "$*: not refused with one line naming ${1%%=*}"
 }
 bad error=EFOO
 bad error-zero=eio

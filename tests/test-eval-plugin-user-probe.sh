@@ -11,22 +11,9 @@
 source "$(dirname "$0")/functions.sh"
 requires_tracer nbdsh timeout
 
-b="$server_binary"
 # bpftrace first: the config probe fires while the server starts.
-cat > "$tmpdir/trace.bt" <<BT
-usdt:$b:nbdkit:request_start {
-  printf("%llu start %d %d %d %d\n", nsecs, arg0, arg1, arg2, arg5);
-}
-usdt:$b:nbdkit:user {
-  printf("%llu user %d %d %s %d %d [%s]\n", nsecs, arg0, arg1, str(arg2),
-         (int64) arg3, (int64) arg4, str(arg5));
-}
-BT
-timeout -k 120 60 bpftrace "$tmpdir/trace.bt" > "$tmpdir/out" \
-  2> "$tmpdir/out.err" &
-bt=$!
-cleanup_fn _kill_pid "$bt"
-wait_for_bpftrace "$bt" "$tmpdir/out" "$tmpdir/out.err"
+user_probe_program > "$tmpdir/trace.bt"
+start_bpftrace 60 "$tmpdir/out" "$tmpdir/out.err" "$tmpdir/trace.bt"
 
 t "$NBDKIT" -U - eval \
   get_size='echo 1M' \

@@ -107,11 +107,7 @@ usdt:$so:nbdkit:example_config {
   printf("config %d %s %s\n", pid, str(arg0), str(arg1));
 }
 BT
-timeout -k 120 60 bpftrace "$tmpdir/trace.bt" > "$tmpdir/bt.out" \
-  2> "$tmpdir/bt.err" &
-bt=$!
-cleanup_fn _kill_pid "$bt"
-wait_for_bpftrace "$bt" "$tmpdir/bt.out" "$tmpdir/bt.err"
+start_bpftrace 60 "$tmpdir/bt.out" "$tmpdir/bt.err" "$tmpdir/trace.bt"
 
 t "$NBDKIT" -U - example size=1M --run "$run" ||
   fail "the server under bpftrace failed"

@@ -27,11 +27,7 @@ usdt:$so:nbdkit:floppy_build {
   printf("build %d %d %d %d %d\n", pid, arg0, arg1, arg2, arg3);
 }
 BT
-timeout -k 120 60 bpftrace "$tmpdir/trace.bt" > "$tmpdir/bt.out" \
-  2> "$tmpdir/bt.err" &
-bt=$!
-cleanup_fn _kill_pid "$bt"
-wait_for_bpftrace "$bt" "$tmpdir/bt.out" "$tmpdir/bt.err"
+start_bpftrace 60 "$tmpdir/bt.out" "$tmpdir/bt.err" "$tmpdir/trace.bt"
 
 t "$NBDKIT" -U - floppy "$tmpdir/d" size=64M \
   --run 'echo $PPID > '"$tmpdir/pid"'; nbdinfo --size "$uri"' > "$tmpdir/size"

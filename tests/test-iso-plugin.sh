@@ -86,23 +86,17 @@ bad ()
 {
   local want="$1"
   shift
-  local status=0
-  "$NBDKIT" -U - iso "$@" --run true > "$tmpdir/bad.out" 2>&1 ||
-    status=$?
-  [ "$status" -eq 1 ] || fail "iso $*: exit status $status, not 1"
-  [ "$(wc -l < "$tmpdir/bad.out")" -eq 1 ] ||
-    fail "iso $*: not one line: $(cat "$tmpdir/bad.out")"
-  grep -q -- "$want" "$tmpdir/bad.out" ||
-    fail "iso $*: '$want' not in: $(cat "$tmpdir/bad.out")"
+  refuses "$want" iso "$@" ||
+    fail "iso $*: not refused with one line /$want/"
 }
 bad "dir" params=-r
 bad "dir=$tmpdir/missing" "$tmpdir/missing"
 bad "dir=.*not a directory" "$d1/first.txt"
 bad "'foo'" "$d1" foo=bar
 bad "prog=" "$d1" prog=
-bad "false failed (exit status 1)" "$d1" prog=false
+bad "false failed \(exit status 1\)" "$d1" prog=false
 bad "Unrecognized option '--bogus'" "$d1" params=--bogus
-bad "failed (exit status 127)" "$d1" prog=/nonexistent/mkisofs
+bad "failed \(exit status 127\)" "$d1" prog=/nonexistent/mkisofs
 [ -z "$(ls "$tmpdir" | grep '^iso')" ] || fail "temporary files left"
 
 finish

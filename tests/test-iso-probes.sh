@@ -21,11 +21,7 @@ usdt:$so:nbdkit:iso_build {
   printf("build %d %s %d %d\n", pid, str(arg0), arg1 / 1000, arg2);
 }
 BT
-timeout -k 120 60 bpftrace "$tmpdir/trace.bt" > "$tmpdir/bt.out" \
-  2> "$tmpdir/bt.err" &
-bt=$!
-cleanup_fn _kill_pid "$bt"
-wait_for_bpftrace "$bt" "$tmpdir/bt.out" "$tmpdir/bt.err"
+start_bpftrace 60 "$tmpdir/bt.out" "$tmpdir/bt.err" "$tmpdir/trace.bt"
 
 t "$NBDKIT" -U - iso "$d" prog=xorriso \
   --run 'echo $PPID > '"$tmpdir/pid1"'; nbdinfo --size "$uri" > '"$tmpdir/size" ||

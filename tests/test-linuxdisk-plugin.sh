@@ -141,14 +141,8 @@ bad ()
 {
   local want="$1"
   shift
-  local status=0
-  "$NBDKIT" -U - linuxdisk "$@" --run true > "$tmpdir/bad.out" 2>&1 ||
-    status=$?
-  [ "$status" -eq 1 ] || fail "linuxdisk $*: exit status $status, not 1"
-  [ "$(wc -l < "$tmpdir/bad.out")" -eq 1 ] ||
-    fail "linuxdisk $*: not one line: $(cat "$tmpdir/bad.out")"
-  grep -q -- "$want" "$tmpdir/bad.out" ||
-    fail "linuxdisk $*: '$want' not in: $(cat "$tmpdir/bad.out")"
+  refuses "$want" linuxdisk "$@" ||
+    fail "linuxdisk $*: not refused with one line /$want/"
 }
 bad "dir" label=x
 bad "dir=$tmpdir/missing" "$tmpdir/missing"

@@ -125,13 +125,8 @@ t "$NBDKIT" -U - --filter=log memory 1M logfile="$tmpdir/log" --run true ||
 # Bad parameters: one line naming the parameter, exit 1.
 bad ()
 {
-  local regex="$1" status=0
-  shift
-  t "$NBDKIT" -U - --filter=log memory 1M "$@" --run true 2> "$tmpdir/err" ||
-    status=$?
-  [ "$status" -eq 1 ] && [ "$(wc -l < "$tmpdir/err")" -eq 1 ] &&
-    grep -Eq "$regex" "$tmpdir/err" ||
-    { cat "$tmpdir/err"; fail "$*: expected exit 1 and /$regex/"; }
+  refuses "$1" --filter=log memory 1M "${@:2}" ||
+    fail "${*:2}: not refused with /$1/"
 }
 bad '^nbdkit: log: error: logappend: could not decipher boolean \(maybe\)$' \
   logfile="$tmpdir/x" logappend=maybe

@@ -193,14 +193,8 @@ grep -q "luks\[1\]: error: $msg" "$tmpdir/wrong.err" ||
 # line matching REGEX.
 check_param ()
 {
-  local regex="$1" status=0
-  shift
-  t "$NBDKIT" -U - --filter=luks file "$tmpdir/a.luks.orig" "$@" \
-    --run true > /dev/null 2> "$tmpdir/param.err" || status=$?
-  [ "$status" -eq 1 ] && [ "$(wc -l < "$tmpdir/param.err")" -eq 1 ] &&
-    grep -Eq -- "$regex" "$tmpdir/param.err" ||
-    { cat "$tmpdir/param.err"
-      fail "$*: status $status, expected 1 and /$regex/"; }
+  refuses "$1" --filter=luks file "$tmpdir/a.luks.orig" "${@:2}" ||
+    fail "${*:2}: not refused with /$1/"
 }
 check_param '^nbdkit: luks: error: passphrase: the parameter is required'
 check_param '^nbdkit: luks: error: passphrase: .*/no-such-file: No such file' \

@@ -26,11 +26,7 @@ usdt:$so:nbdkit:nbd_reconnect {
 usdt:$so:nbdkit:nbd_request_done {
   printf(\"request %d %d %s %d %d %d\\n\", arg0 > 0, arg1 > 0, str(arg2),
          arg3, arg4 > 0, arg5); }" > "$tmpdir/trace.bt"
-timeout -k 120 90 bpftrace "$tmpdir/trace.bt" > "$tmpdir/trace" \
-  2> "$tmpdir/trace.err" &
-bt=$!
-cleanup_fn _kill_pid "$bt"
-wait_for_bpftrace "$bt" "$tmpdir/trace" "$tmpdir/trace.err"
+start_bpftrace 90 "$tmpdir/trace" "$tmpdir/trace.err" "$tmpdir/trace.bt"
 
 t "$NBDKIT" -U - nbd socket="$up_sock" --run 'nbdsh -u "$uri" -c "
 h.pwrite(b\"p\" * 4096, 8192)

@@ -161,14 +161,8 @@ bad ()
 {
   local want="$1"
   shift
-  local status=0
-  "$NBDKIT" -U - ondemand "$@" --run true > "$tmpdir/bad.out" 2>&1 ||
-    status=$?
-  [ "$status" -eq 1 ] || fail "ondemand $*: exit status $status, not 1"
-  [ "$(wc -l < "$tmpdir/bad.out")" -eq 1 ] ||
-    fail "ondemand $*: not one line: $(cat "$tmpdir/bad.out")"
-  grep -q -- "$want" "$tmpdir/bad.out" ||
-    fail "ondemand $*: '$want' not in: $(cat "$tmpdir/bad.out")"
+  refuses "$want" ondemand "$@" ||
+    fail "ondemand $*: not refused with one line /$want/"
 }
 bad "dir" 1M
 bad "size" dir="$d"

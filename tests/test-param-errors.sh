@@ -9,16 +9,7 @@ source "$(dirname "$0")/functions.sh"
 # on stderr, matching REGEX.
 check ()
 {
-  local regex="$1" status=0
-  shift
-  t "$NBDKIT" -U - "$@" --run true > "$tmpdir/out" 2> "$tmpdir/err" ||
-    status=$?
-  [ "$status" -eq 1 ] ||
-    { cat "$tmpdir/err"; fail "$*: exit status $status, expected 1"; }
-  [ "$(wc -l < "$tmpdir/err")" -eq 1 ] ||
-    { cat "$tmpdir/err"; fail "$*: expected one line on stderr"; }
-  grep -Eq -- "$regex" "$tmpdir/err" ||
-    { cat "$tmpdir/err"; fail "$*: stderr does not match /$regex/"; }
+  refuses "$@" || fail "${*:2}: not refused with /$1/"
 }
 
 check '^nbdkit: offset: error: offset: could not parse size string \(foo\)$' \

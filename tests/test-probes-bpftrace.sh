@@ -21,10 +21,7 @@ usdt:$b:nbdkit:request_done {
 }
 usdt:$b:nbdkit:connection_close { printf("%llu close %d\n", nsecs, arg0); }
 BT
-timeout -k 120 60 bpftrace "$tmpdir/trace.bt" > "$tmpdir/out" 2>"$tmpdir/err" &
-bt=$!
-cleanup_fn _kill_pid "$bt"
-wait_for_bpftrace "$bt" "$tmpdir/out" "$tmpdir/err"
+start_bpftrace 60 "$tmpdir/out" "$tmpdir/err" "$tmpdir/trace.bt"
 
 t "$NBDKIT" -U - memory 1M --run 'nbdsh -u "$uri" -c "h.pread(4096, 8192)"'
 sleep 1

@@ -20,15 +20,11 @@ cleanup_fn _kill_pid "$!"
 wait_for 20 -s "$tmpdir/off.pid" || fail "the --busy-poll=0 server did not start"
 off_pid="$(cat "$tmpdir/off.pid")"
 
-timeout -k 120 60 bpftrace -e "
+start_bpftrace 60 "$tmpdir/out" "$tmpdir/err" -e "
 usdt:$server_binary:nbdkit:busy_poll
   { printf(\"poll %d %d %d %d %lld\\n\", pid, arg0, arg1, arg2, nsecs); }
 usdt:$server_binary:nbdkit:busy_poll_look
-  { printf(\"look %d %d %d %d %lld\\n\", pid, arg0, arg1, arg2, nsecs); }" \
-  > "$tmpdir/out" 2> "$tmpdir/err" &
-bt=$!
-cleanup_fn _kill_pid "$bt"
-wait_for_bpftrace "$bt" "$tmpdir/out" "$tmpdir/err"
+  { printf(\"look %d %d %d %d %lld\\n\", pid, arg0, arg1, arg2, nsecs); }"
 
 client='
 import time

@@ -23,8 +23,7 @@ source "$(dirname "$0")/functions.sh"
 requires_cmd bpftrace nbdsh psktool
 requires_root
 requires_probes
-[ "$("$NBDKIT" --dump-config | grep '^tls=')" = tls=yes ] ||
-  fail "this build has no TLS (configure found no gnutls)"
+check_tls_build
 tracing_lock
 
 b="$server_binary"

@@ -14,17 +14,13 @@ requires_tracer
 start_server memory 1M
 pid="$(cat "$pidfile")"
 
-timeout -k 120 60 bpftrace -e "
+start_bpftrace 60 "$tmpdir/out" "$tmpdir/err" -e "
 usdt:$server_binary:nbdkit:request_start /pid == $pid/
   { printf(\"%lld start %d\\n\", nsecs, arg1); }
 usdt:$server_binary:nbdkit:reply_send /pid == $pid/
   { printf(\"%lld reply %d\\n\", nsecs, arg1); }
 tracepoint:syscalls:sys_enter_sendmsg /pid == $pid/
-  { printf(\"%lld send\\n\", nsecs); }" \
-  > "$tmpdir/out" 2> "$tmpdir/err" &
-bt=$!
-cleanup_fn _kill_pid "$bt"
-wait_for_bpftrace "$bt" "$tmpdir/out" "$tmpdir/err"
+  { printf(\"%lld send\\n\", nsecs); }"
 
 t /usr/bin/python3 - "$sock" "$abs_top_srcdir/tests/hostile-client.py" <<'PY'
 import importlib.util, sys

@@ -14,11 +14,8 @@ requires_tracer nbdsh
 
 start_server --filter=offset memory 2M offset=1M
 
-timeout -k 120 60 bpftrace "$srcdir/probes-sequence.bt" "$server_binary" \
-  > "$tmpdir/out" 2> "$tmpdir/err" &
-bt=$!
-cleanup_fn _kill_pid "$bt"
-wait_for_bpftrace "$bt" "$tmpdir/out" "$tmpdir/err"
+start_bpftrace 60 "$tmpdir/out" "$tmpdir/err" \
+  "$srcdir/probes-sequence.bt" "$server_binary"
 
 t nbdsh -u "$uri" -c '
 h.pwrite(b"x" * 512, 4096)

@@ -30,10 +30,7 @@ usdt:$b:nbdkit:log {
          arg3, arg4, str(arg5), str(arg2));
 }
 BT
-timeout -k 120 60 bpftrace "$tmpdir/trace.bt" > "$tmpdir/out" 2> "$tmpdir/err" &
-bt=$!
-cleanup_fn _kill_pid "$bt"
-wait_for_bpftrace "$bt" "$tmpdir/out" "$tmpdir/err"
+start_bpftrace 60 "$tmpdir/out" "$tmpdir/err" "$tmpdir/trace.bt"
 
 truncate -s 1M "$tmpdir/disk"
 t "$NBDKIT" -v -U - --filter=offset file "$tmpdir/disk" offset=4096 \

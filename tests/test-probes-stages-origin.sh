@@ -14,13 +14,10 @@ filter="$abs_builddir/.libs/origin-filter.so"
 [ -f "$filter" ] || fail "$filter was not built"
 
 b="$server_binary"
-timeout -k 120 60 bpftrace -e "usdt:$b:nbdkit:log {
+start_bpftrace 60 "$tmpdir/out" "$tmpdir/err" -e "usdt:$b:nbdkit:log {
   printf(\"%llu %d log|%s|%s|%s\n\", nsecs, pid, str(arg1), str(arg5),
          str(arg2));
-}" > "$tmpdir/out" 2> "$tmpdir/err" &
-bt=$!
-cleanup_fn _kill_pid "$bt"
-wait_for_bpftrace "$bt" "$tmpdir/out" "$tmpdir/err"
+}"
 
 t "$NBDKIT" -U - --filter="$filter" memory 1M --run true
 sleep 1

@@ -35,13 +35,7 @@ while h.aio_in_flight() > 0:
 for c in cookies:
     assert h.aio_command_completed(c)
 h.shutdown()'
-# connection_close fires once the server has seen the client go.
-wait_for_output "$tmpdir/out" '^[0-9]+ close ' "$tracer" ||
-  fail "no connection_close"
-trace_stop
-trace_in_order "$tmpdir/out" \
-  > "$tmpdir/got"
-cat "$tmpdir/got"
+trace_stop_at_close
 
 id="$(awk '$1 == "close" { print $2; exit }' "$tmpdir/got")"
 [ -n "$id" ] || fail "no connection_close"

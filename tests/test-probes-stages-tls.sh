@@ -10,8 +10,7 @@ source "$(dirname "$0")/functions.sh"
 requires_cmd bpftrace nbdsh psktool certtool
 requires_root
 requires_probes
-[ "$("$NBDKIT" --dump-config | grep '^tls=')" = tls=yes ] ||
-  fail "this build has no TLS (configure found no gnutls)"
+check_tls_build
 tracing_lock
 
 t "$srcdir/make-tls-files.sh" "$tmpdir/tls"
@@ -30,12 +29,7 @@ t nbdsh -c 'h.set_uri_allow_local_file(True)' \
   -c "h.connect_uri('nbds+unix://alice@/?socket=$sock&tls-psk-file=$tmpdir/tls/keys.psk')" \
   -c 'assert h.get_tls_negotiated()' \
   -c 'h.pread(4096, 0)' -c 'h.shutdown()'
-wait_for_output "$tmpdir/out" '^[0-9]+ close ' "$tracer" ||
-  fail "no connection_close"
-trace_stop
-trace_in_order "$tmpdir/out" \
-  > "$tmpdir/got"
-cat "$tmpdir/got"
+trace_stop_at_close
 
 id="$(awk '$1 == "tls" && $3 == 1 { print $2; exit }' "$tmpdir/got")"
 [ -n "$id" ] || fail "no successful TLS handshake"

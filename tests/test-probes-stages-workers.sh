@@ -26,12 +26,7 @@ for r in range(6):
     while h.aio_in_flight() > 0:
         h.poll(-1)
 h.shutdown()'
-wait_for_output "$tmpdir/out" '^[0-9]+ close ' "$tracer" ||
-  fail "no connection_close"
-trace_stop
-trace_in_order "$tmpdir/out" \
-  > "$tmpdir/got"
-cat "$tmpdir/got"
+trace_stop_at_close
 
 id="$(awk '$1 == "close" && $3 == 48 { print $2; exit }' "$tmpdir/got")"
 [ -n "$id" ] || fail "no connection_close with 48 requests"

@@ -52,11 +52,7 @@ usdt:$server_binary:nbdkit:user {
   printf("user %d %d %d %s %d %d %s\\n", pid, arg0, arg1, str(arg2),
          arg3, arg4, str(arg5)); }
 EOF2
-timeout -k 120 90 bpftrace "$tmpdir/trace.bt" > "$tmpdir/trace" \
-  2> "$tmpdir/trace.err" &
-bt=$!
-cleanup_fn _kill_pid "$bt"
-wait_for_bpftrace "$bt" "$tmpdir/trace" "$tmpdir/trace.err"
+start_bpftrace 90 "$tmpdir/trace" "$tmpdir/trace.err" "$tmpdir/trace.bt"
 
 t "$NBDKIT" -U - python "$tmpdir/probed.py" \
   --run "echo \$PPID > $tmpdir/pid; nbdsh -u \"\$uri\" -c '

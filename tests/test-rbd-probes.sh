@@ -32,11 +32,7 @@ usdt:$server_binary:nbdkit:request_start {
 usdt:$server_binary:nbdkit:connection_close {
   printf("%lld close %d\n", nsecs, arg0); }
 EOT
-timeout -k 120 90 bpftrace "$tmpdir/trace.bt" > "$tmpdir/trace" \
-  2> "$tmpdir/trace.err" &
-bt=$!
-cleanup_fn _kill_pid "$bt"
-wait_for_bpftrace "$bt" "$tmpdir/trace" "$tmpdir/trace.err"
+start_bpftrace 90 "$tmpdir/trace" "$tmpdir/trace.err" "$tmpdir/trace.bt"
 
 start_server rbd "${rbd_args[@]}" image="$img"
 t nbdsh --base-allocation -u "$uri" -c '

@@ -12,10 +12,7 @@ requires_cmd nbdsh
 flaky="$abs_builddir/.libs/flaky-plugin.so"
 [ -f "$flaky" ] || fail "$flaky was not built"
 
-disk="$tmpdir/disk.img"
-make_pattern "$disk.orig" $((2 * 1024 * 1024))
-cp "$disk.orig" "$disk"
-state_files=("$disk")
+pattern_disk $((2 * 1024 * 1024))
 compare_own "retry read" read --filter=retry file "$disk"
 compare_own "retry write" write --filter=retry file "$disk" retries=1
 finish
@@ -111,14 +108,8 @@ diff -u "$tmpdir/expected" "$log" || fail "unexpected plugin calls"
 # --- Bad parameters: exit 1, one line naming the parameter -------------------
 bad ()
 {
-  local key="$1" status=0
-  "$NBDKIT" --filter=retry memory 1M "$@" --run true \
-    > "$tmpdir/bad.out" 2>&1 || status=$?
-  [ "$status" -eq 1 ] || fail "$*: exit status $status, expected 1"
-  [ "$(wc -l < "$tmpdir/bad.out")" -eq 1 ] ||
-    fail "$*: expected one line: $(cat "$tmpdir/bad.out")"
-  grep -q "${key%%=*}" "$tmpdir/bad.out" ||
-    fail "$*: message does not name ${key%%=*}: $(cat "$tmpdir/bad.out")"
+  refuses "${1%%=*}" --filter=retry memory 1M "$@" ||
+    fail "$*: not refused with one line naming ${1%%=*}"
 }
 bad retries=-1
 bad retries=many

@@ -146,13 +146,8 @@ grep -q "scan: warning: not the default export, not scanning" \
 # Bad parameters: one line naming the parameter, exit 1.
 bad ()
 {
-  local regex="$1" status=0
-  shift
-  t "$NBDKIT" -U - --filter=scan null 1M "$@" --run true \
-    2> "$tmpdir/bad.err" || status=$?
-  [ "$status" -eq 1 ] && [ "$(wc -l < "$tmpdir/bad.err")" -eq 1 ] &&
-    grep -Eq "$regex" "$tmpdir/bad.err" ||
-    { cat "$tmpdir/bad.err"; fail "$*: status $status, wrong error"; }
+  refuses "$1" --filter=scan null 1M "${@:2}" ||
+    fail "${*:2}: not refused with /$1/"
 }
 bad '^nbdkit: scan: error: scan-size: 1000 is not a power of 2' scan-size=1000
 bad '^nbdkit: scan: error: scan-size: 256 is not a power of 2' scan-size=256

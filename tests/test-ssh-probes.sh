@@ -36,11 +36,7 @@ usdt:$so:nbdkit:ssh_flush_done {
 usdt:$so:nbdkit:ssh_sftp_error {
   printf("sftp_error %d %d %s\n", arg0, arg1, str(arg2)); }
 EOF
-timeout -k 120 60 bpftrace "$tmpdir/trace.bt" > "$tmpdir/trace" \
-  2> "$tmpdir/trace.err" &
-bt=$!
-cleanup_fn _kill_pid "$bt"
-wait_for_bpftrace "$bt" "$tmpdir/trace" "$tmpdir/trace.err"
+start_bpftrace 60 "$tmpdir/trace" "$tmpdir/trace.err" "$tmpdir/trace.bt"
 
 # A missing file and a refused key, at start-up.
 expect_fail t "$NBDKIT" -U - ssh "${sshd_args[@]}" "$tmpdir/missing" \

@@ -95,13 +95,8 @@ t "$NBDKIT" -U - --filter=stats memory 1M statsfile="$tmpdir/kept" \
 # Bad parameters: exit 1 and one line naming the parameter.
 bad ()
 {
-  local regex="$1" status=0
-  shift
-  t "$NBDKIT" -U - --filter=stats memory 1M "$@" --run true 2> "$tmpdir/err" ||
-    status=$?
-  [ "$status" -eq 1 ] && [ "$(wc -l < "$tmpdir/err")" -eq 1 ] &&
-    grep -Eq "$regex" "$tmpdir/err" ||
-    { cat "$tmpdir/err"; fail "$*: expected exit 1 and /$regex/"; }
+  refuses "$1" --filter=stats memory 1M "${@:2}" ||
+    fail "${*:2}: not refused with /$1/"
 }
 bad '^nbdkit: stats: error: statsfile=FILE is required$'
 bad '^nbdkit: stats: error: statsthreshold: must be a percentage' \

@@ -198,13 +198,8 @@ t "$NBDKIT" -U - file gnu.tar --filter=tar tar-entry=d/disk.img \
 # Parameters.
 param ()
 {
-  local regex="$1" status=0
-  shift
-  t "$NBDKIT" -U - --filter=tar file gnu.tar "$@" --run true \
-    2> param.err || status=$?
-  [ "$status" -eq 1 ] && [ "$(wc -l < param.err)" -eq 1 ] &&
-    grep -Eq "$regex" param.err ||
-    { cat param.err; fail "$*: status $status, wrong error"; }
+  refuses "$1" --filter=tar file gnu.tar "${@:2}" ||
+    fail "${*:2}: not refused with /$1/"
 }
 param '^nbdkit: tar: error: tar-entry: you must supply'
 param '^nbdkit: tar: error: tar-entry: only one' tar-entry=a tar-entry=b

@@ -5,8 +5,7 @@
 source "$(dirname "$0")/functions.sh"
 requires_root
 requires_cmd bpftrace nbdinfo nbdsh certtool
-[ "$("$NBDKIT" --dump-config | grep '^tls=')" = tls=yes ] ||
-  fail "this build has no TLS (configure found no gnutls)"
+check_tls_build
 tracing_lock
 
 t "$srcdir/make-tls-files.sh" "$tmpdir/tls" > /dev/null

@@ -11,8 +11,7 @@
 source "$(dirname "$0")/functions.sh"
 source "$srcdir/debian-filters.sh"
 requires_cmd nbdsh nbdinfo certtool psktool
-[ "$("$NBDKIT" --dump-config | grep '^tls=')" = tls=yes ] ||
-  fail "this build has no TLS (configure found no gnutls)"
+check_tls_build
 
 t "$srcdir/make-tls-files.sh" "$tmpdir/tls" > /dev/null
 d="$tmpdir/tls"

@@ -29,78 +29,27 @@
 # failure probe (or the wrong reason), a good client no longer served or
 # data changed by a failed handshake.
 source "$(dirname "$0")/functions.sh"
-requires_cmd bpftrace nbdsh certtool psktool
-requires_root
-requires_probes
-[ "$("$NBDKIT" --dump-config | grep '^tls=')" = tls=yes ] ||
-  fail "this build has no TLS (configure found no gnutls)"
-client="$abs_builddir/tls-hostile-client"
-[ -x "$client" ] || fail "$client was not built"
-tracing_lock
+source "$srcdir/tls/hostile-lib.sh"
 
-t "$srcdir/make-tls-files.sh" "$tmpdir/tls"
-d="$tmpdir/tls"
-
-b="$server_binary"
-cat > "$tmpdir/trace.bt" <<BT
-usdt:$b:nbdkit:tls_handshake_done {
-  printf("%d done %d %d %s\n", pid, arg0, arg1, str(arg2));
-}
-usdt:$b:nbdkit:connection_close {
-  printf("%d close %d %s\n", pid, arg0, str(arg1));
-}
+hostile_trace <<BT
 usdt:$b:nbdkit:limit_hit { printf("%d limit %d %s\n", pid, arg0, str(arg1)); }
 BT
-timeout -k 120 100 bpftrace "$tmpdir/trace.bt" > "$tmpdir/out" 2>"$tmpdir/err" &
-bt=$!
-cleanup_fn _kill_pid "$bt"
-wait_for_bpftrace "$bt" "$tmpdir/out" "$tmpdir/err"
-
-# The canary: 64 KiB that every good client reads back.
-canary="bytes(range(256)) * 256"
-good () {
-  t nbdsh -c "
-h.set_uri_allow_local_file(True)
-h.connect_uri('$good_uri')
-assert h.get_tls_negotiated()
-assert h.pread(65536, 0) == $canary
-"
-}
 
 # expect KIND CASE ID OUTPUT-REGEX PROBE-REGEX...: run CASE as
 # connection ID (what it printed is left in $out), check what it said,
 # that the server lives and a good client is served (connection ID+1);
 # the probe lines (for ID) are checked once the tracer has stopped.
 expect () {
-  local kind=$1 case=$2 said=$4 re
+  local kind=$1 case=$2 said=$4
   shift 4
-  out="$(t "$client" "$sock" "$creds" "$case")" ||
-    fail "$kind $case: $out"
-  echo "$kind $out"
-  [[ $out =~ $said ]] || fail "$kind $case: wanted /$said/"
-  kill -0 "$server_pid" || fail "$kind $case: the server died"
+  hostile "$kind" "$case" "$said"
   good
-  for re in "$@"; do checks+=("$kind $case	$server_pid	$re"); done
+  want_probes "$kind" "$case" "$@"
 }
-checks=()
 
 for kind in psk x509; do
-  if [ $kind = psk ]; then
-    start_server --tls=require --tls-psk="$d/keys.psk" \
-      --handshake-timeout=2 memory 1M
-    creds="psk:$d/keys.psk:alice"
-    good_uri="nbds+unix://alice@/?socket=$sock&tls-psk-file=$d/keys.psk"
-  else
-    start_server --tls=require --tls-certificates="$d/server" \
-      --tls-verify-peer --handshake-timeout=2 memory 1M
-    creds="x509:$d/client"
-    good_uri="nbds+unix:///?socket=$sock&tls-certificates=$d/client"
-  fi
-  t nbdsh -c "
-h.set_uri_allow_local_file(True)
-h.connect_uri('$good_uri')
-h.pwrite($canary, 0)
-"                                                       # connection 1
+  hostile_server $kind --handshake-timeout=2 memory 1M
+  good "h.pwrite($canary, 0)"                             # connection 1
 
   expect $kind garbage 2 '^garbage: closed the connection' \
     'done 2 0 An unexpected TLS packet' 'close 2 handshake ended'
@@ -116,17 +65,11 @@ h.pwrite($canary, 0)
   expect $kind ccs-first 10 \
     '^ccs-first: (record ignored, handshake completed|refused)'
   if [[ $out =~ refused ]]; then
-    checks+=("$kind ccs-first	$server_pid	done 10 0 ")
+    want_probes $kind ccs-first 'done 10 0 '
   else
-    checks+=("$kind ccs-first	$server_pid	done 10 1 \(TLS1\.3\)")
+    want_probes $kind ccs-first 'done 10 1 \(TLS1\.3\)'
   fi
   stop_server
 done
 
-sleep 0.5
-interrupt_tracer "$bt"
-cat "$tmpdir/out"
-for c in "${checks[@]}"; do
-  IFS=$'\t' read -r what pid re <<<"$c"
-  grep -Eq "^$pid $re" "$tmpdir/out" || fail "$what: no probe line /$re/"
-done
+check_probes

@@ -41,26 +41,9 @@
 # the connection's state, a good client no longer served, a failure
 # without its probe or with another reason.
 source "$(dirname "$0")/functions.sh"
-requires_cmd bpftrace nbdsh certtool psktool
-requires_root
-requires_probes
-[ "$("$NBDKIT" --dump-config | grep '^tls=')" = tls=yes ] ||
-  fail "this build has no TLS (configure found no gnutls)"
-client="$abs_builddir/tls-hostile-client"
-[ -x "$client" ] || fail "$client was not built"
-tracing_lock
+source "$srcdir/tls/hostile-lib.sh"
 
-t "$srcdir/make-tls-files.sh" "$tmpdir/tls"
-d="$tmpdir/tls"
-
-b="$server_binary"
-cat > "$tmpdir/trace.bt" <<BT
-usdt:$b:nbdkit:tls_handshake_done {
-  printf("%d done %d %d %s\n", pid, arg0, arg1, str(arg2));
-}
-usdt:$b:nbdkit:connection_close {
-  printf("%d close %d %s\n", pid, arg0, str(arg1));
-}
+hostile_trace <<BT
 usdt:$b:nbdkit:protocol_violation {
   printf("%d violation %d %s\n", pid, arg0, str(arg1));
 }
@@ -68,23 +51,6 @@ usdt:$b:nbdkit:log /strncmp(str(arg2), "TLS:", 4) == 0/ {
   printf("%d log %d %s\n", pid, arg3, str(arg2));
 }
 BT
-timeout -k 120 100 bpftrace "$tmpdir/trace.bt" > "$tmpdir/out" 2>"$tmpdir/err" &
-bt=$!
-cleanup_fn _kill_pid "$bt"
-wait_for_bpftrace "$bt" "$tmpdir/out" "$tmpdir/err"
-
-canary="bytes(range(256)) * 256"
-# good PYTHON: a good client over TLS runs PYTHON, then checks the
-# canary.
-good () {
-  t nbdsh -c "
-h.set_uri_allow_local_file(True)
-h.connect_uri('$good_uri')
-assert h.get_tls_negotiated()
-$1
-assert h.pread(65536, 0) == $canary
-"
-}
 
 # expect KIND CASE BASE BLOCK0 BLOCK1 OUTPUT-REGEX PROBE-REGEX...: run
 # CASE at BASE, check what the client said, that the server lives, that
@@ -92,34 +58,20 @@ assert h.pread(65536, 0) == $canary
 # BLOCK1 (byte values); the probe lines are checked once the tracer has
 # stopped.
 expect () {
-  local kind=$1 case=$2 base=$3 b0=$4 b1=$5 said=$6 out re
+  local kind=$1 case=$2 base=$3 b0=$4 b1=$5 said=$6
   shift 6
-  out="$(t "$client" "$sock" "$creds" "$case" "$base")" ||
-    fail "$kind $case: $out"
-  echo "$kind $out"
-  [[ $out =~ $said ]] || fail "$kind $case: wanted /$said/"
-  kill -0 "$server_pid" || fail "$kind $case: the server died"
+  hostile "$kind" "$case" "$said" "$base"
   good "
 got = h.pread(131072, $base)
 assert got[:65536] == bytes([$b0]) * 65536, '$case: block 0 changed'
 assert got[65536:] == bytes([$b1]) * 65536, '$case: block 1 changed'
 "
-  for re in "$@"; do checks+=("$kind $case	$server_pid	$re"); done
+  want_probes "$kind" "$case" "$@"
 }
-checks=()
 K=262144
 
 for kind in psk x509; do
-  if [ $kind = psk ]; then
-    start_server --tls=require --tls-psk="$d/keys.psk" memory 2M
-    creds="psk:$d/keys.psk:alice"
-    good_uri="nbds+unix://alice@/?socket=$sock&tls-psk-file=$d/keys.psk"
-  else
-    start_server --tls=require --tls-certificates="$d/server" \
-      --tls-verify-peer memory 2M
-    creds="x509:$d/client"
-    good_uri="nbds+unix:///?socket=$sock&tls-certificates=$d/client"
-  fi
+  hostile_server $kind memory 2M
   good "h.pwrite($canary, 0)"                             # connection 1
 
   expect $kind alert-mid-write $((1*K)) 0xa5 0 \
@@ -145,10 +97,4 @@ for kind in psk x509; do
   stop_server
 done
 
-sleep 0.5
-interrupt_tracer "$bt"
-cat "$tmpdir/out"
-for c in "${checks[@]}"; do
-  IFS=$'\t' read -r what pid re <<<"$c"
-  grep -Eq "^$pid $re" "$tmpdir/out" || fail "$what: no probe line /$re/"
-done
+check_probes

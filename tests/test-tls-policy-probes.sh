@@ -17,8 +17,7 @@ requires_cmd bpftrace nbdinfo nbdsh psktool certtool
 requires test -x "$abs_builddir/tls-priority-client"
 requires_root
 requires_probes
-[ "$("$NBDKIT" --dump-config | grep '^tls=')" = tls=yes ] ||
-  fail "this build has no TLS (configure found no gnutls)"
+check_tls_build
 tracing_lock
 
 t "$srcdir/make-tls-files.sh" "$tmpdir/tls"
@@ -36,10 +35,7 @@ usdt:$server_binary:nbdkit:tls_handshake_done {
   printf("done %d %d %s|%s\n", arg0, arg1, str(arg2), str(arg3));
 }
 BT
-timeout -k 120 100 bpftrace "$tmpdir/trace.bt" > "$out" 2>"$tmpdir/bt.err" &
-bt=$!
-cleanup_fn _kill_pid "$bt"
-wait_for_bpftrace "$bt" "$out" "$tmpdir/bt.err"
+start_bpftrace 100 "$out" "$tmpdir/bt.err" "$tmpdir/trace.bt"
 
 failures () { grep -c '^done [0-9]* 0 ' "$out" || :; }
 

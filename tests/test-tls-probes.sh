@@ -10,8 +10,7 @@ source "$(dirname "$0")/functions.sh"
 requires_cmd bpftrace nbdinfo psktool
 requires_root
 requires_probes
-[ "$("$NBDKIT" --dump-config | grep '^tls=')" = tls=yes ] ||
-  fail "this build has no TLS (configure found no gnutls)"
+check_tls_build
 tracing_lock
 
 psktool -u alice -p "$tmpdir/keys.psk" >/dev/null
@@ -27,10 +26,7 @@ usdt:$b:nbdkit:tls_handshake_done {
 }
 usdt:$b:nbdkit:handshake_fail { printf("fail %d %s\n", arg0, str(arg1)); }
 BT
-timeout -k 120 60 bpftrace "$tmpdir/trace.bt" > "$tmpdir/out" 2>"$tmpdir/err" &
-bt=$!
-cleanup_fn _kill_pid "$bt"
-wait_for_bpftrace "$bt" "$tmpdir/out" "$tmpdir/err"
+start_bpftrace 60 "$tmpdir/out" "$tmpdir/err" "$tmpdir/trace.bt"
 
 start_server --tls=require --tls-psk="$tmpdir/keys.psk" memory 1M
 t nbdinfo "nbds+unix://alice@/?socket=$sock&tls-psk-file=$tmpdir/keys.psk" \

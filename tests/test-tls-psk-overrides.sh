@@ -9,8 +9,7 @@
 # under Debian's nbdkit, which must print the same.
 source "$(dirname "$0")/functions.sh"
 requires_cmd nbdinfo psktool certtool
-[ "$("$NBDKIT" --dump-config | grep '^tls=')" = tls=yes ] ||
-  fail "this build has no TLS (configure found no gnutls)"
+check_tls_build
 
 t "$srcdir/make-tls-files.sh" "$tmpdir/tls"
 cd "$tmpdir/tls"

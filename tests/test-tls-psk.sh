@@ -7,8 +7,7 @@
 # serving the right one.
 source "$(dirname "$0")/functions.sh"
 requires_cmd nbdinfo nbdsh psktool certtool
-[ "$("$NBDKIT" --dump-config | grep '^tls=')" = tls=yes ] ||
-  fail "this build has no TLS (configure found no gnutls)"
+check_tls_build
 
 t "$srcdir/make-tls-files.sh" "$tmpdir/tls"
 psk="$tmpdir/tls/keys.psk"

@@ -13,8 +13,7 @@
 source "$(dirname "$0")/functions.sh"
 source "$srcdir/tls/policy-lib.sh"
 requires_cmd nbdinfo nbdsh certtool psktool
-[ "$("$NBDKIT" --dump-config | grep '^tls=')" = tls=yes ] ||
-  fail "this build has no TLS (configure found no gnutls)"
+check_tls_build
 
 t "$srcdir/make-tls-files.sh" "$tmpdir/tls"
 d="$tmpdir/tls"

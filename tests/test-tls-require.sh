@@ -11,8 +11,7 @@
 # refuses STARTTLS.  Plus libnbd refused in the clear.
 source "$(dirname "$0")/functions.sh"
 requires_cmd nbdinfo certtool
-[ "$("$NBDKIT" --dump-config | grep '^tls=')" = tls=yes ] ||
-  fail "this build has no TLS (configure found no gnutls)"
+check_tls_build
 
 t "$srcdir/make-tls-files.sh" "$tmpdir/tls"
 d="$tmpdir/tls"

@@ -122,14 +122,8 @@ bad ()
 {
   local want="$1"
   shift
-  local status=0
-  "$NBDKIT" -U - tmpdisk "$@" --run true > "$tmpdir/bad.out" 2>&1 ||
-    status=$?
-  [ "$status" -eq 1 ] || fail "tmpdisk $*: exit status $status, not 1"
-  [ "$(wc -l < "$tmpdir/bad.out")" -eq 1 ] ||
-    fail "tmpdisk $*: not one line: $(cat "$tmpdir/bad.out")"
-  grep -q "$want" "$tmpdir/bad.out" ||
-    fail "tmpdisk $*: '$want' not in: $(cat "$tmpdir/bad.out")"
+  refuses "$want" tmpdisk "$@" ||
+    fail "tmpdisk $*: not refused with one line /$want/"
 }
 bad "size" type=ext4
 bad "size" size=lots

@@ -23,9 +23,9 @@
 #           script's probe helper firing the server's "user" probe
 #   memory  the server's RSS stays flat over a second batch of requests
 #
-# What differs by language is in tests/lang/LANG.sh: its scripts
-# (lang_script NAME), the messages its host logs, the probes aspect's
-# settings, and the checks only that language has (lang_plugin,
+# What differs by language is a row of settings (below) and
+# tests/lang/LANG.sh: its scripts (lang_script NAME), the messages its
+# host logs, and the checks only that language has (lang_plugin,
 # lang_errors).  The shared steps are the functions below.
 source "$(dirname "$0")/functions.sh"
 lang="$1"
@@ -36,6 +36,33 @@ case "$lang/$aspect" in
   *) fail "host-test.sh: no test $aspect for $lang (see the table)" ;;
 esac
 so="$abs_top_builddir/plugins/$lang/.libs/nbdkit-$lang-plugin.so"
+
+# The settings that differ by language, a row each (why: lang/LANG.sh):
+#   ext      the scripts' file name extension
+#   absent   the host not built: skip, or fail the test
+#   compare  yes: compare runs with Debian's host (perl-lua-compare.sh)
+#            in the plugin and errors aspects
+#   match    start_fails: WANT is a regex (-G) or text (-F)
+#   one      yes: start_fails looks in the only line with "error"
+#   open     the name of the open callback (probes)
+#   min_ns   a pread of the probe script takes longer than this (probes)
+# and, set by lang/LANG.sh: $probe_message, $lang_sanitizers (why the
+# host cannot run in a sanitizer build, if it cannot).
+_lang_row ()
+{
+  lang_ext=$1 lang_absent=$2 lang_compare=$3 lang_match=$4
+  lang_one_error=
+  [ "$5" = no ] || lang_one_error=yes
+  probe_open=$6 probe_min_ns=$7
+}
+#                   ext  absent compare match one open        min_ns
+case "$lang" in
+  lua)  _lang_row lua  skip   yes     -G    no  open        199999999 ;;
+  perl) _lang_row pl   skip   yes     -G    no  open        199999999 ;;
+  ruby) _lang_row rb   fail   no      -F    yes open        1000000 ;;
+  tcl)  _lang_row tcl  fail   no      -F    no  plugin_open 1000000 ;;
+esac
+lang_sanitizers=
 source "$(dirname "${BASH_SOURCE[0]}")/$lang.sh"
 [ -z "$lang_sanitizers" ] || skip_under_sanitizers "$lang_sanitizers"
 if [ "$aspect" = probes ] || [ "$lang_absent" = fail ]; then
@@ -222,18 +249,12 @@ for i in range(300):
 probes_test ()
 {
   requires_tracer nbdsh timeout
-  local b="$server_binary" script="$tmpdir/probe.$lang_ext"
+  local script="$tmpdir/probe.$lang_ext"
   lang_script probe > "$script"
 
   # bpftrace first: config fires while the server starts.
-  cat > "$tmpdir/trace.bt" <<BT
-usdt:$b:nbdkit:request_start {
-  printf("%llu start %d %d %d %d\n", nsecs, arg0, arg1, arg2, arg5);
-}
-usdt:$b:nbdkit:user {
-  printf("%llu user %d %d %s %d %d [%s]\n", nsecs, arg0, arg1, str(arg2),
-         (int64) arg3, (int64) arg4, str(arg5));
-}
+  user_probe_program > "$tmpdir/trace.bt"
+  cat >> "$tmpdir/trace.bt" <<BT
 usdt:$so:nbdkit:${lang}_call_start {
   printf("%llu call %d %d %s\n", nsecs, arg0, arg1, str(arg2));
 }
@@ -242,11 +263,8 @@ usdt:$so:nbdkit:${lang}_call_done {
          arg3 > $probe_min_ns, arg4, str(arg5));
 }
 BT
-  timeout -k 120 60 bpftrace "$tmpdir/trace.bt" > "$tmpdir/out" \
-    2> "$tmpdir/out.err" &
-  local bt=$!
-  cleanup_fn _kill_pid "$bt"
-  wait_for_bpftrace "$bt" "$tmpdir/out" "$tmpdir/out.err"
+  local bt
+  start_bpftrace 60 "$tmpdir/out" "$tmpdir/out.err" "$tmpdir/trace.bt"
 
   t "$NBDKIT" -U - "$lang" "$script" size=1 --run 'nbdsh -u "$uri" -c "
 h.pread(2048, 4096)
@@ -291,8 +309,19 @@ except nbd.Error as e:
   echo "OK: the $lang plugin's probes"
 }
 
+# same_example (perl and lua): the host's RAM disk example ($ex), run
+# by Debian's nbdkit 1.32 host and by ours, also named by script=,
+# gives the client the same size, flags, write outcomes, map and bytes
+# read back.
+same_example ()
+{
+  ex="$abs_top_srcdir/plugins/$lang/examples/ramdisk.$lang_ext"
+  same_script ramdisk "$lang" "$ex" size=3145728
+  same_script ramdisk-odd "$lang" script="$ex" size=1049088
+}
+
 case "$aspect" in
-  plugin) lang_plugin ;;
+  plugin) [ "$lang_compare" = no ] || same_example; lang_plugin ;;
   errors) lang_errors ;;
   probes) probes_test ;;
   memory) memory_test ;;

@@ -1,14 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # tests/lang/lua.sh: the lua host's part of lang/host-test.sh (liblua5.4;
 # Debian's 1.32 host, the reference, has Lua 5.3 and no nbdkit table).
-lang_ext=lua
-lang_absent=skip  # the host not built: skip or fail
-lang_compare=yes  # perl-lua-compare.sh for plugin and errors
-lang_match=-G  # start_fails: WANT is a regex (-G) or text (-F)
-lang_one_error=
-lang_sanitizers=""
-probe_open=open
-probe_min_ns=199999999
 probe_message="no room]"
 
 # memory: it would catch values left on the Lua stack by a call, or a
@@ -59,19 +51,14 @@ LUA
   esac
 }
 
-# Same script, same bytes: the lua plugin's RAM disk example, run by
-# Debian's nbdkit 1.32 lua host (Lua 5.3) and by ours (Lua 5.4), gives
-# the client the same size, flags, write outcomes (fast zero refused
-# as 1.32 does), map and bytes read back.  It would catch a function
-# called with the wrong arguments (offsets, counts, may_trim), a wrong
-# default for can_write/can_trim, a broken zero or trim, a script= magic
-# key that does not work ("nbdkit lua FILE").
+# Same script, same bytes (after host-test.sh's same_example: Debian's
+# host has Lua 5.3, ours 5.4; fast zero is refused as 1.32 does).  The
+# example would catch a function called with the wrong arguments
+# (offsets, counts, may_trim), a wrong default for can_write/can_trim,
+# a broken zero or trim, a script= magic key that does not work
+# ("nbdkit lua FILE").
 lang_plugin ()
 {
-ex="$abs_top_srcdir/plugins/lua/examples/ramdisk.lua"
-same_script ramdisk lua "$ex" size=3145728
-same_script ramdisk-odd lua script="$ex" size=1049088
-
 # A script with only the three required functions: read-only, no
 # flush, no trim.
 cat > "$tmpdir/minimal.lua" <<'LUA'

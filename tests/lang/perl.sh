@@ -1,13 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # tests/lang/perl.sh: the perl host's part of lang/host-test.sh (libperl).
-lang_ext=pl
-lang_absent=skip  # the host not built: skip or fail
-lang_compare=yes  # perl-lua-compare.sh for plugin and errors
-lang_match=-G  # start_fails: WANT is a regex (-G) or text (-F)
-lang_one_error=
-lang_sanitizers=""
-probe_open=open
-probe_min_ns=199999999
 probe_message="no room]"
 
 # memory: it would catch the arguments of each call (mortal Perl
@@ -52,18 +44,13 @@ PL
   esac
 }
 
-# Same script, same bytes: the perl plugin's RAM disk example, run by
-# Debian's nbdkit 1.32 perl host and by ours, gives the client the same
-# size, flags, write outcomes, map and bytes read back.  It would catch
-# a callback called with the wrong arguments (offsets, counts, flags),
-# a wrong default for can_write/can_flush/can_trim, a broken zero or
-# trim, a script= magic key that does not work ("nbdkit perl FILE").
+# Same script, same bytes (after host-test.sh's same_example).  The
+# example would catch a callback called with the wrong arguments
+# (offsets, counts, flags), a wrong default for
+# can_write/can_flush/can_trim, a broken zero or trim, a script= magic
+# key that does not work ("nbdkit perl FILE").
 lang_plugin ()
 {
-ex="$abs_top_srcdir/plugins/perl/examples/ramdisk.pl"
-same_script ramdisk perl "$ex" size=3145728
-same_script ramdisk-odd perl script="$ex" size=1049088
-
 # A script with only the three required subs: read-only, no flush, no
 # trim, and reads go through as pread returned them.
 cat > "$tmpdir/minimal.pl" <<'PL'

@@ -5,14 +5,7 @@
 # (its tracer dies: "Tracer caught signal 11" in DTLS), and Ruby
 # replaces each thread's alternate signal stack, which ASan owns.
 # The probes' message is Ruby's, cut at bpftrace's string length.
-lang_ext=rb
-lang_absent=fail  # the host not built: skip or fail
-lang_compare=no  # perl-lua-compare.sh for plugin and errors
-lang_match=-F  # start_fails: WANT is a regex (-G) or text (-F)
-lang_one_error=yes
 lang_sanitizers="libruby: LSan cannot scan Ruby's threads"
-probe_open=open
-probe_min_ns=1000000
 probe_message="RuntimeError: disk full ($tmpdir"
 
 # lang_script NAME: the script NAME (probe) on stdout.

@@ -1,13 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # tests/lang/tcl.sh: the tcl host's part of lang/host-test.sh (libtcl).
-lang_ext=tcl
-lang_absent=fail  # the host not built: skip or fail
-lang_compare=no  # perl-lua-compare.sh for plugin and errors
-lang_match=-F  # start_fails: WANT is a regex (-G) or text (-F)
-lang_one_error=
-lang_sanitizers=""
-probe_open=plugin_open
-probe_min_ns=1000000
 probe_message="disk full]"
 
 # lang_script NAME: the script NAME (probe) on stdout.

@@ -11,4 +11,4 @@ tls_hostile_client_CPPFLAGS = -I$(top_builddir)
 tls_hostile_client_CFLAGS = $(WARN_CFLAGS) $(GNUTLS_CFLAGS)
 tls_hostile_client_LDADD = $(GNUTLS_LIBS)
 endif
-EXTRA_DIST += tls-hostile-client.c
+EXTRA_DIST += tls-hostile-client.c tls/hostile-lib.sh
