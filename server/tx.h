@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
-/* nbdkit server: what the four files of the transmission phase share,
- * and nothing else includes.  A request is decoded and checked in
+/* nbdkit server: what the files of the transmission phase share, and
+ * nothing else includes.  A request is decoded and checked in
  * request.c, run down the layers by transmission.c, answered by
- * reply.c, on a worker of the pool in workers.c.  A worker carries its
+ * reply.c, on a worker of the pool in workers.c, which the stall
+ * watcher (stalls.c) looks at.  A worker carries its
  * own buffers from one request to the next, so the data path allocates
  * nothing per request.
  */
