@@ -13,10 +13,13 @@
  * as its bound allows with two threads of the server.
  *
  * The bound: at most max_in_flight requests (the plugin's, or
- * ASYNC_MAX_IN_FLIGHT) and MAX_PAYLOAD_IN_FLIGHT bytes of buffers are
- * in flight per connection; a worker that would read one more waits
- * under the read lock (tx_async_room), so the connection reads no more
- * until a completion has been answered.  Larger buffers also hold
+ * ASYNC_MAX_IN_FLIGHT) and about MAX_PAYLOAD_IN_FLIGHT bytes of
+ * buffers are in flight per connection; a worker whose submission
+ * reached it waits (wait_room) before it reads another request, so the
+ * connection reads no more (beyond one request per other worker, each
+ * of which then waits the same way) until a completion has been
+ * answered.  The wait is here, and not before each read, so that a
+ * connection without asynchronous requests pays nothing for it.  Larger buffers also hold
  * their share of the payload budget of request.c, as on the
  * synchronous path.
  *
@@ -28,8 +31,8 @@
  * completion can reach a connection that is gone, and the plugin's
  * close comes after the last completion.
  *
- * Lock order: a->lock is a leaf, taken under the read lock (the room
- * wait) or alone; nbdkit_async_complete takes only it, so a plugin may
+ * Lock order: a->lock is a leaf, taken alone (no lock of the
+ * connection is held while a worker waits for room); nbdkit_async_complete takes only it, so a plugin may
  * call it holding locks of its own.
  */
 #include <config.h>
@@ -123,12 +126,13 @@ deadline_in (struct timespec *ts, long ns)
   }
 }
 
-bool
-tx_async_room (struct connection *conn)
+/* Wait while the connection has as many requests in flight as it may
+ * have, or until the client is gone.
+ */
+static void
+wait_room (struct connection *conn)
 {
   struct async_conn *a = conn->async;
-  if (has_room (a))
-    return true;
   pthread_mutex_lock (&a->lock);
   while (!has_room (a)) {
     struct timespec ts;
@@ -139,16 +143,16 @@ tx_async_room (struct connection *conn)
        */
       pthread_mutex_unlock (&a->lock);
       if (conn_is_closing (conn))
-        return false;
+        return;
       if (peer_gone (conn)) {
         conn_set_closing (conn, "eof");
-        return false;
+        shutdown (conn->sockin, SHUT_RD);   /* wake the other workers */
+        return;
       }
       pthread_mutex_lock (&a->lock);
     }
   }
   pthread_mutex_unlock (&a->lock);
-  return true;
 }
 
 bool
@@ -329,8 +333,12 @@ tx_async_submit (struct connection *conn, struct worker *w,
                                (uint32_t) req->count, req->offset, r->flags,
                                err);
   layer_set_cookie (0);
-  if (rc == 0)
+  if (rc == 0) {
+    /* At the bound, read no more until a completion is answered. */
+    if (!has_room (a))
+      wait_room (conn);
     return true;
+  }
   int was = ASYNC_IN_PLUGIN;
   if (!atomic_compare_exchange_strong (&r->state, &was, ASYNC_FREE)) {
     /* Refused, but completed as well (which the API forbids): the

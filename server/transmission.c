@@ -239,7 +239,7 @@ tx_worker_loop (void *arg)
       break;
 
     pthread_mutex_lock (&conn->read_lock);
-    if (conn_is_closing (conn) || (w->async && !tx_async_room (conn))) {
+    if (conn_is_closing (conn)) {
       pthread_mutex_unlock (&conn->read_lock);
       break;
     }

@@ -225,17 +225,15 @@ extern int tx_send_reply_from (struct connection *conn, struct worker *w,
  *
  * tx_async_start, from tx_serve, sets the connection up for them if its
  * top layer has them (false: it takes the synchronous path).
- * tx_async_room, under the read lock before each request is read,
- * waits while the connection has as many requests in flight as it may
- * (false: the connection is over).  tx_async_takes says whether a
- * request read can go that way, and tx_async_submit hands it over: true
- * if the plugin took it (the worker is done with it), else false with
+ * tx_async_takes says whether a request read can go that way, and
+ * tx_async_submit hands it over: true if the plugin took it (the worker
+ * is done with it; if the connection then has as many requests in
+ * flight as it may, it has waited for room first), else false with
  * *err for the worker to reply with.  tx_async_end, once the workers
  * have exited, cancels what is still in flight if the client is gone,
  * waits for every completion and its reply, and stops the replier.
  */
 extern bool tx_async_start (struct connection *conn);
-extern bool tx_async_room (struct connection *conn);
 extern bool tx_async_takes (const struct connection *conn,
                             const struct worker *w,
                             const struct request *req);
