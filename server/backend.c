@@ -742,3 +742,73 @@ layer_read_fd (struct context *c, uint32_t count, uint64_t offset,
   return DATA_CALL (c, "pread", offset, count,
              c->layer->ops->read_fd (c, count, offset, fd, fd_offset, err));
 }
+
+/* Requests the top layer takes and completes later
+ * (include/nbdkit-async.h)?  Only a plugin's: a filter has none, and
+ * its stack takes the synchronous path.  The submission is traced as
+ * the synchronous call would be (it returns when the layer has taken
+ * the request); request_submit and request_complete (async.c) time
+ * the rest.  The caller (async.c) has made sure that nothing the layer
+ * asked to have emulated is asked of it.
+ */
+const struct nbdkit_async_ops *
+layer_async_ops (struct context *c)
+{
+  return c->layer->ops->async_ops ? c->layer->ops->async_ops (c) : NULL;
+}
+
+static const char *const async_cb_names[] = {
+  [LAYER_ASYNC_PREAD] = "pread",
+  [LAYER_ASYNC_PWRITE] = "pwrite",
+  [LAYER_ASYNC_FLUSH] = "flush",
+  [LAYER_ASYNC_TRIM] = "trim",
+  [LAYER_ASYNC_ZERO] = "zero",
+};
+
+int
+layer_async_submit (struct context *c, struct nbdkit_async_request *req,
+                    enum layer_async_cmd cmd, void *buf, uint32_t count,
+                    uint64_t offset, uint32_t flags, int *err)
+{
+  assert_usable (c);
+  assert (c->layer->ops->async_submit);
+  assert (cmd < ARRAY_SIZE (async_cb_names));
+  switch (cmd) {
+  case LAYER_ASYNC_PREAD:
+    assert (flags == 0);
+    break;
+  case LAYER_ASYNC_FLUSH:
+    assert (ANSWER (c, can_flush) == 1);
+    assert (flags == 0);
+    break;
+  case LAYER_ASYNC_PWRITE:
+  case LAYER_ASYNC_TRIM:
+  case LAYER_ASYNC_ZERO:
+    assert (ANSWER (c, can_write) == 1);
+    if (flags & NBDKIT_FLAG_FUA)
+      assert (ANSWER (c, can_fua) == NBDKIT_FUA_NATIVE);
+    if (cmd == LAYER_ASYNC_TRIM)
+      assert (ANSWER (c, can_trim) == 1);
+    if (cmd == LAYER_ASYNC_ZERO) {
+      assert (ANSWER (c, can_zero) == NBDKIT_ZERO_NATIVE);
+      if (flags & NBDKIT_FLAG_FAST_ZERO)
+        assert (ANSWER (c, can_fast_zero) == 1);
+    }
+    break;
+  }
+  if (cmd != LAYER_ASYNC_FLUSH)
+    assert (in_range (c, offset, count));
+  return DATA_CALL (c, async_cb_names[cmd], offset, count,
+             c->layer->ops->async_submit (c, req, cmd, buf, count, offset,
+                                          flags, err));
+}
+
+void
+layer_async_cancel (struct context *c)
+{
+  if (c->layer->ops->async_cancel) {
+    const char *outer = log_swap_layer_name (c->layer->name);
+    c->layer->ops->async_cancel (c);
+    log_swap_layer_name (outer);
+  }
+}

@@ -17,6 +17,7 @@
 
 struct conn_tls;
 struct conn_input;
+struct async_conn;
 
 /* What the handshake settled (handshake.c writes it; fixed during
  * transmission, when the request and reply files read it).
@@ -80,6 +81,10 @@ struct connection {
   pthread_mutex_t payload_lock;
   pthread_cond_t payload_back;
   uint64_t payload_held;
+  /* Requests in a plugin's asynchronous callbacks, their completions
+   * and the thread that answers them (async.c's alone), or NULL.
+   */
+  struct async_conn *async;
   bool closing;
   const char *close_reason;
   /* The server's stop cut this connection while its client was still

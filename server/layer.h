@@ -15,6 +15,17 @@
 #include "layer-ops.h"
 
 struct context;
+struct nbdkit_async_ops;
+struct nbdkit_async_request;
+
+/* The calls a layer may take asynchronously (include/nbdkit-async.h). */
+enum layer_async_cmd {
+  LAYER_ASYNC_PREAD,
+  LAYER_ASYNC_PWRITE,
+  LAYER_ASYNC_FLUSH,
+  LAYER_ASYNC_TRIM,
+  LAYER_ASYNC_ZERO,
+};
 
 /* What every layer can do.  The server calls these through the checked
  * layer_* functions of backend.c and nothing else; plugins.c and
@@ -74,6 +85,16 @@ struct layer_ops {
   bool (*has_read_fd) (struct context *c);
   int (*read_fd) (struct context *c, uint32_t count, uint64_t offset,
                   int *fd, uint64_t *fd_offset, int *err);
+
+  /* Asynchronous requests (include/nbdkit-async.h): only a plugin that
+   * exports nbdkit_async_ops has them; NULL elsewhere, so a stack with
+   * a filter on top takes the synchronous path.
+   */
+  const struct nbdkit_async_ops *(*async_ops) (struct context *c);
+  int (*async_submit) (struct context *c, struct nbdkit_async_request *req,
+                       enum layer_async_cmd cmd, void *buf, uint32_t count,
+                       uint64_t offset, uint32_t flags, int *err);
+  void (*async_cancel) (struct context *c);
 };
 
 struct layer {
@@ -180,6 +201,13 @@ extern int layer_unmap_write (struct context *c, uint32_t count,
 extern bool layer_has_read_fd (struct context *c);
 extern int layer_read_fd (struct context *c, uint32_t count, uint64_t offset,
                           int *fd, uint64_t *fd_offset, int *err);
+extern const struct nbdkit_async_ops *layer_async_ops (struct context *c);
+extern int layer_async_submit (struct context *c,
+                               struct nbdkit_async_request *req,
+                               enum layer_async_cmd cmd, void *buf,
+                               uint32_t count, uint64_t offset,
+                               uint32_t flags, int *err);
+extern void layer_async_cancel (struct context *c);
 
 /* resident.c */
 extern void resident_object (const void *addr);

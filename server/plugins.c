@@ -19,6 +19,7 @@
 
 #include "internal.h"
 #include "zerocopy.h"
+#include "nbdkit-async.h"
 
 /* The plugin's struct as the plugin filled it in, and the version 1
  * view of the same memory (the data callbacks live at other offsets).
@@ -32,6 +33,7 @@ struct plugin_priv {
   int (*trim_v1) (void *, uint32_t, uint64_t);
   int (*zero_v1) (void *, uint32_t, uint64_t, int);
   const struct nbdkit_zerocopy_ops *zc; /* or NULL */
+  const struct nbdkit_async_ops *async; /* or NULL */
 };
 
 static struct nbdkit_plugin *
@@ -468,6 +470,48 @@ plugin_read_fd (struct context *c, uint32_t count, uint64_t offset,
   return r;
 }
 
+static const struct nbdkit_async_ops *
+plugin_async_ops (struct context *c)
+{
+  return PP (c)->async;
+}
+
+static int
+plugin_async_submit (struct context *c, struct nbdkit_async_request *req,
+                     enum layer_async_cmd cmd, void *buf, uint32_t count,
+                     uint64_t offset, uint32_t flags, int *err)
+{
+  const struct nbdkit_async_ops *a = PP (c)->async;
+  int r = -1;
+  switch (cmd) {
+  case LAYER_ASYNC_PREAD:
+    r = a->pread (c->handle, req, buf, count, offset, flags);
+    break;
+  case LAYER_ASYNC_PWRITE:
+    r = a->pwrite (c->handle, req, buf, count, offset, flags);
+    break;
+  case LAYER_ASYNC_FLUSH:
+    r = a->flush (c->handle, req, flags);
+    break;
+  case LAYER_ASYNC_TRIM:
+    r = a->trim (c->handle, req, count, offset, flags);
+    break;
+  case LAYER_ASYNC_ZERO:
+    r = a->zero (c->handle, req, count, offset, flags);
+    break;
+  }
+  if (r == -1)
+    CALL_FAILED (c, err);
+  return r;
+}
+
+static void
+plugin_async_cancel (struct context *c)
+{
+  if (PP (c)->async->cancel)
+    PP (c)->async->cancel (c->handle);
+}
+
 static int
 plugin_pread (struct context *c, void *buf, uint32_t count, uint64_t offset,
               uint32_t flags, int *err)
@@ -614,6 +658,9 @@ static const struct layer_ops plugin_ops = {
   .unmap_write = plugin_unmap_write,
   .has_read_fd = plugin_has_read_fd,
   .read_fd = plugin_read_fd,
+  .async_ops = plugin_async_ops,
+  .async_submit = plugin_async_submit,
+  .async_cancel = plugin_async_cancel,
 };
 
 /* ---- loading ---- */
@@ -671,6 +718,16 @@ plugin_load (const char *name, bool by_path)
   const struct nbdkit_zerocopy_ops *zc = dlsym (l->dl, "nbdkit_zerocopy_ops");
   if (zc && zc->version >= 1 && zc->version <= NBDKIT_ZEROCOPY_VERSION)
     pp->zc = zc;
+  /* Asynchronous requests (include/nbdkit-async.h): a version this
+   * server knows, or none at all.
+   */
+  const struct nbdkit_async_ops *ao = dlsym (l->dl, "nbdkit_async_ops");
+  if (ao && ao->version >= 1 && ao->version <= NBDKIT_ASYNC_VERSION)
+    pp->async = ao;
+  else if (ao)
+    nbdkit_debug ("%s: nbdkit_async_ops version %" PRIu32 " is not "
+                  "supported: the plugin is called synchronously",
+                  l->filename, ao->version);
   if (pp->p._api_version == 1) {
     /* The version 2 slots hold version 1 padding: ignore them. */
     pp->p.pread = NULL;

@@ -363,6 +363,38 @@ provider nbdkit {
    */
   probe request_dispatch (uint64_t id, uint64_t cookie,
                           uint64_t queue_ns, uint64_t in_flight);
+  /* A request is handed to a plugin's asynchronous callback
+   * (nbdkit-async(1)), after request_dispatch: id, cookie, command
+   * code, offset, count.
+   *
+   * @d reqinfo rq_id rq_cookie rq_cmd rq_offset rq_count
+   * @d+ rq_cmdname = nbdkit_cmd_string[arg2]
+   * @stap.alias request.submit: cmd = nbdkit_cmd_str(command)
+   * @arg id connection id
+   * @arg cookie the request's cookie
+   * @arg command the NBD_CMD_* code
+   * @arg offset offset in bytes
+   * @arg count length in bytes
+   */
+  probe request_submit (uint64_t id, uint64_t cookie, uint64_t command,
+                        uint64_t offset, uint64_t count);
+  /* A request handed to a plugin's asynchronous callback completed
+   * (nbdkit_async_complete, on the plugin's thread), or the callback
+   * refused it: id, cookie, errno (0 for success), ns since
+   * request_submit.
+   *
+   * @d reqinfo rq_id rq_cookie rq_error rq_backend_ns
+   * @d+ rq_errname = nbdkit_errno_string[arg2]
+   * @stap.alias request.complete: errno_name = nbdkit_errno_str(error);
+   *     backend_us = backend_ns / 1000
+   * @arg id connection id
+   * @arg cookie the request's cookie
+   * @arg error 0 for success, else the errno the plugin completed it with
+   * @arg backend_ns nanoseconds since request_submit, or 0 if nobody
+   *     traced request_complete when the request was submitted
+   */
+  probe request_complete (uint64_t id, uint64_t cookie, int64_t error,
+                          uint64_t backend_ns);
   /* A request finished: id, cookie, command, errno (0 for success),
    * payload bytes moved (reads and writes), ns since its header was
    * read.  Fires for NBD_CMD_DISC too, which has no reply.  Requests

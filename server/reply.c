@@ -525,6 +525,17 @@ send_reply (struct connection *conn, struct worker *w,
 }
 
 int
+tx_send_reply_from (struct connection *conn, struct worker *w,
+                    const struct request *req, int err, char *buf, bool hold)
+{
+  char *own = w->buf;
+  w->buf = buf;
+  int r = send_reply (conn, w, req, err, 0, hold);
+  w->buf = own;
+  return r;
+}
+
+int
 tx_send_reply (struct connection *conn, struct worker *w,
                const struct request *req, int err, int ndesc, bool hold)
 {

@@ -7,7 +7,9 @@
  * to go with the next ones while it is the only worker and the client
  * keeps sending.  So requests are read in wire order, run side by side
  * when the pool has grown, and answered in the order they finish.  A
- * request that failed its checks is answered without running.
+ * request that failed its checks is answered without running.  When
+ * the plugin completes requests asynchronously (async.c), a worker
+ * only hands each one over and reads on; the replier answers it.
  */
 #include <config.h>
 
@@ -252,7 +254,12 @@ tx_worker_loop (void *arg)
     conn->requests++;
     w->requests++;
     int err = req.error, ndesc = 0;
-    if (err == 0) {
+    if (err == 0 && w->async && tx_async_takes (conn, w, &req)) {
+      /* The plugin answers it when it completes (async.c). */
+      if (tx_async_submit (conn, w, &req, &err))
+        continue;
+    }
+    else if (err == 0) {
       /* SERIALIZE_ALL_REQUESTS: one request at a time, server-wide. */
       layer_requests_lock ();
       if (NBDKIT_REQUEST_DISPATCH_ENABLED ())
@@ -362,6 +369,10 @@ tx_serve (struct connection *conn)
    */
   bool fd_read = layer_has_read_fd (conn->nego.top) &&
     conn_can_send_nowait (conn);
+  /* Requests handed to the plugin to complete later: a plugin with
+   * asynchronous callbacks and no filter above it (async.c).
+   */
+  bool async = tx_async_start (conn);
   pthread_mutex_init (&pool.lock, NULL);
   pthread_cond_init (&pool.wake, NULL);
   for (unsigned i = 0; i < pool.max; i++) {
@@ -371,6 +382,7 @@ tx_serve (struct connection *conn)
     pool.workers[i].zerocopy = zerocopy;
     pool.workers[i].zc_write = zc_write;
     pool.workers[i].fd_read = fd_read;
+    pool.workers[i].async = async;
   }
   long cpus = sysconf (_SC_NPROCESSORS_ONLN);
   pool.busy_max = cpus >= 4 ? cpus / 2 : 1;
@@ -392,6 +404,10 @@ tx_serve (struct connection *conn)
   pthread_mutex_unlock (&pool.lock);
   for (unsigned i = 1; i < started; i++)
     pthread_join (pool.threads[i], NULL);
+  /* Every request still in the plugin completes (and is answered, if
+   * the client is still there) before the layers are closed.
+   */
+  tx_async_end (conn);
   pool_watch_remove (&pool);
   pthread_cond_destroy (&pool.wake);
   pthread_mutex_destroy (&pool.lock);

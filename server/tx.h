@@ -85,6 +85,8 @@ struct worker {
   struct iovec *zc_iov;
   int zc_n;
   bool zc_mapped;
+  /* Requests go to the plugin's asynchronous callbacks (async.c). */
+  bool async;
   /* A read the plugin pointed at in a file, to go out with sendfile. */
   bool fd_read;                 /* the top layer can do that */
   bool fd_pending;
@@ -209,6 +211,36 @@ extern int tx_send_reply (struct connection *conn, struct worker *w,
                           const struct request *req, int err, int ndesc,
                           bool hold);
 extern int tx_flush_replies (struct connection *conn, struct worker *w);
+
+/* reply.c: send (or, with HOLD, hold back) the reply to REQ, whose
+ * read data (if any) is in BUF rather than w->buf.  For async.c, whose
+ * replies leave from its own thread.
+ */
+extern int tx_send_reply_from (struct connection *conn, struct worker *w,
+                               const struct request *req, int err,
+                               char *buf, bool hold);
+
+/* async.c: requests handed to a plugin's asynchronous callbacks
+ * (include/nbdkit-async.h), and their replies, sent from the
+ * connection's replier thread as they complete.
+ *
+ * tx_async_start, from tx_serve, sets the connection up for them if its
+ * top layer has them (false: it takes the synchronous path).
+ * tx_async_takes says whether a request read can go that way, and
+ * tx_async_submit hands it over: true if the plugin took it (the worker
+ * is done with it; if the connection then has as many requests in
+ * flight as it may, it has waited for room first), else false with
+ * *err for the worker to reply with.  tx_async_end, once the workers
+ * have exited, cancels what is still in flight if the client is gone,
+ * waits for every completion and its reply, and stops the replier.
+ */
+extern bool tx_async_start (struct connection *conn);
+extern bool tx_async_takes (const struct connection *conn,
+                            const struct worker *w,
+                            const struct request *req);
+extern bool tx_async_submit (struct connection *conn, struct worker *w,
+                             const struct request *req, int *err);
+extern void tx_async_end (struct connection *conn);
 
 /* transmission.c: a worker's life (the pool's body). */
 extern void *tx_worker_loop (void *arg);

@@ -19,7 +19,9 @@ for f in "$root/sbin/nbdkit" \
          "$dest$libdir/nbdkit/filters/nbdkit-offset-filter.so" \
          "$root/include/nbdkit-plugin.h" "$root/include/nbdkit-filter.h" \
          "$root/include/nbdkit-common.h" "$root/include/nbdkit-version.h" \
-         "$root/include/nbdkit-probe.h" \
+         "$root/include/nbdkit-probe.h" "$root/include/nbdkit-async.h" \
+         "$dest$libdir/nbdkit/plugins/nbdkit-example-async-plugin.so" \
+         "$root/share/man/man1/nbdkit-async.1" \
          "$dest$libdir/pkgconfig/nbdkit.pc" \
          "$root/share/man/man1/nbdkit.1" \
          "$root/share/man/man1/nbdkit-memory-plugin.1"; do

@@ -3,8 +3,8 @@
 # Every plugin and filter .so built here exports only what the server
 # looks up by name (plugins/plugins.syms, filters/filters.syms): the
 # init function, debug flags (NAME_debug_*), and for plugins the
-# zero-copy extension.  Anything else (a helper such as sparse_read)
-# could shadow, or be shadowed by, a symbol of another object.
+# zero-copy and asynchronous extensions.  Anything else (a helper such
+# as sparse_read) could shadow, or be shadowed by, a symbol of another object.
 source "$(dirname "$0")/functions.sh"
 requires_cmd nm
 
@@ -18,7 +18,7 @@ for so in "$abs_top_builddir"/plugins/*/.libs/nbdkit-*-plugin.so \
   # AddressSanitizer adds an __odr_asan marker beside each exported
   # global (the debug flags) in a sanitizer build.
   case "$so" in
-    *-plugin.so) allowed='^(plugin_init|nbdkit_zerocopy_ops|[A-Za-z0-9_]+_debug_[A-Za-z0-9_]+|__odr_asan[._].*)$'
+    *-plugin.so) allowed='^(plugin_init|nbdkit_zerocopy_ops|nbdkit_async_ops|[A-Za-z0-9_]+_debug_[A-Za-z0-9_]+|__odr_asan[._].*)$'
                  init=plugin_init ;;
     *) allowed='^(filter_init|[a-z0-9_]+_debug_[A-Za-z0-9_]+|__odr_asan[._].*)$'
        init=filter_init ;;

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
+/* nbdkit: asynchronous requests, an extension of the plugin ABI that
+ * this server offers and nbdkit does not.  A plugin built against
+ * <nbdkit-plugin.h> alone, or for nbdkit, is unaffected: the server
+ * looks for the symbol below and, without it, calls the plugin as
+ * before.  nbdkit-async(1) is the reference; in short:
+ *
+ * A plugin that can start an operation and learn later that it ended
+ * (a remote server's reply, an io_uring completion, a timer) exports
+ *
+ *   const struct nbdkit_async_ops nbdkit_async_ops = { ... };
+ *
+ * For a request it takes, the server calls the matching callback on a
+ * worker thread with a request handle REQ.  The callback returns 0 if
+ * it took the request: it (or any thread it owns) later calls
+ * nbdkit_async_complete (REQ, ERR) exactly once, with 0 or an errno,
+ * and the server answers the client then.  Until that call BUF (of a
+ * pread or pwrite) stays valid and is the plugin's to fill or read;
+ * after it REQ and BUF are the server's again and must not be touched.
+ * Or the callback returns -1 with errno set (or nbdkit_set_error),
+ * having taken nothing and without calling nbdkit_async_complete: the
+ * request fails with that error.
+ *
+ * The worker that submitted does not wait for the completion: it reads
+ * the next request.  A callback left NULL, and any request the server
+ * cannot hand over as it is (a flag the plugin's can_fua or can_zero
+ * asked the server to emulate, a length over 4 GiB), goes to the
+ * plugin's ordinary callbacks, which it must still have.
+ *
+ * The server uses these only when the plugin is the top layer (no
+ * filters) and the thread model is NBDKIT_THREAD_MODEL_PARALLEL.
+ */
+#ifndef NBDKIT_ASYNC_H
+#define NBDKIT_ASYNC_H
+
+#include <stdint.h>
+
+#include <nbdkit-common.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define NBDKIT_ASYNC_VERSION 1
+
+/* The server's handle for one request in flight (opaque). */
+struct nbdkit_async_request;
+
+struct nbdkit_async_ops {
+  uint32_t version;             /* NBDKIT_ASYNC_VERSION */
+  /* The most requests in flight on one connection; 0 for the server's
+   * default (256).  When a connection has this many, the server stops
+   * reading its requests until one completes.
+   */
+  uint32_t max_in_flight;
+  int (*pread) (void *handle, struct nbdkit_async_request *req, void *buf,
+                uint32_t count, uint64_t offset, uint32_t flags);
+  int (*pwrite) (void *handle, struct nbdkit_async_request *req,
+                 const void *buf, uint32_t count, uint64_t offset,
+                 uint32_t flags);
+  int (*flush) (void *handle, struct nbdkit_async_request *req,
+                uint32_t flags);
+  int (*trim) (void *handle, struct nbdkit_async_request *req,
+               uint32_t count, uint64_t offset, uint32_t flags);
+  int (*zero) (void *handle, struct nbdkit_async_request *req,
+               uint32_t count, uint64_t offset, uint32_t flags);
+  /* The connection is ending with requests still in flight (the client
+   * hung up, or the server stops): complete them soon, with any error.
+   * Called at most once per connection, then the server waits for
+   * every completion before it calls close.  May be NULL: then it just
+   * waits.
+   */
+  void (*cancel) (void *handle);
+};
+
+/* Complete REQ with ERR (0, or an errno for the client's NBD error).
+ * From any thread, at most once per request, holding any lock of the
+ * plugin's: it never waits on the client, only queues the reply.
+ */
+NBDKIT_EXTERN_DECL (void, nbdkit_async_complete,
+                    (struct nbdkit_async_request *req, int err));
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NBDKIT_ASYNC_H */
