@@ -186,14 +186,14 @@ probe_names ()
 add_uprobes ()
 {
   uprobe_group="pbench$$"
-  "$srcdir/tools/nbdkit-perf-events" --group "$uprobe_group" -q \
+  "$probes_build/tools/nbdkit-perf-events" --group "$uprobe_group" -q \
     add -b "$1" $(probe_names) >"$work/perf-events.out" 2>&1 ||
     die "nbdkit-perf-events add failed: $(tail -3 "$work/perf-events.out")"
   note "added perf events for $(probe_names | wc -l) probes in group $uprobe_group"
 }
 remove_uprobes ()
 {
-  "$srcdir/tools/nbdkit-perf-events" --group "$uprobe_group" -q del ||
+  "$probes_build/tools/nbdkit-perf-events" --group "$uprobe_group" -q del ||
     note "nbdkit-perf-events del failed"
   uprobe_group=""
 }

@@ -72,11 +72,15 @@ done
   { cat "$tmpdir/server.err"; fail "the crashes in open were not logged"; }
 grep 'crashed in open' "$tmpdir/server.err" | head -1
 
-# Without the flag, a crash in open ends the server (by SIGSEGV; under
-# AddressSanitizer, by its SEGV report), as in nbdkit: nothing the
-# crashed open held is left held in a live server.
+# Without the flag, a crash in open ends the server by SIGSEGV, as in
+# nbdkit: nothing the crashed open held is left held in a live server.
 sock2=$tmpdir/plain.sock
-(ulimit -c 0; exec "$NBDKIT" -f -U "$sock2" "$plugin" 2> "$tmpdir/plain.err") &
+# Under AddressSanitizer the signal is left to kill the process
+# (handle_segv=0), so that no sanitizer report is written for a crash
+# this test causes on purpose.
+(ulimit -c 0
+ export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}handle_segv=0"
+ exec "$NBDKIT" -f -U "$sock2" "$plugin" 2> "$tmpdir/plain.err") &
 plain=$!
 cleanup_fn _kill_pid "$plain"
 wait_for 20 -S "$sock2" || fail "the second server did not start"
@@ -86,8 +90,7 @@ for _ in $(seq 100); do kill -0 "$plain" 2>/dev/null || break; sleep 0.1; done
 kill -0 "$plain" 2>/dev/null && fail "the server outlived a crash in open"
 status=0
 wait "$plain" || status=$?
-if [ "$status" -ne $((128 + 11)) ] &&
-   ! grep -q 'AddressSanitizer: SEGV' "$tmpdir/plain.err"; then
+if [ "$status" -ne $((128 + 11)) ]; then
   cat "$tmpdir/plain.err"
   fail "expected death by SIGSEGV, got status $status"
 fi

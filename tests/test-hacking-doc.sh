@@ -6,7 +6,7 @@
 # bare name, looked for in server/).  Functions: every C<name> shaped
 # like one of ours (lower case with an underscore, or nbdkit_*), looked
 # for as a word in the code.
-source ./functions.sh
+source "$(dirname "$0")/functions.sh"
 set -e
 
 top=$abs_top_srcdir
