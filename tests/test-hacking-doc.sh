@@ -31,7 +31,9 @@ for f in $files; do
   esac
   nfiles=$((nfiles + 1))
   if [[ $f == */* ]]; then
-    test -e "$top/$f" || missing="$missing file:$f"
+    # Generated pages and tools are in the build tree.
+    test -e "$top/$f" || test -e "$abs_top_builddir/$f" ||
+      missing="$missing file:$f"
   else
     test -e "$top/server/$f" || test -e "$top/tools/$f" ||
       test -e "$top/$f" ||
