@@ -6,7 +6,7 @@
 #   requires_cmd NAME...     skip unless every NAME is on $PATH
 #   requires_root            skip unless running as root
 #   requires_probes          skip unless the server was built with probes
-#   check_tls_build          fail unless the server was built with TLS
+#   assert_tls_build          fail unless the server was built with TLS
 #   cleanup_fn CMD [ARGS...] push a command run at exit (last pushed, first run)
 #   $tmpdir                  a private directory, removed at exit
 #   t CMD [ARGS...]          run CMD under a timeout ($TEST_CMD_TIMEOUT seconds)
@@ -160,8 +160,10 @@ requires_probes ()
   requires grep -q '^#define ENABLE_PROBES 1' "$abs_top_builddir/config.h"
 }
 
-# Fails (does not skip) a TLS test in a build without TLS.
-check_tls_build ()
+# Fails (does not skip) a TLS test in a build without TLS.  (Not
+# check_*: test-docs-examples.sh takes every check_* function for the
+# check of a documented example.)
+assert_tls_build ()
 {
   [ "$("$NBDKIT" --dump-config | grep '^tls=')" = tls=yes ] ||
     fail "this build has no TLS (configure found no gnutls)"

@@ -86,7 +86,7 @@ calls="$(grep -c 'sendfile(' "$tmpdir/strace-nozero" || :)"
 
 # Over TLS the bytes must be encrypted, so they are read and copied as
 # before: the same bytes, and no sendfile.
-check_tls_build
+assert_tls_build
 t "$srcdir/make-tls-files.sh" "$tmpdir/tls"
 t env ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
   strace -f -qq -e trace=sendfile -o "$tmpdir/strace-tls" \

@@ -9,7 +9,7 @@ source "$(dirname "$0")/functions.sh"
 requires_cmd nbdsh certtool
 fdir=/usr/lib/x86_64-linux-gnu/nbdkit/filters
 requires test -f "$fdir/nbdkit-tls-fallback-filter.so"
-check_tls_build
+assert_tls_build
 
 t "$srcdir/make-tls-files.sh" "$tmpdir/tls"
 d="$tmpdir/tls"

@@ -268,7 +268,7 @@ t "$NBDKIT" -U - --filter=offset memory 36M offset=4M range=32M \
   fail "writes through a filter differ from the model"
 
 # Over TLS the payload is decrypted straight into the lent pages.
-check_tls_build
+assert_tls_build
 t "$srcdir/make-tls-files.sh" "$tmpdir/tls"
 t "$NBDKIT" -U - --tls=require --tls-psk="$tmpdir/tls/keys.psk" memory 32M \
   --run "nbdsh --base-allocation -c 'h.set_uri_allow_local_file(True)' \

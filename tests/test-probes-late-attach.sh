@@ -23,7 +23,7 @@ source "$(dirname "$0")/functions.sh"
 requires_cmd bpftrace nbdsh psktool
 requires_root
 requires_probes
-check_tls_build
+assert_tls_build
 tracing_lock
 
 b="$server_binary"

@@ -10,7 +10,7 @@ source "$(dirname "$0")/functions.sh"
 requires_cmd bpftrace nbdsh psktool certtool
 requires_root
 requires_probes
-check_tls_build
+assert_tls_build
 tracing_lock
 
 t "$srcdir/make-tls-files.sh" "$tmpdir/tls"

@@ -5,7 +5,7 @@
 source "$(dirname "$0")/functions.sh"
 requires_root
 requires_cmd bpftrace nbdinfo nbdsh certtool
-check_tls_build
+assert_tls_build
 tracing_lock
 
 t "$srcdir/make-tls-files.sh" "$tmpdir/tls" > /dev/null

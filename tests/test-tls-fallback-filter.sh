@@ -11,7 +11,7 @@
 source "$(dirname "$0")/functions.sh"
 source "$srcdir/debian-filters.sh"
 requires_cmd nbdsh nbdinfo certtool psktool
-check_tls_build
+assert_tls_build
 
 t "$srcdir/make-tls-files.sh" "$tmpdir/tls" > /dev/null
 d="$tmpdir/tls"

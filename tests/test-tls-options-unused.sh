@@ -10,7 +10,7 @@
 # runs under Debian's nbdkit too and must print the same.
 source "$(dirname "$0")/functions.sh"
 requires_cmd nbdinfo psktool certtool
-check_tls_build
+assert_tls_build
 
 t "$srcdir/make-tls-files.sh" "$tmpdir/tls"
 psk="$tmpdir/tls/keys.psk"

@@ -17,7 +17,7 @@ requires_cmd bpftrace nbdinfo nbdsh psktool certtool
 requires test -x "$abs_builddir/tls-priority-client"
 requires_root
 requires_probes
-check_tls_build
+assert_tls_build
 tracing_lock
 
 t "$srcdir/make-tls-files.sh" "$tmpdir/tls"

@@ -10,7 +10,7 @@ source "$(dirname "$0")/functions.sh"
 requires_cmd bpftrace nbdinfo psktool
 requires_root
 requires_probes
-check_tls_build
+assert_tls_build
 tracing_lock
 
 psktool -u alice -p "$tmpdir/keys.psk" >/dev/null

@@ -9,7 +9,7 @@
 # under Debian's nbdkit, which must print the same.
 source "$(dirname "$0")/functions.sh"
 requires_cmd nbdinfo psktool certtool
-check_tls_build
+assert_tls_build
 
 t "$srcdir/make-tls-files.sh" "$tmpdir/tls"
 cd "$tmpdir/tls"

@@ -7,7 +7,7 @@
 # serving the right one.
 source "$(dirname "$0")/functions.sh"
 requires_cmd nbdinfo nbdsh psktool certtool
-check_tls_build
+assert_tls_build
 
 t "$srcdir/make-tls-files.sh" "$tmpdir/tls"
 psk="$tmpdir/tls/keys.psk"

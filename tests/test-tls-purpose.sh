@@ -13,7 +13,7 @@
 source "$(dirname "$0")/functions.sh"
 source "$srcdir/tls/policy-lib.sh"
 requires_cmd nbdinfo nbdsh certtool psktool
-check_tls_build
+assert_tls_build
 
 t "$srcdir/make-tls-files.sh" "$tmpdir/tls"
 d="$tmpdir/tls"

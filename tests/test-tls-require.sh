@@ -11,7 +11,7 @@
 # refuses STARTTLS.  Plus libnbd refused in the clear.
 source "$(dirname "$0")/functions.sh"
 requires_cmd nbdinfo certtool
-check_tls_build
+assert_tls_build
 
 t "$srcdir/make-tls-files.sh" "$tmpdir/tls"
 d="$tmpdir/tls"

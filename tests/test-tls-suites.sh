@@ -16,7 +16,7 @@ source "$(dirname "$0")/functions.sh"
 source "$srcdir/tls/policy-lib.sh"
 requires_cmd nbdsh psktool certtool
 requires test -x "$abs_builddir/tls-priority-client"
-check_tls_build
+assert_tls_build
 
 t "$srcdir/make-tls-files.sh" "$tmpdir/tls"
 d="$tmpdir/tls"

@@ -8,7 +8,7 @@
 # another CA; and the client's DN as the plugin sees it.
 source "$(dirname "$0")/functions.sh"
 requires_cmd nbdinfo nbdsh nbdcopy qemu-img certtool
-check_tls_build
+assert_tls_build
 
 t "$srcdir/make-tls-files.sh" "$tmpdir/tls"
 d="$tmpdir/tls"

@@ -30,7 +30,7 @@
 requires_cmd bpftrace nbdsh certtool psktool
 requires_root
 requires_probes
-check_tls_build
+assert_tls_build
 client="$abs_builddir/tls-hostile-client"
 [ -x "$client" ] || fail "$client was not built"
 tracing_lock
