@@ -186,12 +186,18 @@ timer (void *arg)
 
     int err = cancelled ? ESHUTDOWN
       : perform (op->kind, op->buf, op->count, op->offset);
+    /* Counted before it is completed: once the last completion is
+     * called, the server may close this handle at once (close then
+     * waits for this thread).
+     */
+    pthread_mutex_lock (&h->lock);
+    h->in_flight--;
+    h->completed++;
+    pthread_mutex_unlock (&h->lock);
     nbdkit_async_complete (op->req, err);
     free (op);
 
     pthread_mutex_lock (&h->lock);
-    h->in_flight--;
-    h->completed++;
   }
   pthread_mutex_unlock (&h->lock);
   return NULL;
