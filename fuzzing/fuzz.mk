@@ -52,7 +52,8 @@ SERVER_CPPFLAGS = $(CPPFLAGS_ALL) -I$(top_builddir)/server -I$(srv) \
 COMPILE = $(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SANITIZERS) \
 	-fsanitize=fuzzer-no-link $(FUZZ_WARN) -pthread -MMD -MP
 
-SERVER_OBJS = $(patsubst $(srv)/%.c,server-%.o,$(wildcard $(srv)/*.c))
+SERVER_OBJS = $(patsubst $(srv)/%.c,server-%.o,\
+	$(filter-out $(srv)/test-%.c,$(wildcard $(srv)/*.c)))
 PLUGIN_OBJS = $(patsubst $(mem)/%.c,plugin-%.o,$(wildcard $(mem)/*.c)) \
 	$(patsubst $(alloc)/%.c,alloc-%.o,\
 	  $(filter-out $(alloc)/test-%.c,$(wildcard $(alloc)/*.c)))
