@@ -78,7 +78,9 @@ fuzz-transmission: fuzz-transmission.o $(HARNESS_OBJS) $(SERVER_OBJS) \
 
 DATA_CPPFLAGS = $(CPPFLAGS_ALL) -I$(top_srcdir)/common/include \
 	-I$(top_srcdir)/common/utils -I$(datap)
-fuzz-data: fuzz-data.o data-format-parse.o data-format-render.o
+# The parser starts <(SCRIPT) children through common/utils/subprocess.c.
+fuzz-data: fuzz-data.o data-format-parse.o data-format-render.o \
+		utils-subprocess.o
 	$(say) "  LINK    $@"
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SANITIZERS) -fsanitize=fuzzer \
 	  -o $@ $^
@@ -86,6 +88,9 @@ fuzz-data.o: $(fz)/fuzz-data.c
 	$(say) "  CC      $@"
 	$(Q)$(COMPILE) $(DATA_CPPFLAGS) -c -o $@ $<
 data-%.o: $(datap)/%.c
+	$(say) "  CC      $@"
+	$(Q)$(COMPILE) $(DATA_CPPFLAGS) -c -o $@ $<
+utils-%.o: $(top_srcdir)/common/utils/%.c
 	$(say) "  CC      $@"
 	$(Q)$(COMPILE) $(DATA_CPPFLAGS) -c -o $@ $<
 
@@ -104,7 +109,8 @@ reply-checker.o: $(fz)/reply-checker.c
 
 plugin-%.o: $(mem)/%.c
 	$(say) "  CC      $@"
-	$(Q)$(COMPILE) $(CPPFLAGS_ALL) -I$(mem) -I$(alloc) -fPIC -c -o $@ $<
+	$(Q)$(COMPILE) $(CPPFLAGS_ALL) -I$(mem) -I$(alloc) \
+	  -I$(top_srcdir)/common/pluginkit -fPIC -c -o $@ $<
 alloc-%.o: $(alloc)/%.c
 	$(say) "  CC      $@"
 	$(Q)$(COMPILE) $(CPPFLAGS_ALL) -I$(top_srcdir)/common/include \
