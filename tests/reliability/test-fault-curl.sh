@@ -45,8 +45,11 @@ t /usr/bin/python3 "$here/fault-reader.py" --sock "$sock" --disk "$disk" \
   mode:cut read:a:eio:20 mode:ok read:a:ok:20 \
   read-during:a:mode:500 mode:ok alive \
   read-during:a:up-kill read:a:eio:20 connect:b read:b:eio:10 alive \
-  up-start read:a:ok:30 whole:a whole:b alive > "$tmpdir/out" ||
-  { cat "$tmpdir/out"; tail -20 "$tmpdir/web.log"; fail "curl faults"; }
+  up-start read:a:ok:30 whole:a whole:b alive > "$tmpdir/out" \
+  2> "$tmpdir/reader.err" ||
+  { cat "$tmpdir/out"; tail -20 "$tmpdir/web.log"
+    echo "--- the reader said:"; cat "$tmpdir/reader.err"
+    fail "curl faults"; }
 cat "$tmpdir/out"
 echo "web server: $(grep -c '^GET' "$tmpdir/web.log") GETs," \
   "$(grep -c '^GET.* 500$' "$tmpdir/web.log") answered 500," \
