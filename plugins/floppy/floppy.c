@@ -288,6 +288,11 @@ static struct nbdkit_plugin plugin = {
   .open              = answer_no_handle,
   .get_size          = floppy_get_size,
   .can_multi_conn    = answer_yes, /* the disk never changes */
+  /* As nbdkit's: cache requests are accepted, and there is nothing to
+   * fetch ahead that a read would not find as fast.
+   */
+  .can_cache         = answer_cache_native,
+  .cache             = answer_range_done,
   .pread             = floppy_pread,
   .extents           = floppy_extents,
   .errno_is_preserved = 1,
