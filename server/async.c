@@ -479,7 +479,8 @@ tx_async_start (struct connection *conn)
   /* Requests overlap in the plugin however few threads there are:
    * only a plugin that allows that gets them.
    */
-  if (!ops || conn->cfg->thread_model != NBDKIT_THREAD_MODEL_PARALLEL)
+  if (!ops || !runtime_async ||
+      conn->cfg->thread_model != NBDKIT_THREAD_MODEL_PARALLEL)
     return false;
 
   struct async_conn *a = calloc (1, sizeof *a);

@@ -47,6 +47,7 @@ static const struct {
   { "backend.datapath", &nbdkit_debug_backend_datapath },
   { "tls.log", &nbdkit_debug_tls_log },
   { "tls.session", &nbdkit_debug_tls_session },
+  { "async", &runtime_async },
   { "open.contain_crashes", &runtime_contain_open_crashes },
 };
 

@@ -116,6 +116,7 @@ server_end_drain (void)
 /* ---- opt-in behaviours (-D nbdkit.*) ---- */
 
 int runtime_contain_open_crashes;
+int runtime_async = 1;
 
 /* ---- what this thread serves ---- */
 

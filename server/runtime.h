@@ -170,6 +170,12 @@ extern uint64_t layer_current_cookie (void);
  */
 extern int runtime_contain_open_crashes;
 
+/* -D nbdkit.async=0: never use a plugin's asynchronous callbacks
+ * (async.c); every request takes the synchronous path.  For comparing
+ * the two paths on the same plugin.
+ */
+extern int runtime_async;
+
 /* The thread model's lock around calls into the layers (runtime.c). */
 extern void layer_requests_lock (void);
 extern void layer_requests_unlock (void);

@@ -37,3 +37,10 @@ t "$NBDKIT" -v -U - example-async delay=1 \
 grep 'close:' "$tmpdir/log"
 grep -q 'close: 5 requests submitted, 5 completed' "$tmpdir/log" ||
   fail "without a filter, the requests were not handed over"
+
+# -D nbdkit.async=0 turns the asynchronous path off for the same stack.
+t "$NBDKIT" -v -D nbdkit.async=0 -U - example-async delay=1 \
+  --run 'nbdsh -u "$uri" -c '"'$check'" 2> "$tmpdir/log" ||
+  { cat "$tmpdir/log"; fail "with -D nbdkit.async=0"; }
+grep -q 'close: 0 requests submitted' "$tmpdir/log" ||
+  fail "-D nbdkit.async=0 did not turn the asynchronous path off"
