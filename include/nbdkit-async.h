@@ -27,8 +27,29 @@
  * asked the server to emulate, a length over 4 GiB), goes to the
  * plugin's ordinary callbacks, which it must still have.
  *
- * The server uses these only when the plugin is the top layer (no
- * filters) and the thread model is NBDKIT_THREAD_MODEL_PARALLEL.
+ * The server uses these only when the thread model is
+ * NBDKIT_THREAD_MODEL_PARALLEL, and only through filters that pass
+ * requests on (below).
+ *
+ * A filter between the client and such a plugin passes a request on
+ * asynchronously in one of two ways.  A filter without the data
+ * callback of that command (and without get_size, nor the can_*
+ * callbacks that bear on it) changes nothing about it and is passed
+ * through as it stands.  A filter that adjusts requests (an offset, a
+ * partition) exports
+ *
+ *   const struct nbdkit_async_filter_ops nbdkit_async_filter_ops = ...;
+ *
+ * whose prepare callback, on the worker, looks at one request and
+ * either passes it on (NBDKIT_ASYNC_PASS, having adjusted *count,
+ * *offset and *flags for the layer below), or asks for it to take the
+ * synchronous path through the filter's ordinary callbacks
+ * (NBDKIT_ASYNC_SYNC), or fails it (-1 with *err set).  prepare must
+ * not block, call the layer below's data functions, or keep anything:
+ * a request it passes may never reach the plugin (another layer may
+ * ask for the synchronous path), and one it passes is not shown to
+ * the filter again.  Any other filter in the stack makes every
+ * request synchronous.
  */
 #ifndef NBDKIT_ASYNC_H
 #define NBDKIT_ASYNC_H
@@ -71,6 +92,30 @@ struct nbdkit_async_ops {
    * waits.
    */
   void (*cancel) (void *handle);
+};
+
+/* The commands of an asynchronous request, as prepare sees them. */
+#define NBDKIT_ASYNC_CMD_PREAD  0
+#define NBDKIT_ASYNC_CMD_PWRITE 1
+#define NBDKIT_ASYNC_CMD_FLUSH  2
+#define NBDKIT_ASYNC_CMD_TRIM   3
+#define NBDKIT_ASYNC_CMD_ZERO   4
+
+/* What a filter's prepare decides for one request. */
+#define NBDKIT_ASYNC_SYNC 0     /* through the filter's own callbacks */
+#define NBDKIT_ASYNC_PASS 1     /* on to the layer below, as adjusted */
+
+struct nbdkit_next_ops;         /* nbdkit_next, of <nbdkit-filter.h> */
+
+struct nbdkit_async_filter_ops {
+  uint32_t version;             /* NBDKIT_ASYNC_VERSION */
+  /* CMD is NBDKIT_ASYNC_CMD_*; *count is 0 for a flush, *flags are the
+   * NBDKIT_FLAG_* of the request.  The request has been checked against
+   * this filter's size and capabilities already.
+   */
+  int (*prepare) (struct nbdkit_next_ops *next, void *handle, int cmd,
+                  uint32_t *count, uint64_t *offset, uint32_t *flags,
+                  int *err);
 };
 
 /* Complete REQ with ERR (0, or an errno for the client's NBD error).

@@ -82,6 +82,12 @@ struct nbdkit_async_request {
 struct async_conn {
   struct connection *conn;
   const struct nbdkit_async_ops *ops;
+  struct context *bottom;       /* the plugin's context */
+  bool filtered;                /* filters above it: prepare each request */
+  unsigned cmds;                /* 1 << LAYER_ASYNC_*: every layer takes */
+  /* The plugin's answers, for what the layers above it pass down. */
+  uint64_t size;
+  bool can_write, can_flush, can_trim, fast_zero;
   bool fua_native, zero_native;
   uint32_t max;                 /* requests in flight at most */
   pthread_mutex_t lock;         /* protects what follows */
@@ -155,32 +161,123 @@ wait_room (struct connection *conn)
   pthread_mutex_unlock (&a->lock);
 }
 
+/* The asynchronous command of a request type, or -1 for none. */
+static int
+cmd_of (uint16_t type)
+{
+  switch (type) {
+  case NBD_CMD_READ: return LAYER_ASYNC_PREAD;
+  case NBD_CMD_WRITE: return LAYER_ASYNC_PWRITE;
+  case NBD_CMD_FLUSH: return LAYER_ASYNC_FLUSH;
+  case NBD_CMD_TRIM: return LAYER_ASYNC_TRIM;
+  case NBD_CMD_WRITE_ZEROES: return LAYER_ASYNC_ZERO;
+  default: return -1;
+  }
+}
+
 bool
 tx_async_takes (const struct connection *conn, const struct worker *w,
                 const struct request *req)
 {
   const struct async_conn *a = conn->async;
-  const struct nbdkit_async_ops *ops = a->ops;
-  bool fua = req->flags & NBD_CMD_FLAG_FUA;
+  int cmd = cmd_of (req->type);
 
-  switch (req->type) {
-  case NBD_CMD_READ:
-    return ops->pread != NULL;
-  case NBD_CMD_WRITE:
-    /* A payload already in the plugin's own memory is written by
-     * handing it back (common/zerocopy.h), synchronously.
-     */
-    return ops->pwrite && !w->zc_wn && (!fua || a->fua_native);
-  case NBD_CMD_FLUSH:
-    return ops->flush != NULL;
-  case NBD_CMD_TRIM:
-    return ops->trim && req->count <= UINT32_MAX && (!fua || a->fua_native);
-  case NBD_CMD_WRITE_ZEROES:
-    return ops->zero && a->zero_native && req->count <= UINT32_MAX &&
-      (!fua || a->fua_native);
-  default:
+  if (cmd == -1 || !(a->cmds & (1u << cmd)))
     return false;
+  /* A payload already in the plugin's own memory is written by handing
+   * it back (common/zerocopy.h), synchronously.
+   */
+  if (cmd == LAYER_ASYNC_PWRITE && w->zc_wn)
+    return false;
+  /* Extended headers allow trims and zeroes the callbacks cannot say. */
+  return req->count <= UINT32_MAX;
+}
+
+/* The plugin can take CMD with FLAGS as they reach it, with nothing
+ * asked of the server to emulate, and COUNT bytes at OFFSET are within
+ * its size.  Always so without filters (the server checked the request
+ * against the plugin's answers already), but for FUA and zeroes.
+ */
+static bool
+bottom_takes (const struct async_conn *a, enum layer_async_cmd cmd,
+              uint32_t count, uint64_t offset, uint32_t flags)
+{
+  bool fua = flags & NBDKIT_FLAG_FUA;
+  if (cmd != LAYER_ASYNC_FLUSH &&
+      (count == 0 || offset > a->size || count > a->size - offset))
+    return false;
+  switch (cmd) {
+  case LAYER_ASYNC_PREAD:
+    return flags == 0;
+  case LAYER_ASYNC_PWRITE:
+    return a->can_write && (!fua || a->fua_native);
+  case LAYER_ASYNC_FLUSH:
+    return a->can_flush && flags == 0;
+  case LAYER_ASYNC_TRIM:
+    return a->can_write && a->can_trim && (!fua || a->fua_native);
+  case LAYER_ASYNC_ZERO:
+    return a->can_write && a->zero_native && (!fua || a->fua_native) &&
+      (!(flags & NBDKIT_FLAG_FAST_ZERO) || a->fast_zero);
   }
+  return false;
+}
+
+/* The layer flags of a request as the client sent it. */
+static uint32_t
+top_flags (const struct request *req, enum layer_async_cmd cmd)
+{
+  uint32_t flags = 0;
+  if ((req->flags & NBD_CMD_FLAG_FUA) && cmd != LAYER_ASYNC_PREAD &&
+      cmd != LAYER_ASYNC_FLUSH)
+    flags |= NBDKIT_FLAG_FUA;
+  if (cmd == LAYER_ASYNC_ZERO) {
+    if (!(req->flags & NBD_CMD_FLAG_NO_HOLE))
+      flags |= NBDKIT_FLAG_MAY_TRIM;
+    if (req->flags & NBD_CMD_FLAG_FAST_ZERO)
+      flags |= NBDKIT_FLAG_FAST_ZERO;
+  }
+  return flags;
+}
+
+/* The most filters a request passes asynchronously; a deeper stack
+ * takes the synchronous path.
+ */
+#define ASYNC_MAX_FILTERS 16
+
+/* Where a request was at each filter it passed, for its trace. */
+struct async_path {
+  unsigned n;
+  struct {
+    struct context *c;
+    uint64_t offset;
+    uint32_t count;
+  } at[ASYNC_MAX_FILTERS];
+};
+
+/* Take REQ down through the filters above the plugin, each adjusting
+ * it (COUNT, OFFSET, FLAGS) for the one below.  1: it reaches the
+ * plugin; 0: a layer wants it synchronous; -1: a filter failed it
+ * (*err).
+ */
+static int
+walk_filters (struct async_conn *a, enum layer_async_cmd cmd,
+              uint32_t *count, uint64_t *offset, uint32_t *flags,
+              struct async_path *path, int *err)
+{
+  path->n = 0;
+  for (struct context *c = a->conn->nego.top; c != a->bottom;
+       c = c->below) {
+    if (path->n == ASYNC_MAX_FILTERS)
+      return 0;
+    path->at[path->n].c = c;
+    path->at[path->n].offset = *offset;
+    path->at[path->n].count = *count;
+    path->n++;
+    int r = layer_async_prepare (c, cmd, count, offset, flags, err);
+    if (r != NBDKIT_ASYNC_PASS)
+      return r == -1 ? -1 : 0;
+  }
+  return 1;
 }
 
 /* With a->lock held: a request object, from the free list if it has
@@ -257,6 +354,25 @@ tx_async_submit (struct connection *conn, struct worker *w,
   struct nbdkit_async_request *r;
   uint64_t bytes = 0;
   void *buf = NULL;
+  enum layer_async_cmd cmd = cmd_of (req->type);
+  uint32_t count = req->count, flags = top_flags (req, cmd);
+  uint64_t offset = req->offset;
+  struct async_path path = { .n = 0 };
+
+  if (a->filtered) {
+    switch (walk_filters (a, cmd, &count, &offset, &flags, &path, err)) {
+    case -1:
+      *err = tx_layer_error_for_reply (*err, req->flags);
+      return false;
+    case 0:
+      *err = 0;                 /* the worker runs it synchronously */
+      return false;
+    }
+  }
+  if (!bottom_takes (a, cmd, count, offset, flags)) {
+    *err = 0;
+    return false;
+  }
 
   if (req->type == NBD_CMD_READ || req->type == NBD_CMD_WRITE)
     bytes = req->count;
@@ -273,20 +389,20 @@ tx_async_submit (struct connection *conn, struct worker *w,
   r->req = *req;
   r->bytes = bytes;
   r->err = 0;
-  r->flags = 0;
+  r->cmd = cmd;
+  r->flags = flags;
   /* The budget a large buffer holds goes with the request. */
   r->holding = w->holding;
   w->holding = 0;
-  switch (req->type) {
-  case NBD_CMD_READ:
-    r->cmd = LAYER_ASYNC_PREAD;
+  switch (cmd) {
+  case LAYER_ASYNC_PREAD:
     if (!grow (r, req->count)) {
       *err = ENOMEM;
       goto refused;
     }
     buf = r->buf;
     break;
-  case NBD_CMD_WRITE: {
+  case LAYER_ASYNC_PWRITE: {
     /* The payload is in the worker's buffer: the request takes that
      * buffer, and the worker its old one, so nothing is copied.
      */
@@ -296,22 +412,11 @@ tx_async_submit (struct connection *conn, struct worker *w,
     r->cap = w->cap;
     w->buf = b;
     w->cap = cap;
-    r->cmd = LAYER_ASYNC_PWRITE;
     buf = r->buf;
     break;
   }
-  case NBD_CMD_FLUSH: r->cmd = LAYER_ASYNC_FLUSH; break;
-  case NBD_CMD_TRIM: r->cmd = LAYER_ASYNC_TRIM; break;
-  default: r->cmd = LAYER_ASYNC_ZERO; break;
-  }
-  if ((req->flags & NBD_CMD_FLAG_FUA) && r->cmd != LAYER_ASYNC_PREAD &&
-      r->cmd != LAYER_ASYNC_FLUSH)
-    r->flags |= NBDKIT_FLAG_FUA;
-  if (r->cmd == LAYER_ASYNC_ZERO) {
-    if (!(req->flags & NBD_CMD_FLAG_NO_HOLE))
-      r->flags |= NBDKIT_FLAG_MAY_TRIM;
-    if (req->flags & NBD_CMD_FLAG_FAST_ZERO)
-      r->flags |= NBDKIT_FLAG_FAST_ZERO;
+  default:
+    break;
   }
 
   if (NBDKIT_REQUEST_DISPATCH_ENABLED ())
@@ -329,9 +434,13 @@ tx_async_submit (struct connection *conn, struct worker *w,
    * at any moment: r is not touched again unless the plugin refused.
    */
   layer_set_cookie (req->cookie);
-  int rc = layer_async_submit (conn->nego.top, r, r->cmd, buf,
-                               (uint32_t) req->count, req->offset, r->flags,
+  for (unsigned i = 0; i < path.n; i++)
+    layer_async_trace_start (path.at[i].c, cmd, path.at[i].offset,
+                             path.at[i].count);
+  int rc = layer_async_submit (a->bottom, r, cmd, buf, count, offset, flags,
                                err);
+  for (unsigned i = path.n; i-- > 0;)
+    layer_async_trace_done (path.at[i].c, cmd, rc == 0 ? 0 : *err);
   layer_set_cookie (0);
   if (rc == 0) {
     /* At the bound, read no more until a completion is answered. */
@@ -407,7 +516,7 @@ reply_error (struct async_conn *a, struct nbdkit_async_request *r)
     err = 0;
     layer_set_cookie (r->req.cookie);
     layer_zero (a->conn->nego.top, (uint32_t) r->req.count, r->req.offset,
-                r->flags, &err);
+                top_flags (&r->req, r->cmd), &err);
     layer_set_cookie (0);
   }
   return tx_layer_error_for_reply (err, r->req.flags);
@@ -474,13 +583,32 @@ replier (void *arg)
 bool
 tx_async_start (struct connection *conn)
 {
-  struct context *top = conn->nego.top;
-  const struct nbdkit_async_ops *ops = layer_async_ops (top);
-  /* Requests overlap in the plugin however few threads there are:
-   * only a plugin that allows that gets them.
-   */
-  if (!ops || !runtime_async ||
+  struct context *top = conn->nego.top, *c = top;
+  unsigned cmds = (1u << LAYER_ASYNC_PREAD) | (1u << LAYER_ASYNC_PWRITE) |
+    (1u << LAYER_ASYNC_FLUSH) | (1u << LAYER_ASYNC_TRIM) |
+    (1u << LAYER_ASYNC_ZERO);
+  if (!runtime_async ||
       conn->cfg->thread_model != NBDKIT_THREAD_MODEL_PARALLEL)
+    return false;
+  /* Down to the plugin, through filters that pass requests on. */
+  while (c->layer->next) {
+    cmds &= layer_async_passes (c);     /* 0 unless c->below */
+    if (!cmds)
+      return false;
+    c = c->below;
+  }
+  /* Requests overlap in the plugin however few threads there are:
+   * only a plugin that allows that gets them (the test above).
+   */
+  const struct nbdkit_async_ops *ops = layer_async_ops (c);
+  if (!ops)
+    return false;
+  if (!ops->pread) cmds &= ~(1u << LAYER_ASYNC_PREAD);
+  if (!ops->pwrite) cmds &= ~(1u << LAYER_ASYNC_PWRITE);
+  if (!ops->flush) cmds &= ~(1u << LAYER_ASYNC_FLUSH);
+  if (!ops->trim) cmds &= ~(1u << LAYER_ASYNC_TRIM);
+  if (!ops->zero) cmds &= ~(1u << LAYER_ASYNC_ZERO);
+  if (!cmds)
     return false;
 
   struct async_conn *a = calloc (1, sizeof *a);
@@ -490,10 +618,19 @@ tx_async_start (struct connection *conn)
   }
   a->conn = conn;
   a->ops = ops;
+  a->bottom = c;
+  a->filtered = c != top;
+  a->cmds = cmds;
   a->max = ops->max_in_flight ? ops->max_in_flight : ASYNC_MAX_IN_FLIGHT;
-  if (conn->nego.can_write) {
-    a->fua_native = layer_can_fua (top) == NBDKIT_FUA_NATIVE;
-    a->zero_native = layer_can_zero (top) == NBDKIT_ZERO_NATIVE;
+  int64_t size = layer_get_size (c);
+  a->size = size > 0 ? size : 0;
+  a->can_flush = layer_can_flush (c) == 1;
+  if (conn->nego.can_write && layer_can_write (c) == 1) {
+    a->can_write = true;
+    a->can_trim = layer_can_trim (c) == 1;
+    a->fua_native = layer_can_fua (c) == NBDKIT_FUA_NATIVE;
+    a->zero_native = layer_can_zero (c) == NBDKIT_ZERO_NATIVE;
+    a->fast_zero = layer_can_fast_zero (c) == 1;
   }
   a->rw.conn = conn;
   a->rw.index = UINT32_MAX;     /* no worker of the pool */
@@ -539,7 +676,7 @@ tx_async_end (struct connection *conn)
       cancelled = true;
       nbdkit_debug ("async: %u requests in flight at the end: cancelling",
                     (unsigned) a->in_flight);
-      layer_async_cancel (conn->nego.top);
+      layer_async_cancel (a->bottom);
       continue;
     }
     LOCK_FOR_SCOPE (&a->lock);

@@ -803,6 +803,51 @@ layer_async_submit (struct context *c, struct nbdkit_async_request *req,
                                           flags, err));
 }
 
+/* A filter passing asynchronous requests on: which commands it can
+ * pass (0 for any layer that is not such a filter), and for one
+ * request, what it decides.  prepare is not traced as a call: the
+ * request is traced at each layer it passes once the plugin has it
+ * (async.c), or else through the synchronous calls that follow.
+ */
+unsigned
+layer_async_passes (struct context *c)
+{
+  return c->below && c->layer->ops->async_passes
+    ? c->layer->ops->async_passes (c) : 0;
+}
+
+int
+layer_async_prepare (struct context *c, enum layer_async_cmd cmd,
+                     uint32_t *count, uint64_t *offset, uint32_t *flags,
+                     int *err)
+{
+  assert_usable (c);
+  *err = 0;
+  struct call_scope s = enter (c->layer);
+  int r = c->layer->ops->async_prepare (c, cmd, count, offset, flags, err);
+  leave (s);
+  if (r == -1 && *err == 0)
+    *err = EIO;
+  return r;
+}
+
+/* The trace of a request the plugin took, at a filter that passed it
+ * on: what the synchronous call would have shown, with the
+ * coordinates that filter saw, around the plugin's own.
+ */
+void
+layer_async_trace_start (struct context *c, enum layer_async_cmd cmd,
+                         uint64_t offset, uint32_t count)
+{
+  layer_trace_start (c->conn, c->layer, async_cb_names[cmd], offset, count);
+}
+
+void
+layer_async_trace_done (struct context *c, enum layer_async_cmd cmd, int err)
+{
+  layer_trace_done (c->conn, c->layer, async_cb_names[cmd], err);
+}
+
 void
 layer_async_cancel (struct context *c)
 {

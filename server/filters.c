@@ -9,16 +9,37 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
+#include "nbdkit-async.h"
+
+/* The asynchronous commands are numbered alike on both sides. */
+static_assert (NBDKIT_ASYNC_CMD_PREAD == LAYER_ASYNC_PREAD &&
+               NBDKIT_ASYNC_CMD_PWRITE == LAYER_ASYNC_PWRITE &&
+               NBDKIT_ASYNC_CMD_FLUSH == LAYER_ASYNC_FLUSH &&
+               NBDKIT_ASYNC_CMD_TRIM == LAYER_ASYNC_TRIM &&
+               NBDKIT_ASYNC_CMD_ZERO == LAYER_ASYNC_ZERO,
+               "asynchronous command numbers");
+
+struct filter_priv {
+  struct nbdkit_filter f;       /* first: F() is a cast */
+  const struct nbdkit_async_filter_ops *async;  /* or NULL */
+};
 
 static struct nbdkit_filter *
 F (struct layer *l)
 {
   return l->priv;
+}
+
+static const struct nbdkit_async_filter_ops *
+async_filter_ops (struct layer *l)
+{
+  return ((struct filter_priv *) l->priv)->async;
 }
 
 static nbdkit_backend *
@@ -391,6 +412,49 @@ filter_read_fd (struct context *c, uint32_t count, uint64_t offset,
   return layer_read_fd (c->below, count, offset, fd, fd_offset, err);
 }
 
+/* Asynchronous requests (include/nbdkit-async.h) through a filter:
+ * all of them with a prepare callback; otherwise each command the
+ * filter has nothing to do with, which it would pass through
+ * untouched on the synchronous path as well: no callback of its own
+ * for the call, nor for the size or the capabilities that bear on it.
+ */
+static unsigned
+filter_async_passes (struct context *c)
+{
+  const struct nbdkit_async_filter_ops *a = async_filter_ops (c->layer);
+  const struct nbdkit_filter *f = F (c->layer);
+  if (a && a->prepare)
+    return (1u << LAYER_ASYNC_PREAD) | (1u << LAYER_ASYNC_PWRITE) |
+      (1u << LAYER_ASYNC_FLUSH) | (1u << LAYER_ASYNC_TRIM) |
+      (1u << LAYER_ASYNC_ZERO);
+  if (f->get_size)
+    return 0;
+  unsigned m = 0;
+  bool writes = !f->can_write && !f->can_fua;
+  if (!f->pread)
+    m |= 1u << LAYER_ASYNC_PREAD;
+  if (writes && !f->pwrite)
+    m |= 1u << LAYER_ASYNC_PWRITE;
+  if (!f->flush && !f->can_flush)
+    m |= 1u << LAYER_ASYNC_FLUSH;
+  if (writes && !f->trim && !f->can_trim)
+    m |= 1u << LAYER_ASYNC_TRIM;
+  if (writes && !f->zero && !f->can_zero && !f->can_fast_zero)
+    m |= 1u << LAYER_ASYNC_ZERO;
+  return m;
+}
+
+static int
+filter_async_prepare (struct context *c, enum layer_async_cmd cmd,
+                      uint32_t *count, uint64_t *offset, uint32_t *flags,
+                      int *err)
+{
+  const struct nbdkit_async_filter_ops *a = async_filter_ops (c->layer);
+  if (!a || !a->prepare)
+    return NBDKIT_ASYNC_PASS;   /* untouched (filter_async_passes) */
+  return a->prepare (below (c), c->handle, cmd, count, offset, flags, err);
+}
+
 static const struct layer_ops filter_ops = {
   .unload = filter_unload,
   .usage = filter_usage,
@@ -423,6 +487,8 @@ static const struct layer_ops filter_ops = {
   .unmap_write = filter_unmap_write,
   .has_read_fd = filter_has_read_fd,
   .read_fd = filter_read_fd,
+  .async_passes = filter_async_passes,
+  .async_prepare = filter_async_prepare,
 };
 
 /* The filter struct has no size field and may grow between nbdkit
@@ -497,13 +563,23 @@ filter_load (const char *name, struct layer *next)
     nbdkit_error ("%s: filter has no name", l->filename);
     goto err;
   }
-  l->priv = malloc (sizeof *src);
+  struct filter_priv *fp = calloc (1, sizeof *fp);
+  l->priv = fp;
   l->name = strdup (src->name);
   if (!l->priv || !l->name) {
     nbdkit_error ("malloc: %m");
     goto err;
   }
-  memcpy (l->priv, src, sizeof *src);
+  memcpy (&fp->f, src, sizeof *src);
+  /* Asynchronous pass-through: a version this server knows, or none. */
+  const struct nbdkit_async_filter_ops *ao =
+    dlsym (l->dl, "nbdkit_async_filter_ops");
+  if (ao && ao->version >= 1 && ao->version <= NBDKIT_ASYNC_VERSION)
+    fp->async = ao;
+  else if (ao)
+    nbdkit_debug ("%s: nbdkit_async_filter_ops version %" PRIu32 " is not "
+                  "supported: requests take the synchronous path",
+                  l->filename, ao->version);
   log_set_layer_name (l->name);
   if (src->load)
     src->load ();

@@ -95,6 +95,15 @@ struct layer_ops {
                        enum layer_async_cmd cmd, void *buf, uint32_t count,
                        uint64_t offset, uint32_t flags, int *err);
   void (*async_cancel) (struct context *c);
+  /* A filter's part in them: the commands it can pass on to the layer
+   * below (a mask of 1 << LAYER_ASYNC_*), and for one request whether
+   * it passes it on (1, adjusted for the layer below), wants it to take
+   * the synchronous path (0) or fails it (-1).  NULL for a plugin.
+   */
+  unsigned (*async_passes) (struct context *c);
+  int (*async_prepare) (struct context *c, enum layer_async_cmd cmd,
+                        uint32_t *count, uint64_t *offset, uint32_t *flags,
+                        int *err);
 };
 
 struct layer {
@@ -208,6 +217,15 @@ extern int layer_async_submit (struct context *c,
                                uint32_t count, uint64_t offset,
                                uint32_t flags, int *err);
 extern void layer_async_cancel (struct context *c);
+extern unsigned layer_async_passes (struct context *c);
+extern int layer_async_prepare (struct context *c, enum layer_async_cmd cmd,
+                                uint32_t *count, uint64_t *offset,
+                                uint32_t *flags, int *err);
+extern void layer_async_trace_start (struct context *c,
+                                     enum layer_async_cmd cmd,
+                                     uint64_t offset, uint32_t count);
+extern void layer_async_trace_done (struct context *c,
+                                    enum layer_async_cmd cmd, int err);
 
 /* resident.c */
 extern void resident_object (const void *addr);

@@ -254,12 +254,13 @@ tx_worker_loop (void *arg)
     conn->requests++;
     w->requests++;
     int err = req.error, ndesc = 0;
-    if (err == 0 && w->async && tx_async_takes (conn, w, &req)) {
-      /* The plugin answers it when it completes (async.c). */
-      if (tx_async_submit (conn, w, &req, &err))
-        continue;
-    }
-    else if (err == 0) {
+    /* The plugin answers it when it completes (async.c); or else it
+     * failed (err), or takes the synchronous path after all.
+     */
+    if (err == 0 && w->async && tx_async_takes (conn, w, &req) &&
+        tx_async_submit (conn, w, &req, &err))
+      continue;
+    if (err == 0) {
       /* SERIALIZE_ALL_REQUESTS: one request at a time, server-wide. */
       layer_requests_lock ();
       if (NBDKIT_REQUEST_DISPATCH_ENABLED ())

@@ -5,8 +5,8 @@
 # (id, cookie): each submit has one complete, with the error the plugin
 # completed it with, after request_dispatch and before the request's
 # reply_send, and on another thread than the submit (the plugin's timer
-# thread: the completion from another thread).  Through a filter, the
-# synchronous path, neither fires.
+# thread: the completion from another thread).  Through a synchronous
+# filter (log), neither fires.
 source "$(dirname "$0")/functions.sh"
 requires_tracer nbdsh
 
@@ -36,7 +36,7 @@ except nbd.Error:
     pass
 h.flush()
 "'
-t "$NBDKIT" -U - --filter=offset example-async size=2M offset=1M delay=1 \
+t "$NBDKIT" -U - --filter=log example-async logfile="$tmpdir/log" delay=1 \
   --run 'nbdsh -u "$uri" -c "h.pread(512, 0)"'
 sleep 1
 interrupt_tracer "$bt"

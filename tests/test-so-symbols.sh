@@ -20,7 +20,7 @@ for so in "$abs_top_builddir"/plugins/*/.libs/nbdkit-*-plugin.so \
   case "$so" in
     *-plugin.so) allowed='^(plugin_init|nbdkit_zerocopy_ops|nbdkit_async_ops|[A-Za-z0-9_]+_debug_[A-Za-z0-9_]+|__odr_asan[._].*)$'
                  init=plugin_init ;;
-    *) allowed='^(filter_init|[a-z0-9_]+_debug_[A-Za-z0-9_]+|__odr_asan[._].*)$'
+    *) allowed='^(filter_init|nbdkit_async_filter_ops|[a-z0-9_]+_debug_[A-Za-z0-9_]+|__odr_asan[._].*)$'
        init=filter_init ;;
   esac
   nm -D --defined-only "$so" | awk '{ print $NF }' > "$tmpdir/syms"

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* The offset filter: serve a window [offset, offset+range) of the layer
  * below, as if it were the whole disk.  Every request is shifted by
- * offset; extents coming back are shifted the other way.
+ * offset; extents coming back are shifted the other way.  Requests for
+ * a plugin that completes them asynchronously (nbdkit-async(1)) are
+ * shifted the same way and passed on.
  */
 #include <config.h>
 
@@ -11,6 +13,7 @@
 #include <string.h>
 
 #include <nbdkit-filter.h>
+#include <nbdkit-async.h>
 
 /* Set by config before any connection; read-only afterwards. */
 static int64_t offset_param = 0;
@@ -125,6 +128,22 @@ offset_extents (nbdkit_next *next, void *handle, uint32_t count,
   nbdkit_extents_free (below);
   return 0;
 }
+
+static int
+offset_async_prepare (nbdkit_next *next, void *handle, int cmd,
+                      uint32_t *count, uint64_t *offs, uint32_t *flags,
+                      int *err)
+{
+  if (cmd != NBDKIT_ASYNC_CMD_FLUSH)
+    *offs += offset_param;
+  return NBDKIT_ASYNC_PASS;
+}
+
+NBDKIT_DLL_PUBLIC const struct nbdkit_async_filter_ops
+nbdkit_async_filter_ops = {
+  .version = NBDKIT_ASYNC_VERSION,
+  .prepare = offset_async_prepare,
+};
 
 static struct nbdkit_filter filter = {
   .name = "offset",
