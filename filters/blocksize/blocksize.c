@@ -14,6 +14,13 @@
  * aligned pieces of writes, zeroes and trims hold it shared.  Reads
  * take no lock.  The per-connection limits are set in prepare and
  * only read afterwards.
+ *
+ * A request that needs no cutting passes on to a plugin that completes
+ * it later (nbdkit-async(1)): an aligned read within maxdata, a flush,
+ * and with minblock=1 (where no read-modify-write ever happens, so the
+ * lock has nothing to order) a write within maxdata or a trim or zero
+ * within maxlen.  With a larger minblock, writes keep the synchronous
+ * path and its lock.
  */
 #include <config.h>
 
@@ -26,6 +33,7 @@
 #include <string.h>
 
 #include <nbdkit-filter.h>
+#include <nbdkit-async.h>
 #include <nbdkit-probe.h>
 
 #include "cleanup.h"
@@ -463,6 +471,33 @@ blocksize_extents (nbdkit_next *next, void *handle, uint32_t count,
   return nbdkit_extents_aligned (next, MIN (end - start, (uint64_t) h->maxlen),
                                  start, flags, h->minblock, extents, err);
 }
+
+static int
+blocksize_async_prepare (nbdkit_next *next, void *handle, int cmd,
+                         uint32_t *count, uint64_t *offset, uint32_t *flags,
+                         int *err)
+{
+  struct handle *h = handle;
+  switch (cmd) {
+  case NBDKIT_ASYNC_CMD_FLUSH:
+    return NBDKIT_ASYNC_PASS;
+  case NBDKIT_ASYNC_CMD_PREAD:
+    return IS_ALIGNED (*offset | *count, h->minblock) &&
+      *count <= h->maxdata ? NBDKIT_ASYNC_PASS : NBDKIT_ASYNC_SYNC;
+  case NBDKIT_ASYNC_CMD_PWRITE:
+    return h->minblock == 1 && *count <= h->maxdata
+      ? NBDKIT_ASYNC_PASS : NBDKIT_ASYNC_SYNC;
+  default:
+    return h->minblock == 1 && *count <= h->maxlen
+      ? NBDKIT_ASYNC_PASS : NBDKIT_ASYNC_SYNC;
+  }
+}
+
+NBDKIT_DLL_PUBLIC const struct nbdkit_async_filter_ops
+nbdkit_async_filter_ops = {
+  .version = NBDKIT_ASYNC_VERSION,
+  .prepare = blocksize_async_prepare,
+};
 
 static struct nbdkit_filter filter = {
   .name = "blocksize",

@@ -38,6 +38,10 @@
  * thread sweeps at a time, taking stripes one by one.  size_lock guards
  * sizing the bitmaps at the first connection.
  *
+ * For a plugin that completes requests later (nbdkit-async(1)), a read
+ * whose blocks are all NOT_CACHED (and no cache-on-read) passes on to
+ * it as it stands; everything else takes the synchronous path.
+ *
  * This file holds the callbacks, reads, fills and writes; writeback.c
  * writes dirty blocks back and evicts; cache.h is the state they share.
  */
@@ -53,6 +57,7 @@
 #include <unistd.h>
 
 #include <nbdkit-filter.h>
+#include <nbdkit-async.h>
 #include <nbdkit-probe.h>
 
 #include "bitmap.h"
@@ -744,6 +749,27 @@ cache_extents (nbdkit_next *next, void *handle, uint32_t count,
   }
   return 0;
 }
+
+static int
+cache_async_prepare (nbdkit_next *next, void *handle, int cmd,
+                     uint32_t *count, uint64_t *offset, uint32_t *flags,
+                     int *err)
+{
+  uint64_t end = *offset + *count;
+  if (cmd != NBDKIT_ASYNC_CMD_PREAD || fill_on_read () ||
+      get_state (*offset >> cache.shift, false) != NOT_CACHED ||
+      run_end (false, *offset, end) < end)
+    return NBDKIT_ASYNC_SYNC;
+  /* Fired as the read is passed on (see cow.c for the same). */
+  NBDKIT_PROBE (cache_miss, *offset, *count);
+  return NBDKIT_ASYNC_PASS;
+}
+
+NBDKIT_DLL_PUBLIC const struct nbdkit_async_filter_ops
+nbdkit_async_filter_ops = {
+  .version = NBDKIT_ASYNC_VERSION,
+  .prepare = cache_async_prepare,
+};
 
 static struct nbdkit_filter filter = {
   .name              = "cache",

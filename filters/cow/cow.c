@@ -30,6 +30,10 @@
  * file may be read and written from many threads at once.  size_lock
  * guards only the sizing of the bitmap, once, at the first
  * connection's prepare.
+ *
+ * For a plugin that completes requests later (nbdkit-async(1)), a read
+ * whose blocks are all still BLK_PLUGIN (and no copy-on-read) passes on
+ * to it as it stands; everything else takes the synchronous path.
  */
 #include <config.h>
 
@@ -45,6 +49,7 @@
 #include <unistd.h>
 
 #include <nbdkit-filter.h>
+#include <nbdkit-async.h>
 #include <nbdkit-probe.h>
 
 #include "bitmap.h"
@@ -660,6 +665,29 @@ cow_extents (nbdkit_next *next, void *handle, uint32_t count,
   }
   return 0;
 }
+
+static int
+cow_async_prepare (nbdkit_next *next, void *handle, int cmd,
+                   uint32_t *count, uint64_t *offset, uint32_t *flags,
+                   int *err)
+{
+  uint64_t end = *offset + *count;
+  if (cmd != NBDKIT_ASYNC_CMD_PREAD || copy_on_read () ||
+      get_state (*offset >> cow.shift) != BLK_PLUGIN ||
+      run_end (BLK_PLUGIN, *offset, end) < end)
+    return NBDKIT_ASYNC_SYNC;
+  /* Fired as the read is passed on: should the plugin's own stack
+   * send it the synchronous way after all, it fires again there.
+   */
+  NBDKIT_PROBE (cow_read_through, *offset, *count);
+  return NBDKIT_ASYNC_PASS;
+}
+
+NBDKIT_DLL_PUBLIC const struct nbdkit_async_filter_ops
+nbdkit_async_filter_ops = {
+  .version = NBDKIT_ASYNC_VERSION,
+  .prepare = cow_async_prepare,
+};
 
 static struct nbdkit_filter filter = {
   .name              = "cow",

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include <nbdkit-filter.h>
+#include <nbdkit-async.h>
 
 #include "partition.h"
 #include "regions.h"
@@ -262,6 +263,26 @@ partition_extents (nbdkit_next *next, void *handle, uint32_t count,
   nbdkit_extents_free (below);
   return r;
 }
+
+/* Requests for a plugin that completes them later (nbdkit-async(1))
+ * are shifted the same way and passed on.
+ */
+static int
+partition_async_prepare (nbdkit_next *next, void *handle, int cmd,
+                         uint32_t *count, uint64_t *offs, uint32_t *flags,
+                         int *err)
+{
+  struct handle *h = handle;
+  if (cmd != NBDKIT_ASYNC_CMD_FLUSH)
+    *offs += h->offset;
+  return NBDKIT_ASYNC_PASS;
+}
+
+NBDKIT_DLL_PUBLIC const struct nbdkit_async_filter_ops
+nbdkit_async_filter_ops = {
+  .version = NBDKIT_ASYNC_VERSION,
+  .prepare = partition_async_prepare,
+};
 
 static struct nbdkit_filter filter = {
   .name = "partition",

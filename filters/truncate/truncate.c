@@ -5,6 +5,10 @@
  * below (the "tail") read as zeroes, and may be written only with
  * zeroes (other data fails with ENOSPC, as in nbdkit); requests are
  * clipped to the layer below's real size before being passed on.
+ * Those that need nothing else (all of them within the real size, a
+ * trim or zero clipped) pass on to a plugin that completes them later
+ * (nbdkit-async(1)); a read or write reaching into the tail takes the
+ * synchronous path, which fills or checks the tail.
  *
  * Each connection computes its sizes in .prepare (the layer below may
  * report a different size to each connection); they are read-only
@@ -19,6 +23,7 @@
 #include <string.h>
 
 #include <nbdkit-filter.h>
+#include <nbdkit-async.h>
 #include <nbdkit-probe.h>
 
 #include "iszero.h"
@@ -266,6 +271,30 @@ truncate_extents (nbdkit_next *next, void *handle, uint32_t count,
   nbdkit_extents_free (below);
   return 0;
 }
+
+static int
+truncate_async_prepare (nbdkit_next *next, void *handle, int cmd,
+                        uint32_t *count, uint64_t *offset, uint32_t *flags,
+                        int *err)
+{
+  struct handle *h = handle;
+  if (cmd == NBDKIT_ASYNC_CMD_FLUSH)
+    return NBDKIT_ASYNC_PASS;
+  uint32_t n = below_count (h, *count, *offset);
+  if (n == *count)
+    return NBDKIT_ASYNC_PASS;
+  if (n > 0 && (cmd == NBDKIT_ASYNC_CMD_TRIM || cmd == NBDKIT_ASYNC_CMD_ZERO)) {
+    *count = n;
+    return NBDKIT_ASYNC_PASS;
+  }
+  return NBDKIT_ASYNC_SYNC;
+}
+
+NBDKIT_DLL_PUBLIC const struct nbdkit_async_filter_ops
+nbdkit_async_filter_ops = {
+  .version = NBDKIT_ASYNC_VERSION,
+  .prepare = truncate_async_prepare,
+};
 
 static struct nbdkit_filter filter = {
   .name = "truncate",

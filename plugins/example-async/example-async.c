@@ -21,8 +21,8 @@
  * is left in flight, which the server promises.
  *
  * The synchronous callbacks do the same on the calling thread after
- * the same delay: the server calls them when a filter sits above the
- * plugin.
+ * the same delay: the server calls them for a request that takes the
+ * synchronous path (a filter above that does not pass it on).
  *
  * Locking: disk_lock (read-write) protects the disk's bytes; h->lock
  * protects a handle's queue and counters, and is never held while the
@@ -349,7 +349,9 @@ NBDKIT_DLL_PUBLIC struct nbdkit_async_ops nbdkit_async_ops = {
   .cancel = async_cancel,
 };
 
-/* The synchronous path (a filter above us): the same, on this thread. */
+/* The synchronous path (a filter above that did not pass the request
+ * on): the same, on this thread.
+ */
 static int
 sync_op (enum op_kind kind, void *buf, uint32_t count, uint64_t offset)
 {
