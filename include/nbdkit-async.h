@@ -125,6 +125,26 @@ struct nbdkit_async_filter_ops {
 NBDKIT_EXTERN_DECL (void, nbdkit_async_complete,
                     (struct nbdkit_async_request *req, int err));
 
+/* The server's event loop, for a plugin that would rather not own a
+ * thread to wait on its descriptors (a socket, a timerfd, an eventfd).
+ * CB is called on the server's event thread, with the poll(2) events
+ * seen (POLLIN, POLLOUT, POLLERR, POLLHUP), for as long as FD is ready
+ * for EVENTS (level-triggered); it must not block, and may complete
+ * requests and call the three functions below.  nbdkit_async_watch
+ * returns NULL (error logged) on failure.  After nbdkit_async_unwatch
+ * returns, CB is not running (unless the caller is CB) and is not
+ * called again; unwatch before closing FD.
+ */
+struct nbdkit_async_watch;
+
+NBDKIT_EXTERN_DECL (struct nbdkit_async_watch *, nbdkit_async_watch,
+                    (int fd, int events,
+                     void (*cb) (void *opaque, int revents), void *opaque));
+NBDKIT_EXTERN_DECL (int, nbdkit_async_watch_events,
+                    (struct nbdkit_async_watch *w, int events));
+NBDKIT_EXTERN_DECL (void, nbdkit_async_unwatch,
+                    (struct nbdkit_async_watch *w));
+
 #ifdef __cplusplus
 }
 #endif

@@ -27,44 +27,50 @@ PY
 
 fds () { ls "/proc/$server_pid/fd" | wc -l; }
 
-start_server -v example-async size=1M delay=1000 2> "$tmpdir/log"
-# One connection first, so that everything made once per server (the
-# stall watcher, the probe watcher) is there before the count.
-t python3 "$tmpdir/hangup.py" "$uri" 1
-wait_for_output "$tmpdir/log" 'close: 2 requests submitted' "$server_pid" ||
-  fail "the first connection did not close"
-before=$(fds)
-for i in 1 2 3 4 5; do
-  t python3 "$tmpdir/hangup.py" "$uri" 32
+# Both ways of completing: the plugin's own thread per connection, and
+# the server's event loop (whose watch each close removes).
+for loop in own server; do
+  start_server -v example-async size=1M delay=1000 loop=$loop \
+    2> "$tmpdir/log"
+  # One connection first, so that everything made once per server (the
+  # stall watcher, the probe watcher) is there before the count.
+  t python3 "$tmpdir/hangup.py" "$uri" 1
+  wait_for_output "$tmpdir/log" 'close: 2 requests submitted' "$server_pid" ||
+    fail "loop=$loop: the first connection did not close"
+  before=$(fds)
+  for i in 1 2 3 4 5; do
+    t python3 "$tmpdir/hangup.py" "$uri" 32
+  done
+  # Each connection closes once its requests have completed: the plugin's
+  # cancel makes that at once, not after 1 s.
+  for (( i = 0; i < 100; i++ )); do
+    [ "$(grep -c 'close: 64 requests submitted, 64 completed' "$tmpdir/log")" -eq 5 ] &&
+      break
+    sleep 0.1
+  done
+  cat "$tmpdir/log" | grep -E 'cancel|close|error' || :
+  [ "$(grep -c 'close: 64 requests submitted, 64 completed' "$tmpdir/log")" -eq 5 ] ||
+    fail "loop=$loop: not every connection closed with all its requests completed"
+  grep -q 'cancel: [1-9][0-9]* requests in flight' "$tmpdir/log" ||
+    fail "loop=$loop: the plugin was not asked to cancel"
+  ! grep -q 'close with' "$tmpdir/log" ||
+    fail "loop=$loop: the plugin was closed with requests in flight"
+  kill -0 "$server_pid" || fail "loop=$loop: the server died"
+  after=$(fds)
+  [ "$after" -eq "$before" ] ||
+    fail "loop=$loop: the server had $before descriptors before and $after after"
+  # It still serves.
+  t nbdsh -u "$uri" -c 'h.pwrite(b"x" * 512, 0); assert h.pread(512, 0) == b"x" * 512'
+  stop_server
 done
-# Each connection closes once its requests have completed: the plugin's
-# cancel makes that at once, not after 1 s.
-for (( i = 0; i < 100; i++ )); do
-  [ "$(grep -c 'close: 64 requests submitted, 64 completed' "$tmpdir/log")" -eq 5 ] &&
-    break
-  sleep 0.1
-done
-cat "$tmpdir/log" | grep -E 'cancel|close|error' || :
-[ "$(grep -c 'close: 64 requests submitted, 64 completed' "$tmpdir/log")" -eq 5 ] ||
-  fail "not every connection closed with all its requests completed"
-grep -q 'cancel: [1-9][0-9]* requests in flight' "$tmpdir/log" ||
-  fail "the plugin was not asked to cancel"
-! grep -q 'close with' "$tmpdir/log" ||
-  fail "the plugin was closed with requests in flight"
-kill -0 "$server_pid" || fail "the server died"
-after=$(fds)
-[ "$after" -eq "$before" ] ||
-  fail "the server had $before descriptors before and $after after"
-# It still serves.
-t nbdsh -u "$uri" -c 'h.pwrite(b"x" * 512, 0); assert h.pread(512, 0) == b"x" * 512'
-stop_server
 
-# Under valgrind: a hang-up with requests in flight leaks nothing.
+# Under valgrind: a hang-up with requests in flight leaks nothing, the
+# server's event loop included.
 if command -v valgrind >/dev/null && [ -z "${NBDKIT_SANITIZERS:-}" ]; then
   export NBDKIT_VALGRIND=1 NBDKIT_VALGRIND_LOG="$tmpdir/vg.%p"
   TEST_CMD_TIMEOUT=240
   status=0
-  t "$NBDKIT" -U - example-async size=1M delay=1000 \
+  t "$NBDKIT" -U - example-async size=1M delay=1000 loop=server \
     --run 'python3 "'"$tmpdir"'/hangup.py" "$uri" 16' || status=$?
   if [ "$status" -ne 0 ]; then
     cat "$tmpdir"/vg.* >&2

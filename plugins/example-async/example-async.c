@@ -13,7 +13,10 @@
  * order the requests came, of what it was handed: the asynchronous
  * callbacks (async_*) queue a request due DELAY from now and return at
  * once; the timer thread waits until the oldest is due, does it on the
- * disk and calls nbdkit_async_complete.  The buffer of a read or a
+ * disk and calls nbdkit_async_complete.  With loop=server the handle
+ * owns no thread: a timerfd set for the oldest request's time is
+ * watched by the server's event loop (nbdkit_async_watch), whose
+ * thread runs what is due and completes it.  The buffer of a read or a
  * write stays the plugin's until then.  A request that touches the
  * byte at fail=OFFSET completes with fail-errno instead.  cancel (the
  * client hung up with requests in flight) completes everything queued
@@ -36,6 +39,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <poll.h>
+#include <sys/timerfd.h>
 
 #define NBDKIT_API_VERSION 2
 #include <nbdkit-plugin.h>
@@ -47,6 +53,7 @@ static int64_t size = 1024 * 1024;
 static unsigned delay_ms = 10;
 static int64_t fail_offset = -1;
 static int fail_errno = EIO;
+static bool server_loop = false;        /* loop=server */
 
 extern struct nbdkit_async_ops nbdkit_async_ops;
 
@@ -73,7 +80,9 @@ struct handle {
   unsigned in_flight;           /* handed to us, not yet completed */
   uint64_t submitted, completed;
   bool cancel, stop;
-  pthread_t thread;
+  pthread_t thread;             /* loop=own */
+  int tfd;                      /* loop=server: the timerfd */
+  struct nbdkit_async_watch *watch;
 };
 
 static int
@@ -88,6 +97,14 @@ example_async_config (const char *key, const char *value)
   if (strcmp (key, "max-in-flight") == 0)
     return nbdkit_parse_uint32_t ("max-in-flight", value,
                                   &nbdkit_async_ops.max_in_flight);
+  if (strcmp (key, "loop") == 0) {
+    if (strcmp (value, "server") == 0 || strcmp (value, "own") == 0) {
+      server_loop = strcmp (value, "server") == 0;
+      return 0;
+    }
+    nbdkit_error ("loop=%s: must be own or server", value);
+    return -1;
+  }
   if (strcmp (key, "fail") == 0) {
     fail_offset = nbdkit_parse_size (value);
     return fail_offset == -1 ? -1 : 0;
@@ -203,6 +220,58 @@ timer (void *arg)
   return NULL;
 }
 
+/* loop=server: set the timerfd for OP's time (a time past fires at
+ * once), or for now when cancelling.  With h->lock held.
+ */
+static void
+arm (struct handle *h, const struct op *op)
+{
+  struct itimerspec its = { .it_value = op->due };
+  if (h->cancel)
+    its.it_value = (struct timespec) { .tv_nsec = 1 };
+  timerfd_settime (h->tfd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+/* loop=server: the timerfd fired, on the server's event thread.  Run
+ * and complete every request now due (all of them if cancelled), then
+ * set the timer for the next.
+ */
+static void
+on_timer (void *opaque, int revents)
+{
+  struct handle *h = opaque;
+  uint64_t expirations;
+  ssize_t r = read (h->tfd, &expirations, sizeof expirations);
+  (void) r;
+  struct timespec now;
+  clock_gettime (CLOCK_MONOTONIC, &now);
+
+  pthread_mutex_lock (&h->lock);
+  while (h->head &&
+         (h->cancel || h->head->due.tv_sec < now.tv_sec ||
+          (h->head->due.tv_sec == now.tv_sec &&
+           h->head->due.tv_nsec <= now.tv_nsec))) {
+    struct op *op = h->head;
+    h->head = op->next;
+    if (!h->head)
+      h->tail = NULL;
+    bool cancelled = h->cancel;
+    pthread_mutex_unlock (&h->lock);
+    int err = cancelled ? ESHUTDOWN
+      : perform (op->kind, op->buf, op->count, op->offset);
+    pthread_mutex_lock (&h->lock);
+    h->in_flight--;
+    h->completed++;
+    pthread_mutex_unlock (&h->lock);
+    nbdkit_async_complete (op->req, err);
+    free (op);
+    pthread_mutex_lock (&h->lock);
+  }
+  if (h->head)
+    arm (h, h->head);
+  pthread_mutex_unlock (&h->lock);
+}
+
 static void *
 example_async_open (int readonly)
 {
@@ -217,6 +286,20 @@ example_async_open (int readonly)
   pthread_cond_init (&h->cond, &attr);
   pthread_condattr_destroy (&attr);
   pthread_mutex_init (&h->lock, NULL);
+  h->tfd = -1;
+  if (server_loop) {
+    h->tfd = timerfd_create (CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+    if (h->tfd == -1)
+      nbdkit_error ("timerfd_create: %m");
+    else if ((h->watch = nbdkit_async_watch (h->tfd, POLLIN, on_timer, h)))
+      return h;
+    if (h->tfd >= 0)
+      close (h->tfd);
+    pthread_cond_destroy (&h->cond);
+    pthread_mutex_destroy (&h->lock);
+    free (h);
+    return NULL;
+  }
   int e = pthread_create (&h->thread, NULL, timer, h);
   if (e != 0) {
     errno = e;
@@ -240,7 +323,12 @@ example_async_close (void *handle)
   h->stop = true;
   pthread_cond_signal (&h->cond);
   pthread_mutex_unlock (&h->lock);
-  pthread_join (h->thread, NULL);
+  if (server_loop) {
+    nbdkit_async_unwatch (h->watch);
+    close (h->tfd);
+  }
+  else
+    pthread_join (h->thread, NULL);
   nbdkit_debug ("close: %" PRIu64 " requests submitted, %" PRIu64
                 " completed", h->submitted, h->completed);
   pthread_cond_destroy (&h->cond);
@@ -285,6 +373,8 @@ submit (struct handle *h, struct nbdkit_async_request *req,
   h->tail = op;
   h->in_flight++;
   h->submitted++;
+  if (server_loop && h->head == op)
+    arm (h, op);
   pthread_mutex_unlock (&h->lock);
   return 0;
 }
@@ -333,6 +423,8 @@ async_cancel (void *handle)
   nbdkit_debug ("cancel: %u requests in flight", h->in_flight);
   h->cancel = true;
   pthread_cond_signal (&h->cond);
+  if (server_loop && h->head)
+    arm (h, h->head);
   pthread_mutex_unlock (&h->lock);
 }
 
@@ -428,7 +520,9 @@ static struct nbdkit_plugin plugin = {
     "delay=MS           Each request takes MS milliseconds (default 10).\n"
     "fail=OFFSET        Requests touching this byte fail.\n"
     "fail-errno=ERRNO   ... with this error (default EIO).\n"
-    "max-in-flight=N    Requests in flight per connection at most.",
+    "max-in-flight=N    Requests in flight per connection at most.\n"
+    "loop=own|server    Complete from a thread of each connection (own,\n"
+    "                   the default) or the server's event loop.",
   .get_ready = example_async_get_ready,
   .unload = example_async_unload,
   .open = example_async_open,
