@@ -4,4 +4,5 @@
 TESTS += test-bench-quick.sh test-bench-compare-quick.sh \
 	test-bench-compare-check.sh test-bench-compare-tls.sh \
 	test-bench-ceiling-quick.sh test-bench-filters-quick.sh \
-	test-bench-plugins-quick.sh test-bench-slow-backend-quick.sh
+	test-bench-plugins-quick.sh test-bench-slow-backend-quick.sh \
+	test-bench-async-in-flight-quick.sh
