@@ -419,12 +419,7 @@ tx_async_submit (struct connection *conn, struct worker *w,
     break;
   }
 
-  if (NBDKIT_REQUEST_DISPATCH_ENABLED ())
-    NBDKIT_REQUEST_DISPATCH (conn->id, req->cookie,
-                             req->start_ns ? now_ns () - req->start_ns : 0,
-                             conn->requests -
-                             __atomic_load_n (&conn->replies,
-                                              __ATOMIC_RELAXED));
+  tx_trace_dispatch (conn, req);
   r->submit_ns = NBDKIT_REQUEST_COMPLETE_ENABLED () ? now_ns () : 0;
   if (NBDKIT_REQUEST_SUBMIT_ENABLED ())
     NBDKIT_REQUEST_SUBMIT (conn->id, req->cookie, (uint64_t) req->type,

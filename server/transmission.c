@@ -263,12 +263,7 @@ tx_worker_loop (void *arg)
     if (err == 0) {
       /* SERIALIZE_ALL_REQUESTS: one request at a time, server-wide. */
       layer_requests_lock ();
-      if (NBDKIT_REQUEST_DISPATCH_ENABLED ())
-        NBDKIT_REQUEST_DISPATCH (conn->id, req.cookie,
-                                 req.start_ns ? now_ns () - req.start_ns : 0,
-                                 conn->requests -
-                                 __atomic_load_n (&conn->replies,
-                                                  __ATOMIC_RELAXED));
+      tx_trace_dispatch (conn, &req);
       uint64_t t0 = 0;
       struct pool_sample s0 = { .cpu_ns = UINT64_MAX };
       if (pool->max > 1) {

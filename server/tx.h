@@ -151,6 +151,21 @@ enum worker_phase {
  */
 #define KEPT_BUFFER (4 * 1024 * 1024)
 
+/* Fire request_dispatch for REQ: how long it waited since it was read,
+ * and how many of the connection's requests are unanswered.  One for
+ * both paths (transmission.c, async.c), so the arguments agree.
+ */
+static inline void
+tx_trace_dispatch (struct connection *conn, const struct request *req)
+{
+  if (NBDKIT_REQUEST_DISPATCH_ENABLED ())
+    NBDKIT_REQUEST_DISPATCH (conn->id, req->cookie,
+                             req->start_ns ? now_ns () - req->start_ns : 0,
+                             conn->requests -
+                             __atomic_load_n (&conn->replies,
+                                              __ATOMIC_RELAXED));
+}
+
 /* Make the worker's buffer hold NEED bytes; what it held is lost.  It
  * starts on a page: where it happened to sit decided how fast the
  * kernel copied a payload from it into the file plugin's page cache
