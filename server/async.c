@@ -52,8 +52,14 @@
 /* Requests in flight per connection when the plugin does not say. */
 #define ASYNC_MAX_IN_FLIGHT 256
 
-/* A recycled request keeps a buffer up to this size. */
+/* A recycled request keeps a buffer up to this size; and larger ones,
+ * up to KEPT_BUFFER (tx.h), while those on a connection's free list
+ * come to at most ASYNC_KEPT_LARGE.  So a connection copying 1 MiB at
+ * a time does not map and unmap a buffer per request (a page fault per
+ * page of it), and one idle after a burst holds little.
+ */
 #define ASYNC_KEPT_BUFFER (256 * 1024)
+#define ASYNC_KEPT_LARGE (32 * 1024 * 1024)
 
 /* How often a wait looks whether the connection is still there. */
 #define ASYNC_LOOK_NS 100000000
@@ -98,6 +104,7 @@ struct async_conn {
   struct nbdkit_async_request *done_head, *done_tail;
   struct nbdkit_async_request *free_list;
   uint32_t n_free;
+  uint64_t kept_large;          /* buffers over ASYNC_KEPT_BUFFER there */
   bool stopping;
   pthread_t replier;
   struct worker rw;             /* the replier's reply buffers */
@@ -290,6 +297,8 @@ take_object (struct async_conn *a)
   if (r) {
     a->free_list = r->next;
     a->n_free--;
+    if (r->cap > ASYNC_KEPT_BUFFER)
+      a->kept_large -= r->cap;
     return r;
   }
   r = calloc (1, sizeof *r);
@@ -311,25 +320,35 @@ finish (struct async_conn *a, struct nbdkit_async_request *r)
     r->holding = 0;
     pthread_cond_broadcast (&conn->payload_back);
   }
-  if (r->cap > ASYNC_KEPT_BUFFER) {
-    free (r->buf);
-    r->buf = NULL;
-    r->cap = 0;
-  }
   r->state = ASYNC_FREE;
-  LOCK_FOR_SCOPE (&a->lock);
-  a->bytes -= r->bytes;
-  a->in_flight--;
-  if (a->n_free < a->max) {
-    r->next = a->free_list;
-    a->free_list = r;
-    a->n_free++;
+  void *drop_buf = NULL, *drop = NULL;    /* freed with the lock let go */
+  {
+    LOCK_FOR_SCOPE (&a->lock);
+    a->bytes -= r->bytes;
+    a->in_flight--;
+    if (a->n_free < a->max) {
+      if (r->cap > ASYNC_KEPT_BUFFER) {
+        if (r->cap <= KEPT_BUFFER &&
+            a->kept_large + r->cap <= ASYNC_KEPT_LARGE)
+          a->kept_large += r->cap;
+        else {
+          drop_buf = r->buf;
+          r->buf = NULL;
+          r->cap = 0;
+        }
+      }
+      r->next = a->free_list;
+      a->free_list = r;
+      a->n_free++;
+    }
+    else {
+      drop_buf = r->buf;
+      drop = r;
+    }
+    pthread_cond_broadcast (&a->room);
   }
-  else {
-    free (r->buf);
-    free (r);
-  }
-  pthread_cond_broadcast (&a->room);
+  free (drop_buf);
+  free (drop);
 }
 
 static bool
