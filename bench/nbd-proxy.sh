@@ -8,7 +8,12 @@
 #   ours     our nbd plugin in front of it (nbd socket=UPSTREAM);
 #   nbdkit   Debian's nbdkit 1.32 running the same nbd command;
 #   ours4    ours with connections=4 (four upstream connections per
-#            client, which nbdkit 1.32 does not have).
+#            client, which nbdkit 1.32 does not have);
+#   sync     ours with -D nbdkit.async=0: the synchronous path (a worker
+#            waits for each reply), which was the only one before the
+#            plugin completed requests asynchronously (ours, ours4);
+#   qemu     qemu-nbd serving the same upstream through its own NBD
+#            client (-f raw 'nbd+unix:///?socket=UPSTREAM').
 #
 # Workloads: fio (ioengine=nbd) 4 KiB random read and 4 KiB random
 # write at QD32, 1 MiB sequential read at QD8, then nbdcopy of a --size
@@ -16,7 +21,10 @@
 # null: (copy-out).  Each round runs every path, in an order rotated
 # from round to round; the report gives medians, ours ÷ nbdkit and
 # ours ÷ direct on every row (the brief: ours ≥ nbdkit, and ours ÷
-# direct ≥ 0.70 for the IOPS rows).  For the fio rows it also gives the
+# direct ≥ 0.70 for the IOPS rows), and a second table with the
+# synchronous path and qemu-nbd: ours ÷ sync, ours ÷ qemu-nbd (issue
+# 30's targets at QD32: ours ÷ direct at least twice the synchronous
+# path's, ours at least twice nbdkit's, ahead of qemu-nbd).  For the fio rows it also gives the
 # CPU time (user + system) of the server the client talks to, per I/O:
 # the proxy's own cost, which a loaded machine disturbs less than the
 # rates.
@@ -26,8 +34,9 @@
 #
 # Defaults: 3 rounds, 3 s per fio run, 256 MiB.  --quick: 1 round of
 # 1 s runs of 64 MiB.  --build: our built tree (default: the tree this
-# script is in).  Needs fio with its nbd engine, nbdcopy and Debian's
-# /usr/bin/nbdkit with its nbd plugin (exit 77 without fio or nbdkit).
+# script is in).  Needs fio with its nbd engine, nbdcopy, Debian's
+# /usr/bin/nbdkit with its nbd plugin (exit 77 without fio or nbdkit)
+# and qemu-nbd (qemu-utils; without it the qemu column is left out).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 export PATH="/usr/bin:$PATH"
@@ -103,6 +112,25 @@ start ours "$build/nbdkit"
 start nbdkit /usr/bin/nbdkit
 server_args+=(connections=4)
 start ours4 "$build/nbdkit"
+server_args=(-D nbdkit.async=0 nbd socket="$work/upstream.sock")
+start sync "$build/nbdkit"
+paths=(direct ours nbdkit ours4 sync)
+if command -v qemu-nbd >/dev/null; then
+  rm -f "$work/qemu.sock"
+  qemu-nbd -f raw -t --shared=0 -k "$work/qemu.sock" \
+    "$upstream_uri" > "$work/qemu.log" 2>&1 &
+  srv_pids+=($!)
+  pid_of[qemu]=$!
+  for (( i = 0; i < 100; i++ )); do
+    [ -S "$work/qemu.sock" ] && break
+    sleep 0.1
+  done
+  [ -S "$work/qemu.sock" ] || die "qemu-nbd did not start: $(tail -3 "$work/qemu.log")"
+  qemu_uri="nbd+unix:///?socket=$work/qemu.sock"
+  paths+=(qemu)
+else
+  note "qemu-nbd not found: no qemu column"
+fi
 head -c "$(( size_mib * 1024 * 1024 ))" /dev/urandom > "$shm/src"
 
 declare -A wl_rw=([randread-4k]=randread [randwrite-4k]=randwrite
@@ -110,7 +138,6 @@ declare -A wl_rw=([randread-4k]=randread [randwrite-4k]=randwrite
 declare -A wl_bs=([randread-4k]=4k [randwrite-4k]=4k [seqread-1m]=1M)
 declare -A wl_qd=([randread-4k]=32 [randwrite-4k]=32 [seqread-1m]=8)
 workloads=(randread-4k randwrite-4k seqread-1m copy-in copy-out)
-paths=(direct ours nbdkit ours4)
 : > "$work/data"
 
 # measure PATH WORKLOAD ROUND: append "workload path round value unit".
@@ -195,4 +222,20 @@ for (wl, unit), d in sorted(rows.items(), key=lambda x: (units.index(x[0][1]) //
         wl, unit, m["direct"], m["ours"], m["nbdkit"],
         m["ours"] / m["nbdkit"], m["ours"] / m["direct"],
         m["ours4"], m["ours4"] / m["direct"]))
+print()
+print("The asynchronous path (ours) against the synchronous one (sync, -D")
+print("nbdkit.async=0) and qemu-nbd serving the same upstream (qemu):")
+print()
+print("| workload | direct | ours | sync | qemu-nbd | ours ÷ direct | sync ÷ direct | ours ÷ sync | ours ÷ nbdkit | ours ÷ qemu-nbd |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+for (wl, unit), d in sorted(rows.items(), key=lambda x: (units.index(x[0][1]) // 2, order.index(x[0][0]))):
+    m = {p: statistics.median(v) for p, v in d.items()}
+    fmt = "%.2f" if unit.startswith("server") else "%.0f"
+    q = m.get("qemu")
+    print(("| %s (%s) | " + fmt + " | " + fmt + " | " + fmt + " | %s | %.2f | %.2f | %.2f | %.2f | %s |") % (
+        wl, unit, m["direct"], m["ours"], m["sync"],
+        fmt % q if q is not None else "-",
+        m["ours"] / m["direct"], m["sync"] / m["direct"],
+        m["ours"] / m["sync"], m["ours"] / m["nbdkit"],
+        "%.2f" % (m["ours"] / q) if q else "-"))
 PY

@@ -217,6 +217,10 @@ start_connect (void)
       nbd_set_uri_allow_local_file (nbd, true) == -1 ||
       nbd_set_opt_mode (nbd, true) == -1 ||
       nbd_set_full_info (nbd, true) == -1 ||
+      /* The server sends nothing of a read that failed: libnbd need
+       * not clear each buffer before reading into it.
+       */
+      nbd_set_pread_initialize (nbd, false) == -1 ||
       nbd_add_meta_context (nbd, LIBNBD_CONTEXT_BASE_ALLOCATION) == -1)
     goto fail;
   if (nbd_cfg.tls != -1 && nbd_set_tls (nbd, nbd_cfg.tls) == -1)

@@ -78,6 +78,8 @@ extern int proxy_config (const char *key, const char *value);
 extern int proxy_config_complete (void);
 extern void proxy_dump_plugin (void);
 
+struct aio_req;
+
 /* One connection to the upstream server.  In shared mode one of these
  * serves every client; otherwise each client connection has its own.
  * libnbd's handle does its own locking, so any number of worker threads
@@ -90,6 +92,15 @@ struct upstream {
   bool poller_running;
   atomic_bool stopping;         /* the poller should return */
   unsigned request_timeout;     /* seconds, 0 = wait for ever */
+  /* Asynchronous requests (io.c).  The lock is taken inside libnbd's
+   * handle lock (in a completion) and never held across a libnbd call.
+   */
+  pthread_mutex_t lock;         /* protects the lists */
+  struct aio_req *oldest, *newest;  /* in flight, in the order sent */
+  struct aio_req *spare;        /* recycled request records */
+  unsigned n_spare;
+  _Atomic uint64_t cancel_at;   /* ns: drop the connection if requests
+                                   are still in flight then; 0: no */
 };
 
 /* The plugin's handle: one or more connections to the same export
@@ -105,7 +116,7 @@ struct proxy {
 };
 
 /* io.c: the poller, and the data callbacks (their handle is a struct
- * proxy).
+ * proxy), synchronous here and asynchronous in nbdkit_async_ops.
  */
 extern int nbd_up_start_poller (struct upstream *up);
 extern void nbd_up_stop_poller (struct upstream *up);
