@@ -7,5 +7,5 @@ TESTS += test-nbd-plugin.sh test-nbd-commands.sh \
 	test-nbd-default-export.sh test-nbd-async-bytes.sh \
 	test-nbd-async-overlap.sh test-nbd-async-probes.sh \
 	test-nbd-async-errors.sh test-nbd-async-upstream-dies.sh \
-	test-nbd-async-hangup.sh
+	test-nbd-async-hangup.sh test-nbd-async-partition.sh
 EXTRA_DIST += nbd-plugin-functions.sh
