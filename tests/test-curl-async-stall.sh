@@ -94,7 +94,10 @@ for (( i = 0; i < 50; i++ )); do
 done
 grep -q 'closed connection' "$tmpdir/server.err" ||
   { cat "$tmpdir/server.err"; fail "hang-up: the connection did not close"; }
-grep -q 'connection 1 gone: 8 requests cancelled' "$tmpdir/server.err" ||
-  { cat "$tmpdir/server.err"; fail "hang-up: the requests were not cancelled"; }
+# Each event loop says how many of its requests it cancelled.
+n=$(sed -n 's/.*connection 1 gone: \([0-9]*\) requests cancelled.*/\1/p' \
+      "$tmpdir/server.err" | awk '{ n += $1 } END { print n + 0 }')
+[ "$n" -eq 8 ] ||
+  { cat "$tmpdir/server.err"; fail "hang-up: $n requests cancelled, not 8"; }
 [ "$(nbdinfo --size "$uri")" = 1048576 ] || fail "hang-up: no next client"
 stop_server
