@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
-# bench/curl.sh: our curl plugin beside Debian's nbdkit 1.32 curl
-# plugin, both reading the same file from the same nginx.
+# bench/curl.sh: our curl plugin, on its asynchronous path (the
+# default: a libcurl multi event loop) and on its synchronous path
+# (-D nbdkit.async=0), beside Debian's nbdkit 1.32 curl plugin, all
+# reading the same file from the same nginx.
 #
 # nginx (started here, one process, its config and logs in a private
 # directory, stopped by pid) serves a file of --size MiB of random
 # bytes from /dev/shm on 127.0.0.1.  In each round, each server in
-# turn (the order alternates from round to round) is started fresh on
+# turn (the order rotates from round to round) is started fresh on
 # a private Unix socket with "-r curl URL" (ours adds connections=N,
 # which nbdkit 1.32 lacks), and measured: fio (ioengine=nbd) 1 MiB
-# sequential read at QD8 for --runtime seconds, then nbdcopy of the
+# sequential read at QD8 and 4 KiB random read at QD32 for --runtime
+# seconds each, then nbdcopy of the
 # whole export to null:, with the server's CPU time during the copy
-# (utime+stime from /proc/PID/stat, per GiB).  Prints a markdown table of the medians, ours
-# ÷ nbdkit on each row; --write-results also puts it in
+# (utime+stime from /proc/PID/stat, per GiB).  Prints a markdown table
+# of the medians, with async ÷ sync and async ÷ nbdkit on each row; --write-results also puts it in
 # bench/RESULTS.md as the section "## curl plugin" (other sections
 # kept).
 #
@@ -116,6 +119,9 @@ start_server ()
   case "$name" in
     ours) "$ours" -f -r -U "$sock" -P "$pidfile" curl "$url" \
             connections="$connections" > "$work/server.log" 2>&1 & ;;
+    ours-sync) "$ours" -D nbdkit.async=0 -f -r -U "$sock" -P "$pidfile" \
+                 curl "$url" connections="$connections" \
+                 > "$work/server.log" 2>&1 & ;;
     nbdkit) "$theirs" -f -r -U "$sock" -P "$pidfile" curl "$url" \
               > "$work/server.log" 2>&1 & ;;
   esac
@@ -131,19 +137,35 @@ start_server ()
 stop_server () { kill_pid "$srv_pid"; srv_pid=""; }
 record () { echo "$*" | tee -a "$work/data" >&2; }
 
+# fio_run NAME FIO-ARGS...: one fio run against the server.
+fio_run ()
+{
+  local name="$1"
+  shift
+  bounded $(( runtime + 120 )) "$work/fio.log" \
+    fio --name=bench --ioengine=nbd --uri="$srv_uri" "$@" \
+      --size="${size_mib}m" --runtime="$runtime" --time_based \
+      --output-format=json --output="$work/run.json" ||
+    die "$name: fio failed: $(tail -3 "$work/fio.log")"
+}
+# fio_result bw|iops: the last run's read MiB/s or IOPS.
+fio_result ()
+{
+  python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))["jobs"][0]["read"]
+print(round(j["bw_bytes"] / 2**20, 1) if sys.argv[2] == "bw"
+      else round(j["iops"]))' "$work/run.json" "$1"
+}
+
 measure ()
 {
   local name="$1" rnd="$2" t0 t1 c0 c1
   start_server "$name"
-  bounded $(( runtime + 120 )) "$work/fio.log" \
-    fio --name=bench --ioengine=nbd --uri="$srv_uri" --rw=read --bs=1m \
-      --iodepth=8 --size="${size_mib}m" --runtime="$runtime" --time_based \
-      --output-format=json --output="$work/run.json" ||
-    die "$name: fio failed: $(tail -3 "$work/fio.log")"
-  record "seqread-1m $name $rnd $(python3 -c '
-import json, sys
-j = json.load(open(sys.argv[1]))["jobs"][0]
-print(round(j["read"]["bw_bytes"] / 2**20, 1))' "$work/run.json") MiB/s"
+  fio_run "$name" --rw=read --bs=1m --iodepth=8
+  record "seqread-1m $name $rnd $(fio_result bw) MiB/s"
+  fio_run "$name" --rw=randread --bs=4k --iodepth=32
+  record "randread-4k $name $rnd $(fio_result iops) IOPS"
   c0=$(cpu_ticks "$srv_pid")
   t0=$(date +%s.%N)
   bounded 600 "$work/copy.log" nbdcopy "$srv_uri" null: ||
@@ -158,7 +180,11 @@ print(round(j["read"]["bw_bytes"] / 2**20, 1))' "$work/run.json") MiB/s"
 : > "$work/data"
 for (( r = 1; r <= rounds; r++ )); do
   note "round $r of $rounds"
-  if (( r % 2 )); then order="ours nbdkit"; else order="nbdkit ours"; fi
+  case $(( r % 3 )) in
+    1) order="ours ours-sync nbdkit" ;;
+    2) order="ours-sync nbdkit ours" ;;
+    0) order="nbdkit ours ours-sync" ;;
+  esac
   for name in $order; do measure "$name" "$r"; done
 done
 
@@ -171,19 +197,23 @@ for line in open(sys.argv[1]):
 print("## curl plugin")
 print()
 print("$(date -u +%F), \`$cmdline\`: nginx serving a $size_mib MiB file from")
-print("/dev/shm on 127.0.0.1; ours with connections=$connections, Debian's nbdkit")
+print("/dev/shm on 127.0.0.1; ours with connections=$connections on its")
+print("asynchronous path (a libcurl multi event loop) and with")
+print("-D nbdkit.async=0 (a server thread per transfer), Debian's nbdkit")
 print("1.32 curl (one libcurl handle per NBD connection, requests serialised);")
-print("both -r on a Unix socket.  Medians of $rounds rounds, servers")
-print("alternating.  $(nproc) CPUs, shared with other work.")
+print("all -r on a Unix socket.  Medians of $rounds rounds, servers")
+print("rotating.  $(nproc) CPUs, shared with other work.")
 print()
-print("| workload | ours | nbdkit 1.32 | ours ÷ nbdkit |")
-print("|---|---|---|---|")
+print("| workload | ours async | ours sync | nbdkit 1.32 | async ÷ sync | async ÷ nbdkit |")
+print("|---|---|---|---|---|---|")
 for wl, what in [("seqread-1m", "fio 1 MiB sequential read QD8 (MiB/s)"),
+                 ("randread-4k", "fio 4 KiB random read QD32 (IOPS)"),
                  ("copy-out", "nbdcopy to null: (MiB/s)"),
                  ("copy-cpu", "server CPU during the copy (s per GiB, lower is better)")]:
     a = statistics.median(data[(wl, "ours")])
+    s = statistics.median(data[(wl, "ours-sync")])
     b = statistics.median(data[(wl, "nbdkit")])
-    print("| %s | %.1f | %.1f | %.2f |" % (what, a, b, a / b))
+    print("| %s | %.1f | %.1f | %.1f | %.2f | %.2f |" % (what, a, s, b, a / s, a / b))
 PY
 cat "$work/report"
 [ "$write_results" -eq 1 ] && write_section "curl plugin" "$work/report"

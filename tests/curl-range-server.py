@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
-# tests/curl-range-server.py FILE PORTFILE [SKEW]: a small web server for the
-# curl plugin's write test.  It serves FILE with byte ranges (HEAD,
+# tests/curl-range-server.py FILE PORTFILE [SKEW [DELAY]]: a small web
+# server for the curl plugin's write test.  It serves FILE with byte ranges (HEAD,
 # GET with "Range: bytes=A-B", answered 206) and takes partial writes
 # (PUT with "Content-Range: bytes A-B/SIZE", SIZE the file's, written
 # into FILE at A, answered 204; anything else 400), which nginx does
@@ -11,12 +11,16 @@
 import os
 import re
 import sys
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 path, portfile = sys.argv[1], sys.argv[2]
 # A third argument SKEW answers each ranged GET with the range SKEW bytes
 # later than asked, and says so in its Content-Range (a broken server).
 skew = int(sys.argv[3]) if len(sys.argv) > 3 else 0
+# A fourth, DELAY, waits DELAY milliseconds before answering each GET (a
+# slow server, for the asynchronous path's tests).
+delay = int(sys.argv[4]) / 1000 if len(sys.argv) > 4 else 0
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -46,6 +50,8 @@ class Handler(BaseHTTPRequestHandler):
         self.head_or_get(False)
 
     def do_GET(self):
+        if delay:
+            time.sleep(delay)
         self.head_or_get(True)
 
     def do_PUT(self):
@@ -66,7 +72,13 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
 
 
-srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+class Server(ThreadingHTTPServer):
+    # Many connections may arrive at once (connections=N).
+    request_queue_size = 128
+    daemon_threads = True
+
+
+srv = Server(("127.0.0.1", 0), Handler)
 with open(portfile + ".tmp", "w") as f:
     f.write("%d\n" % srv.server_address[1])
 os.rename(portfile + ".tmp", portfile)

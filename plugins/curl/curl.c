@@ -10,8 +10,12 @@
  * with a Range header (each write one PUT with Content-Range, HTTP
  * only), on a handle taken from the pool (pool.c) for the time of the
  * transfer; the header and cookie scripts (scripts.c) are run from
- * there.  The curl_range_start and curl_range_done probes fire around
- * each transfer (done: its HTTP status, bytes moved and latency).
+ * there.  A transfer is set up by transfer_begin and checked by
+ * transfer_end; in between, curl_easy_perform runs it on the server's
+ * thread (the synchronous callbacks here), or the plugin's event loop
+ * runs it with others (async.c, the asynchronous callbacks).  The
+ * curl_range_start and curl_range_done probes fire around each
+ * transfer (done: its HTTP status, bytes moved and latency).
  */
 #include <config.h>
 
@@ -292,6 +296,7 @@ curl_unload (void)
 {
   size_t i;
 
+  async_stop ();
   pool_free ();
   scripts_free ();
   for (i = 0; i < ARRAY_SIZE (strings); i++) {
@@ -444,26 +449,24 @@ append (struct curl_slist *list, const char *line)
   return l;
 }
 
-/* Run one transfer of [offset, offset+count) on h and check it. */
-static int
-transfer (struct handle *h, bool write, uint64_t offset, uint32_t count,
-          long *status)
+/* Set h up for the transfer of [offset, offset+count): after this,
+ * curl_easy_perform or the event loop runs it, then transfer_end.
+ */
+int
+transfer_begin (struct handle *h, bool write, uint64_t offset,
+                uint32_t count)
 {
   char range[64];
-  CURLcode r;
   struct curl_slist *base = h->own_headers ? h->own_headers : params.headers;
-  struct curl_slist *extra = NULL;
 
   snprintf (range, sizeof range, "%" PRIu64 "-%" PRIu64,
             offset, offset + count - 1);
-  NBDKIT_PROBE (curl_range_start, nbdkit_connection_id (),
-                nbdkit_request_cookie (), write ? "PUT" : "GET",
-                offset, count);
-  const uint64_t t0 = now_ns ();
+  h->write = write;
+  h->offset = offset;
   h->count = count;
   h->done = 0;
   h->overrun = false;
-  *status = 0;
+  h->extra = NULL;
   if (write) {
     /* The handle's headers plus "Content-Range: bytes A-B/SIZE" (what
      * libcurl would add from CURLOPT_RANGE gives a wrong total).
@@ -472,12 +475,12 @@ transfer (struct handle *h, bool write, uint64_t offset, uint32_t count,
     char cr[128];
     snprintf (cr, sizeof cr, "Content-Range: bytes %s/%" PRIi64, range, size);
     for (l = base; l; l = l->next) {
-      if (!(extra = append (extra, l->data)))
+      if (!(h->extra = append (h->extra, l->data)))
         return -1;
     }
-    if (!(extra = append (extra, cr)))
+    if (!(h->extra = append (h->extra, cr)))
       return -1;
-    curl_easy_setopt (h->c, CURLOPT_HTTPHEADER, extra);
+    curl_easy_setopt (h->c, CURLOPT_HTTPHEADER, h->extra);
     curl_easy_setopt (h->c, CURLOPT_UPLOAD, 1L);
     curl_easy_setopt (h->c, CURLOPT_INFILESIZE_LARGE, (curl_off_t) count);
   }
@@ -485,22 +488,39 @@ transfer (struct handle *h, bool write, uint64_t offset, uint32_t count,
     curl_easy_setopt (h->c, CURLOPT_HTTPGET, 1L);
     curl_easy_setopt (h->c, CURLOPT_RANGE, range);
   }
-  r = curl_easy_perform (h->c);
+  NBDKIT_PROBE (curl_range_start, h->conn_id, h->cookie,
+                write ? "PUT" : "GET", offset, count);
+  h->t0 = now_ns ();
+  return 0;
+}
+
+/* The transfer set up by transfer_begin ended with R: put the handle's
+ * options back and check what came.
+ */
+int
+transfer_end (struct handle *h, CURLcode r)
+{
+  const bool write = h->write;
+  const uint64_t offset = h->offset;
+  const size_t count = h->count;
+  long status = 0;
+
   if (write) {
     curl_easy_setopt (h->c, CURLOPT_UPLOAD, 0L);
-    curl_easy_setopt (h->c, CURLOPT_HTTPHEADER, base);
-    curl_slist_free_all (extra);
+    curl_easy_setopt (h->c, CURLOPT_HTTPHEADER,
+                      h->own_headers ? h->own_headers : params.headers);
+    curl_slist_free_all (h->extra);
+    h->extra = NULL;
   }
   else
     curl_easy_setopt (h->c, CURLOPT_RANGE, NULL);
-  curl_easy_getinfo (h->c, CURLINFO_RESPONSE_CODE, status);
+  curl_easy_getinfo (h->c, CURLINFO_RESPONSE_CODE, &status);
   if (NBDKIT_PROBE_ENABLED (curl_range_done))
-    NBDKIT_PROBE (curl_range_done, nbdkit_connection_id (),
-                  nbdkit_request_cookie (), *status, (uint64_t) h->done,
-                  now_ns () - t0, (int) r);
+    NBDKIT_PROBE (curl_range_done, h->conn_id, h->cookie, status,
+                  (uint64_t) h->done, now_ns () - h->t0, (int) r);
 
   if (h->overrun) {
-    nbdkit_error ("%s: the server sent more than the %" PRIu32
+    nbdkit_error ("%s: the server sent more than the %zu"
                   " bytes asked for at offset %" PRIu64
                   " (it ignored the Range header)", params.url, count, offset);
     return -1;
@@ -511,23 +531,23 @@ transfer (struct handle *h, bool write, uint64_t offset, uint32_t count,
     return -1;
   }
   if (is_http) {
-    bool ok = write ? (*status >= 200 && *status <= 299)
-      : (*status == 206 || (*status == 200 && offset == 0));
+    bool ok = write ? (status >= 200 && status <= 299)
+      : (status == 206 || (status == 200 && offset == 0));
     if (!ok) {
       nbdkit_error ("%s: %s at offset %" PRIu64 ": HTTP status %ld",
-                    params.url, write ? "write" : "read", offset, *status);
+                    params.url, write ? "write" : "read", offset, status);
       return -1;
     }
     /* A partial reply must carry exactly the bytes asked for: a server
      * that answers another range (or none it names) would have its
      * bytes put in the wrong place, and the client would never know.
      */
-    if (!write && *status == 206 &&
+    if (!write && status == 206 &&
         (!h->have_range || h->range_first != offset ||
          h->range_last != offset + count - 1)) {
       if (NBDKIT_PROBE_ENABLED (curl_bad_range))
-        NBDKIT_PROBE (curl_bad_range, nbdkit_connection_id (),
-                      nbdkit_request_cookie (), offset, (uint64_t) count,
+        NBDKIT_PROBE (curl_bad_range, h->conn_id, h->cookie, offset,
+                      (uint64_t) count,
                       h->have_range ? (int64_t) h->range_first : -1,
                       h->have_range ? (int64_t) h->range_last : -1);
       if (h->have_range)
@@ -543,7 +563,7 @@ transfer (struct handle *h, bool write, uint64_t offset, uint32_t count,
     }
   }
   if (h->done != count) {
-    nbdkit_error ("%s: %s at offset %" PRIu64 ": %zu of %" PRIu32
+    nbdkit_error ("%s: %s at offset %" PRIu64 ": %zu of %zu"
                   " bytes", params.url, write ? "short write" : "short read",
                   offset, h->done, count);
     return -1;
@@ -551,13 +571,14 @@ transfer (struct handle *h, bool write, uint64_t offset, uint32_t count,
   return 0;
 }
 
-/* One read or write on a handle from the pool; a failure is EIO. */
-static int
-pooled_transfer (bool write, void *rbuf, const void *wbuf, uint32_t count,
-                 uint64_t offset)
+/* One read or write on a handle from the pool, on this thread; a
+ * failure is EIO.
+ */
+int
+curl_sync_transfer (bool write, void *rbuf, const void *wbuf, uint32_t count,
+                    uint64_t offset)
 {
   struct handle *h;
-  long status;
   int r;
 
   if (count == 0)
@@ -565,12 +586,18 @@ pooled_transfer (bool write, void *rbuf, const void *wbuf, uint32_t count,
   h = pool_get ();
   if (!h)
     return -1;
+  h->conn_id = nbdkit_connection_id ();
+  h->cookie = nbdkit_request_cookie ();
   h->rbuf = rbuf;
   h->wbuf = wbuf;
-  r = transfer (h, write, offset, count, &status);
+  r = transfer_begin (h, write, offset, count);
+  if (r == 0)
+    r = transfer_end (h, curl_easy_perform (h->c));
   h->rbuf = NULL;
   h->wbuf = NULL;
   pool_put (h);
+  /* A request of the event loop's may be waiting for this handle. */
+  async_handle_back ();
   if (r == -1)
     errno = EIO;
   return r;
@@ -580,14 +607,14 @@ static int
 curl_pread (void *handle, void *buf, uint32_t count, uint64_t offset,
             uint32_t flags)
 {
-  return pooled_transfer (false, buf, NULL, count, offset);
+  return curl_sync_transfer (false, buf, NULL, count, offset);
 }
 
 static int
 curl_pwrite (void *handle, const void *buf, uint32_t count, uint64_t offset,
              uint32_t flags)
 {
-  return pooled_transfer (true, NULL, buf, count, offset);
+  return curl_sync_transfer (true, NULL, buf, count, offset);
 }
 
 static struct nbdkit_plugin plugin = {

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* The curl plugin's shared definitions: the parameters (curl.c fills
  * them during configuration, everything reads them afterwards), the
- * handle pool (pool.c) and the header and cookie scripts (scripts.c).
+ * handle pool (pool.c), the header and cookie scripts (scripts.c) and
+ * the event loop of the asynchronous requests (async.c).
  */
 #ifndef NBDKIT_CURLDEFS_H
 #define NBDKIT_CURLDEFS_H
@@ -58,7 +59,15 @@ struct handle {
   struct curl_slist *own_headers;
   uint64_t header_gen, cookie_gen;
 
-  /* The transfer in progress. */
+  /* The transfer in progress: the request it serves (for the probes,
+   * which may fire on the event loop's thread, where the server knows
+   * no request), and what transfer_begin set up for transfer_end.
+   */
+  uint64_t conn_id, cookie;
+  bool write;
+  uint64_t offset;
+  uint64_t t0;                  /* when it began, ns */
+  struct curl_slist *extra;     /* write: the headers with Content-Range */
   char *rbuf;                   /* read: where the bytes go */
   const char *wbuf;             /* write: where they come from */
   size_t count, done;           /* bytes wanted, bytes moved */
@@ -68,10 +77,25 @@ struct handle {
   uint64_t range_first, range_last; /* and said A and B */
 };
 
+/* curl.c: one transfer in two halves, so that either curl_easy_perform
+ * (the synchronous path) or the event loop (async.c) may run it in
+ * between.  The caller sets h->conn_id, h->cookie and h->rbuf or
+ * h->wbuf first.  Both return 0 or -1 having reported the error.
+ */
+extern int transfer_begin (struct handle *h, bool write, uint64_t offset,
+                           uint32_t count);
+extern int transfer_end (struct handle *h, CURLcode r);
+/* The whole transfer on the calling thread (errno EIO if it failed). */
+extern int curl_sync_transfer (bool write, void *rbuf, const void *wbuf,
+                               uint32_t count, uint64_t offset);
+
 /* pool.c */
 extern int pool_init (void);
 extern void pool_free (void);
 extern struct handle *pool_get (void);
+extern struct handle *pool_try_get (void);
+extern void pool_took (struct handle *h, uint64_t conn_id, uint64_t cookie,
+                       uint64_t wait_ns);
 extern void pool_put (struct handle *h);
 extern struct handle *handle_new (void);
 extern void handle_free (struct handle *h);
@@ -79,6 +103,12 @@ extern const char *handle_error (struct handle *h, CURLcode r);
 
 /* scripts.c */
 extern int scripts_refresh (struct handle *h);
+extern int scripts_run_due (void);
+extern int scripts_apply (struct handle *h);
 extern void scripts_free (void);
+
+/* async.c */
+extern void async_stop (void);
+extern void async_handle_back (void);
 
 #endif /* NBDKIT_CURLDEFS_H */

@@ -8,7 +8,9 @@
  * a new one while there are fewer than N, or waits until another
  * request gives one back.  So N requests can be in flight to the
  * server at once and the (N+1)th waits; the curl_pool_wait probe says
- * for how long.
+ * for how long.  A synchronous request waits in pool_get; an
+ * asynchronous one waits in the event loop's queue (async.c), which
+ * takes handles with pool_try_get as they come back.
  *
  * handle_new sets every option that does not change from one request
  * to the next.  The handles share cookies, DNS answers and TLS
@@ -16,6 +18,7 @@
  * by the others and only the first handle pays a full TLS handshake.
  *
  * Lock order: pool_lock, then the share's locks (taken by libcurl).
+ * pool_lock is taken with no other lock of the plugin's held.
  */
 #include <config.h>
 
@@ -385,6 +388,50 @@ handle_error (struct handle *h, CURLcode r)
   return h->errbuf[0] ? h->errbuf : curl_easy_strerror (r);
 }
 
+/* With pool_lock held: a free handle, or a new one while the pool is
+ * not full, marked in use.  NULL with errno EAGAIN if every handle is
+ * busy, ENOMEM if a new one could not be made.
+ */
+static struct handle *
+take_locked (void)
+{
+  struct handle *h;
+  unsigned i;
+
+  for (i = 0; i < nr_handles; i++) {
+    if (!in_use[i]) {
+      in_use[i] = true;
+      return handles[i];
+    }
+  }
+  if (nr_handles == params.connections) {
+    errno = EAGAIN;
+    return NULL;
+  }
+  h = handle_new ();
+  if (!h) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  h->index = nr_handles;
+  handles[nr_handles++] = h;
+  in_use[h->index] = true;
+  return h;
+}
+
+/* A request took H after waiting WAIT_NS: say so to a tracer, and
+ * clear what the last transfer left in its error buffer.
+ */
+void
+pool_took (struct handle *h, uint64_t conn_id, uint64_t cookie,
+           uint64_t wait_ns)
+{
+  if (NBDKIT_PROBE_ENABLED (curl_pool_wait))
+    NBDKIT_PROBE (curl_pool_wait, conn_id, cookie, wait_ns,
+                  (unsigned) h->index);
+  h->errbuf[0] = '\0';
+}
+
 /* Take a handle for one request: a free one, a new one while the pool
  * is not full, or the first one given back.  Every request that holds
  * one ends within the transfer's timeout (or the stall guard), so the
@@ -395,47 +442,40 @@ struct handle *
 pool_get (void)
 {
   uint64_t t0 = now_ns ();
-  struct handle *h = NULL;
-  unsigned i;
+  struct handle *h;
 
   pthread_mutex_lock (&pool_lock);
-  for (;;) {
-    for (i = 0; i < nr_handles; i++) {
-      if (!in_use[i]) {
-        h = handles[i];
-        break;
-      }
-    }
-    if (h)
-      break;
-    if (nr_handles < params.connections) {
-      h = handle_new ();
-      if (!h) {
-        pthread_mutex_unlock (&pool_lock);
-        errno = ENOMEM;
-        return NULL;
-      }
-      i = nr_handles;
-      h->index = i;
-      handles[nr_handles++] = h;
-      break;
-    }
+  while ((h = take_locked ()) == NULL && errno == EAGAIN)
     pthread_cond_wait (&pool_cond, &pool_lock);
-  }
-  in_use[i] = true;
   pthread_mutex_unlock (&pool_lock);
+  if (!h)
+    return NULL;
 
-  if (NBDKIT_PROBE_ENABLED (curl_pool_wait))
-    NBDKIT_PROBE (curl_pool_wait, nbdkit_connection_id (),
-                  nbdkit_request_cookie (), now_ns () - t0,
-                  (unsigned) h->index);
-
+  pool_took (h, nbdkit_connection_id (), nbdkit_request_cookie (),
+             now_ns () - t0);
   if (scripts_refresh (h) == -1) {
     pool_put (h);
     errno = EIO;
     return NULL;
   }
-  h->errbuf[0] = '\0';
+  return h;
+}
+
+/* The event loop's way (async.c): never waits.  NULL with errno EAGAIN
+ * while every handle is busy.  The caller brings the scripts' output
+ * to the handle (scripts_apply) and calls pool_took.
+ */
+struct handle *
+pool_try_get (void)
+{
+  struct handle *h;
+  int e;
+
+  pthread_mutex_lock (&pool_lock);
+  h = take_locked ();
+  e = errno;
+  pthread_mutex_unlock (&pool_lock);
+  errno = e;
   return h;
 }
 

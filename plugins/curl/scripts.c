@@ -7,18 +7,25 @@
  * request, and again before a request once its -renew period has
  * passed since its last run.  $iteration (0 the first time) and $url
  * are in its environment.  Each run that succeeds makes a new
- * generation of the output; pool_get calls scripts_refresh, which
- * gives the handle the current generation if it carries an older one
- * (each handle owns its copy of the header list, since libcurl keeps a
- * pointer to the list and other handles may be mid-transfer).
+ * generation of the output.  scripts_run_due runs what is due;
+ * scripts_apply gives a handle the current generation if it carries an
+ * older one (each handle owns its copy of the header list, since
+ * libcurl keeps a pointer to the list and other handles may be
+ * mid-transfer); pool_get calls scripts_refresh, which does both.  The
+ * asynchronous path runs the scripts on the server's worker that
+ * submits, and applies them on the event loop, which must never wait
+ * for a script.
  *
  * A run is bounded: a script that has not exited within timeout=
  * seconds (SCRIPT_SECONDS without one) is killed and the run fails, as
  * does one that exits with a non-zero status or prints more than
  * MAX_OUTPUT bytes.
  *
- * script_lock protects everything below it and is held while a script
- * runs, so requests that need the new output wait for it.  Lock order:
+ * script_lock serializes the runs (and protects iteration): it is held
+ * while a script runs, so requests that need the new output wait for
+ * it.  gen_lock protects a script's output and generation, is held only
+ * to copy or replace them, and is taken inside script_lock when a run
+ * publishes its output.  Lock order: script_lock, then gen_lock;
  * pool_lock is never held here.
  */
 #include <config.h>
@@ -62,6 +69,7 @@ struct script {
 };
 
 static pthread_mutex_t script_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t gen_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct script header_s = { .kind = "header", .lines = empty_vector };
 static struct script cookie_s = { .kind = "cookie", .lines = empty_vector };
 
@@ -150,10 +158,12 @@ script_run (struct script *s, const char *script)
     }
     p = nl ? nl + 1 : end;
   }
+  pthread_mutex_lock (&gen_lock);
   string_vector_free_all (&s->lines);
   s->lines = lines;
   s->gen++;
   s->last_ns = t0;
+  pthread_mutex_unlock (&gen_lock);
   ret = 0;
 
  out:
@@ -163,7 +173,9 @@ script_run (struct script *s, const char *script)
   return ret;
 }
 
-/* Does the script need a (first or renewed) run? */
+/* Does the script need a (first or renewed) run?  With script_lock
+ * held (gen and last_ns change only under it).
+ */
 static bool
 script_due (struct script *s, unsigned renew)
 {
@@ -174,61 +186,96 @@ script_due (struct script *s, unsigned renew)
 }
 
 int
-scripts_refresh (struct handle *h)
+scripts_run_due (void)
 {
-  CURLcode r;
+  int ret = 0;
 
   if (!params.header_script && !params.cookie_script)
     return 0;
 
   pthread_mutex_lock (&script_lock);
-  if (params.header_script) {
-    if (script_due (&header_s, params.header_script_renew) &&
-        script_run (&header_s, params.header_script) == -1)
-      goto err;
-    if (h->header_gen != header_s.gen) {
-      struct curl_slist *list = NULL, *l;
-      size_t i;
-      for (i = 0; i < header_s.lines.len; i++) {
-        l = curl_slist_append (list, header_s.lines.ptr[i]);
-        if (!l) {
-          nbdkit_error ("curl_slist_append: %m");
-          curl_slist_free_all (list);
-          goto err;
-        }
-        list = l;
-      }
-      r = curl_easy_setopt (h->c, CURLOPT_HTTPHEADER, list);
-      if (r != CURLE_OK) {
-        nbdkit_error ("CURLOPT_HTTPHEADER: %s", curl_easy_strerror (r));
-        curl_slist_free_all (list);
-        goto err;
-      }
-      curl_slist_free_all (h->own_headers);
-      h->own_headers = list;
-      h->header_gen = header_s.gen;
-    }
-  }
-  if (params.cookie_script) {
-    if (script_due (&cookie_s, params.cookie_script_renew) &&
-        script_run (&cookie_s, params.cookie_script) == -1)
-      goto err;
-    if (h->cookie_gen != cookie_s.gen) {
-      /* libcurl copies the string.  No output: no cookie. */
-      r = curl_easy_setopt (h->c, CURLOPT_COOKIE,
-                            cookie_s.lines.len > 0 ?
-                            cookie_s.lines.ptr[0] : NULL);
-      if (r != CURLE_OK) {
-        nbdkit_error ("CURLOPT_COOKIE: %s", curl_easy_strerror (r));
-        goto err;
-      }
-      h->cookie_gen = cookie_s.gen;
-    }
-  }
+  if (params.header_script &&
+      script_due (&header_s, params.header_script_renew) &&
+      script_run (&header_s, params.header_script) == -1)
+    ret = -1;
+  else if (params.cookie_script &&
+           script_due (&cookie_s, params.cookie_script_renew) &&
+           script_run (&cookie_s, params.cookie_script) == -1)
+    ret = -1;
   pthread_mutex_unlock (&script_lock);
-  return 0;
+  return ret;
+}
 
- err:
-  pthread_mutex_unlock (&script_lock);
-  return -1;
+/* With gen_lock held: give H the header script's current output. */
+static int
+apply_headers (struct handle *h)
+{
+  struct curl_slist *list = NULL, *l;
+  CURLcode r;
+  size_t i;
+
+  if (h->header_gen == header_s.gen)
+    return 0;
+  for (i = 0; i < header_s.lines.len; i++) {
+    l = curl_slist_append (list, header_s.lines.ptr[i]);
+    if (!l) {
+      nbdkit_error ("curl_slist_append: %m");
+      curl_slist_free_all (list);
+      return -1;
+    }
+    list = l;
+  }
+  r = curl_easy_setopt (h->c, CURLOPT_HTTPHEADER, list);
+  if (r != CURLE_OK) {
+    nbdkit_error ("CURLOPT_HTTPHEADER: %s", curl_easy_strerror (r));
+    curl_slist_free_all (list);
+    return -1;
+  }
+  curl_slist_free_all (h->own_headers);
+  h->own_headers = list;
+  h->header_gen = header_s.gen;
+  return 0;
+}
+
+/* With gen_lock held: give H the cookie script's current output. */
+static int
+apply_cookie (struct handle *h)
+{
+  CURLcode r;
+
+  if (h->cookie_gen == cookie_s.gen)
+    return 0;
+  /* libcurl copies the string.  No output: no cookie. */
+  r = curl_easy_setopt (h->c, CURLOPT_COOKIE,
+                        cookie_s.lines.len > 0 ? cookie_s.lines.ptr[0] : NULL);
+  if (r != CURLE_OK) {
+    nbdkit_error ("CURLOPT_COOKIE: %s", curl_easy_strerror (r));
+    return -1;
+  }
+  h->cookie_gen = cookie_s.gen;
+  return 0;
+}
+
+int
+scripts_apply (struct handle *h)
+{
+  int ret = 0;
+
+  if (!params.header_script && !params.cookie_script)
+    return 0;
+
+  pthread_mutex_lock (&gen_lock);
+  if ((params.header_script && apply_headers (h) == -1) ||
+      (params.cookie_script && apply_cookie (h) == -1))
+    ret = -1;
+  pthread_mutex_unlock (&gen_lock);
+  return ret;
+}
+
+int
+scripts_refresh (struct handle *h)
+{
+  if (scripts_run_due () == -1)
+    return -1;
+  return scripts_apply (h);
 }
