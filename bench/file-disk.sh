@@ -10,8 +10,8 @@
 #   ours-nocache    ours with cache=none (threads, pages dropped);
 #   ours-direct-thr ours with direct=true aio=threads (O_DIRECT from
 #                   worker threads);
-#   ours-direct     ours with direct=true (O_DIRECT through io_uring,
-#                   its default);
+#   ours-direct     ours with direct=true aio=io_uring (O_DIRECT
+#                   through io_uring);
 #   qemu-nbd        qemu-nbd --aio=io_uring --cache=none -f raw;
 #   nbdkit          Debian's nbdkit 1.32, file plugin, cache=none.
 #
@@ -102,7 +102,7 @@ start ours-nocache "$build/nbdkit" -f -U "$work/ours-nocache.sock" \
 start ours-direct-thr "$build/nbdkit" -f -U "$work/ours-direct-thr.sock" \
   file "$img" direct=true aio=threads
 start ours-direct "$build/nbdkit" -f -U "$work/ours-direct.sock" \
-  file "$img" direct=true
+  file "$img" direct=true aio=io_uring
 start qemu-nbd qemu-nbd --aio=io_uring --cache=none -f raw -t -e 8 \
   -k "$work/qemu-nbd.sock" "$img"
 start nbdkit /usr/bin/nbdkit -f -U "$work/nbdkit.sock" file "$img" \

@@ -54,6 +54,7 @@ struct uring {
   void *opaque;
   pthread_mutex_t sq_lock;      /* protects the submission queue */
   pthread_t reaper;
+  _Atomic unsigned in_flight;   /* submitted, not yet completed */
 };
 
 /* With sq_lock held: a free submission entry.  The queue is emptied
@@ -127,8 +128,10 @@ reaper (void *arg)
 
       free (op);
       /* After the last of these the server may close the handle, and
-       * with it call uring_free, which waits for this thread.
+       * with it call uring_free, which waits for this thread: count
+       * it out first.
        */
+      u->in_flight--;
       nbdkit_async_complete (req, err);
     }
     io_uring_cq_advance (&u->ring, n);
@@ -183,6 +186,10 @@ uring_free (struct uring *u)
 
   if (u == NULL)
     return;
+  /* The server promises this; say so if it ever breaks the promise. */
+  if (u->in_flight > 0)
+    nbdkit_error ("io_uring: closed with %u requests in flight",
+                  (unsigned) u->in_flight);
   pthread_mutex_lock (&u->sq_lock);
   sqe = get_sqe (u);
   if (sqe) {
@@ -240,6 +247,7 @@ uring_submit (struct uring *u, struct nbdkit_async_request *req,
   }
   sqe->flags |= IOSQE_FIXED_FILE;
   io_uring_sqe_set_data (sqe, op);
+  u->in_flight++;
   push (u);
   pthread_mutex_unlock (&u->sq_lock);
   return 0;
