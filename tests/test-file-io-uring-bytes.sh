@@ -19,20 +19,7 @@
 source "$(dirname "$0")/functions.sh"
 requires_cmd sha256sum
 requires test -x /usr/bin/nbdkit
-"$NBDKIT" file --dump-plugin | grep -q '^file_io_uring=yes' || {
-  echo "$0: SKIP: the file plugin was built without liburing"
-  exit 77
-}
-
-# O_DIRECT needs a file system that takes it: tmpfs before Linux 6.6
-# does not.
-dir="$tmpdir"
-if ! /usr/bin/python3 -c 'import os, sys
-os.close(os.open(sys.argv[1] + "/probe", os.O_RDWR | os.O_CREAT | os.O_DIRECT))
-' "$dir" 2>/dev/null; then
-  dir="$(mktemp -d /var/tmp/nbdkit-test.XXXXXX)"
-  cleanup_fn rm -rf "$dir"
-fi
+source "$(dirname "$0")/file-io-uring-setup.sh"
 
 # 8 MiB and 1000 bytes: the last sector is partial.
 size=$(( 8 * 1048576 + 1000 ))

@@ -9,17 +9,7 @@
 # a server that uses io_uring, even one connection reading 4 KiB.)
 source "$(dirname "$0")/functions.sh"
 requires_cmd /usr/bin/python3
-"$NBDKIT" file --dump-plugin | grep -q '^file_io_uring=yes' || {
-  echo "$0: SKIP: the file plugin was built without liburing"
-  exit 77
-}
-dir="$tmpdir"
-if ! /usr/bin/python3 -c 'import os, sys
-os.close(os.open(sys.argv[1] + "/probe", os.O_RDWR | os.O_CREAT | os.O_DIRECT))
-' "$dir" 2>/dev/null; then
-  dir="$(mktemp -d /var/tmp/nbdkit-test.XXXXXX)"
-  cleanup_fn rm -rf "$dir"
-fi
+source "$(dirname "$0")/file-io-uring-setup.sh"
 head -c $(( 64 * 1048576 )) /dev/urandom > "$dir/disk"
 
 # Send N reads and N writes of 1 MiB (and a flush), let the server take

@@ -12,17 +12,7 @@
 #     test's own): writes get ENOSPC, and the server goes on serving.
 source "$(dirname "$0")/functions.sh"
 requires test -x /usr/bin/nbdkit
-"$NBDKIT" file --dump-plugin | grep -q '^file_io_uring=yes' || {
-  echo "$0: SKIP: the file plugin was built without liburing"
-  exit 77
-}
-dir="$tmpdir"
-if ! /usr/bin/python3 -c 'import os, sys
-os.close(os.open(sys.argv[1] + "/probe", os.O_RDWR | os.O_CREAT | os.O_DIRECT))
-' "$dir" 2>/dev/null; then
-  dir="$(mktemp -d /var/tmp/nbdkit-test.XXXXXX)"
-  cleanup_fn rm -rf "$dir"
-fi
+source "$(dirname "$0")/file-io-uring-setup.sh"
 
 # Print the errno name each request gets: "ok" for success.
 cat > "$tmpdir/client.py" <<'PY'

@@ -6,3 +6,4 @@ TESTS += test-file-trim.sh test-file-sendfile.sh \
 	test-file-dir-list.sh \
 	test-file-io-uring-bytes.sh test-file-io-uring-overlap.sh \
 	test-file-io-uring-errors.sh test-file-io-uring-disconnect.sh
+EXTRA_DIST += file-io-uring-setup.sh
