@@ -14,11 +14,28 @@
  * and when).  -D file.zero=1 logs how each zero request was carried
  * out.
  *
+ * direct=true opens the file with O_DIRECT.  Reads and writes whose
+ * offset, length and buffer are aligned as the kernel asks go to that
+ * descriptor; an unaligned read goes through an aligned bounce buffer
+ * (read_range), an unaligned write through a second descriptor without
+ * O_DIRECT (write_range): the kernel keeps the two coherent, writing
+ * back and dropping cached pages around each direct transfer.
+ *
+ * aio=io_uring (with liburing) exports nbdkit_async_ops: reads, writes
+ * and flushes go to an io_uring per connection (uring.c) and complete
+ * from its thread; uring_done turns each result into the same bytes
+ * and errors as the synchronous callbacks give, which the server still
+ * uses for everything else (and under filters, or -D nbdkit.async=0).
+ *
  * Each connection opens its own descriptor in open() and keeps it in a
  * struct handle; requests use only pread/pwrite-style calls on it, so
  * any number of them may run in parallel.  Data reaches stable storage
  * through fdatasync, which covers the whole file whichever descriptor
  * calls it, so multi-conn is safe.
+ *
+ * Locks: none of this file's own.  evict.c has one per descriptor (and
+ * one per file), uring.c one per ring; the completion thread calls
+ * into evict.c holding none, so neither is ever taken under the other.
  *
  * Every callback that returns -1 has reported the reason with
  * nbdkit_error (or, for the expected "not fast" answer to a fast zero,
@@ -41,11 +58,14 @@
 #include <sys/types.h>
 
 #ifdef __linux__
-#include <linux/fs.h>           /* BLKGETSIZE64, BLKDISCARD, BLKZEROOUT */
+#include <linux/fs.h>   /* BLKGETSIZE64, BLKDISCARD, BLKZEROOUT, BLKSSZGET */
 #endif
 
 #define NBDKIT_API_VERSION 2
 #include <nbdkit-plugin.h>
+#ifdef HAVE_LIBURING
+#include <nbdkit-async.h>
+#endif
 
 #include "cleanup.h"
 #include "full-rw.h"
@@ -55,6 +75,9 @@
 
 #include "evict.h"
 #include "answers.h"
+#ifdef HAVE_LIBURING
+#include "uring.h"
+#endif
 
 /* -D file.zero=1: log how each zero request was done. */
 NBDKIT_DLL_PUBLIC int file_debug_zero;
@@ -67,6 +90,15 @@ static char *directory;
 
 /* cache=default|none */
 static bool cache_none;
+
+/* direct=true: O_DIRECT. */
+static bool direct;
+
+/* aio=threads|io_uring: how reads, writes and flushes are served.
+ * Chosen in config_complete when not given (see there).
+ */
+enum aio_mode { AIO_DEFAULT, AIO_THREADS, AIO_IO_URING };
+static enum aio_mode aio;
 
 /* fadvise=normal|random|sequential */
 #ifdef HAVE_POSIX_FADVISE
@@ -86,6 +118,15 @@ struct handle {
   bool can_zero_range;
   bool can_zeroout;
   struct evict evict;           /* cache=none only */
+  /* direct=true only: the buffered descriptor for unaligned writes (-1
+   * if read-only), and the alignment O_DIRECT needs, of offsets and
+   * lengths and of buffers in memory (powers of two).
+   */
+  int fd_buffered;
+  uint32_t dio_align, dio_mem_align;
+#ifdef HAVE_LIBURING
+  struct uring *uring;          /* aio=io_uring; NULL: served here */
+#endif
 };
 
 /* Report a failed system call on H, keeping errno for the server. */
@@ -141,6 +182,31 @@ file_config (const char *key, const char *value)
     }
     return 0;
   }
+  if (strcmp (key, "direct") == 0) {
+    int r = nbdkit_parse_bool (value);
+
+    if (r == -1)
+      return -1;
+    direct = r;
+    return 0;
+  }
+  if (strcmp (key, "aio") == 0) {
+    if (strcmp (value, "threads") == 0)
+      aio = AIO_THREADS;
+    else if (strcmp (value, "io_uring") == 0) {
+#ifdef HAVE_LIBURING
+      aio = AIO_IO_URING;
+#else
+      nbdkit_error ("aio=io_uring: this plugin was built without liburing");
+      return -1;
+#endif
+    }
+    else {
+      nbdkit_error ("aio=%s: must be threads or io_uring", value);
+      return -1;
+    }
+    return 0;
+  }
   if (strcmp (key, "fadvise") == 0) {
 #ifdef HAVE_POSIX_FADVISE
     if (strcmp (value, "normal") == 0)
@@ -178,10 +244,42 @@ file_config (const char *key, const char *value)
   return 0;
 }
 
+#ifdef HAVE_LIBURING
+static int file_async_pread (void *, struct nbdkit_async_request *, void *,
+                             uint32_t, uint64_t, uint32_t);
+static int file_async_pwrite (void *, struct nbdkit_async_request *,
+                              const void *, uint32_t, uint64_t, uint32_t);
+static int file_async_flush (void *, struct nbdkit_async_request *,
+                             uint32_t);
+
+/* Filled in by config_complete for aio=io_uring only: with every
+ * callback NULL the server calls the plugin as it always has.
+ */
+NBDKIT_DLL_PUBLIC struct nbdkit_async_ops nbdkit_async_ops = {
+  .version = NBDKIT_ASYNC_VERSION,
+};
+#endif
+
 static int
 file_config_complete (void)
 {
   struct stat st;
+
+  /* The default is threads, with or without O_DIRECT: on the disk we
+   * measured (bench/file-disk.sh, the figures in the man page) io_uring
+   * was no faster at reading and slower at writing, each request
+   * costing more wake-ups between threads than a blocking pread.
+   */
+  if (aio == AIO_DEFAULT)
+    aio = AIO_THREADS;
+#ifdef HAVE_LIBURING
+  if (aio == AIO_IO_URING) {
+    nbdkit_async_ops.max_in_flight = URING_ENTRIES;
+    nbdkit_async_ops.pread = file_async_pread;
+    nbdkit_async_ops.pwrite = file_async_pwrite;
+    nbdkit_async_ops.flush = file_async_flush;
+  }
+#endif
 
   if (filename == NULL && directory == NULL) {
     nbdkit_error ("you must give file=FILENAME or dir=DIRECTORY");
@@ -214,6 +312,8 @@ file_config_complete (void)
   "[file=]FILENAME           The file or block device to serve.\n" \
   "dir=DIRECTORY             Serve the files in DIRECTORY by export name.\n" \
   "cache=default|none        Keep (default) or drop pages in the page cache.\n" \
+  "direct=true|false         Open the file with O_DIRECT.\n" \
+  "aio=threads|io_uring      Serve reads and writes from threads or io_uring.\n" \
   "fadvise=normal|random|sequential\n" \
   "                          Hint the access pattern to the kernel."
 
@@ -224,6 +324,9 @@ file_dump_plugin (void)
   printf ("file_blkzeroout=yes\n");
 #endif
   printf ("file_extents=seek_data\n");
+#ifdef HAVE_LIBURING
+  printf ("file_io_uring=yes\n");
+#endif
 }
 
 /* Should NAME, an entry of the directory open as DFD, be an export?
@@ -314,6 +417,58 @@ export_path (void)
 
 static int64_t file_get_size (void *handle);
 
+static bool
+is_sane_alignment (uint64_t a)
+{
+  return a > 0 && a <= 65536 && (a & (a - 1)) == 0;
+}
+
+/* direct=true: the alignment O_DIRECT wants on H's descriptor: the
+ * logical sector size of a block device, what statx says of a file,
+ * else 4096, which every device and file system we know accepts.
+ */
+static void
+find_dio_alignment (struct handle *h)
+{
+  h->dio_align = h->dio_mem_align = 4096;
+#ifdef BLKSSZGET
+  if (h->is_block) {
+    int size;
+
+    if (ioctl (h->fd, BLKSSZGET, &size) == 0 && is_sane_alignment (size))
+      h->dio_align = h->dio_mem_align = size;
+    return;
+  }
+#endif
+#ifdef STATX_DIOALIGN
+  struct statx stx;
+
+  if (statx (h->fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &stx) == 0 &&
+      (stx.stx_mask & STATX_DIOALIGN) &&
+      is_sane_alignment (stx.stx_dio_offset_align)) {
+    h->dio_align = stx.stx_dio_offset_align;
+    h->dio_mem_align = is_sane_alignment (stx.stx_dio_mem_align)
+      ? stx.stx_dio_mem_align : h->dio_align;
+  }
+#endif
+}
+
+/* Can this transfer go to the descriptor as it is? */
+static inline bool
+is_dio_aligned (const struct handle *h, const void *buf, uint32_t count,
+                uint64_t offset)
+{
+  return !direct ||
+    (((offset | count) & (h->dio_align - 1)) == 0 &&
+     ((uintptr_t) buf & (h->dio_mem_align - 1)) == 0);
+}
+
+#ifdef HAVE_LIBURING
+static int uring_done (void *opaque, enum uring_kind kind, char *buf,
+                       uint32_t count, uint64_t offset, bool fua,
+                       int32_t res);
+#endif
+
 static void *
 file_open (int readonly)
 {
@@ -326,7 +481,7 @@ file_open (int readonly)
     nbdkit_error ("calloc: %m");
     return NULL;
   }
-  h->fd = -1;
+  h->fd = h->fd_buffered = -1;
   h->readonly = readonly;
   h->can_punch_hole = h->can_zero_range = h->can_zeroout = true;
 
@@ -357,16 +512,27 @@ file_open (int readonly)
     }
   }
 
-  h->fd = open (h->path, (readonly ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+  h->fd = open (h->path, (readonly ? O_RDONLY : O_RDWR) | O_CLOEXEC |
+                (direct ? O_DIRECT : 0));
   if (h->fd == -1) {
     err = errno;
     if (!readonly && (err == EACCES || err == EROFS || err == EPERM))
       nbdkit_error ("%s: cannot open for writing: %m "
                     "(use -r to serve it read-only)", h->path);
+    else if (direct && err == EINVAL)
+      nbdkit_error ("%s: open: %m (the file system refuses O_DIRECT: "
+                    "leave out direct=true)", h->path);
     else
       nbdkit_error ("%s: open: %m", h->path);
     errno = err;
     goto error;
+  }
+  if (direct && !readonly) {
+    h->fd_buffered = open (h->path, O_RDWR | O_CLOEXEC);
+    if (h->fd_buffered == -1) {
+      fail (h, "open (for unaligned writes)");
+      goto error;
+    }
   }
   if (fstat (h->fd, &st) == -1) {
     fail (h, "fstat");
@@ -378,6 +544,8 @@ file_open (int readonly)
     goto error;
   }
   h->is_block = S_ISBLK (st.st_mode);
+  if (direct)
+    find_dio_alignment (h);
 #ifdef HAVE_POSIX_FADVISE
   /* A hint for the whole file (length 0: to the end, however it grows).
    * Only a hint, so a refusal is not an error.
@@ -394,15 +562,31 @@ file_open (int readonly)
       goto error;
     evict_init (&h->evict, h->fd, size);
   }
-  nbdkit_debug ("file: opened %s (%s, %s)", h->path,
+#ifdef HAVE_LIBURING
+  if (aio == AIO_IO_URING) {
+    h->uring = uring_new (h->fd, uring_done, h);
+    if (h->uring == NULL)
+      nbdkit_debug ("%s: io_uring: %m: this connection is served by "
+                    "threads", h->path);
+  }
+#endif
+  nbdkit_debug ("file: opened %s (%s, %s%s, aio=%s)", h->path,
                 h->is_block ? "block device" : "regular file",
-                readonly ? "read-only" : "read-write");
+                readonly ? "read-only" : "read-write",
+                direct ? ", O_DIRECT" : "",
+                aio == AIO_IO_URING ? "io_uring" : "threads");
+  if (direct)
+    nbdkit_debug ("file: O_DIRECT alignment: %" PRIu32 " bytes on the "
+                  "file, %" PRIu32 " in memory", h->dio_align,
+                  h->dio_mem_align);
   return h;
 
  error:
   err = errno;
   if (h->fd >= 0)
     close (h->fd);
+  if (h->fd_buffered >= 0)
+    close (h->fd_buffered);
   free (h->path);
   free (h);
   errno = err;
@@ -414,9 +598,14 @@ file_close (void *handle)
 {
   struct handle *h = handle;
 
+#ifdef HAVE_LIBURING
+  uring_free (h->uring);
+#endif
   if (cache_none)
     evict_fini (&h->evict);
   close (h->fd);
+  if (h->fd_buffered >= 0)
+    close (h->fd_buffered);
   free (h->path);
   free (h);
 }
@@ -450,12 +639,93 @@ file_can_write (void *handle)
 }
 
 static int
-file_pread (void *handle, void *buf, uint32_t count, uint64_t offset,
-            uint32_t flags)
+file_block_size (void *handle, uint32_t *minimum, uint32_t *preferred,
+                 uint32_t *maximum)
 {
   struct handle *h = handle;
-  ssize_t r = full_pread (h->fd, buf, count, offset);
 
+  if (!direct) {                /* nothing to say, as before */
+    *minimum = *preferred = *maximum = 0;
+    return 0;
+  }
+  /* Every request is served, but unaligned ones take the slow way. */
+  *minimum = 1;
+  *preferred = MAX (h->dio_align, (uint32_t) 4096);
+  *maximum = 0xffffffff;
+  return 0;
+}
+
+/* Under O_DIRECT: read up to COUNT bytes at OFFSET into BUF (all three
+ * aligned).  A read that comes back short of an aligned length has
+ * met the end of the file: asking for the rest would be unaligned.
+ */
+static ssize_t
+pread_direct (struct handle *h, char *buf, size_t count, uint64_t offset)
+{
+  size_t done = 0;
+
+  while (done < count) {
+    ssize_t r = pread (h->fd, buf + done, count - done, offset + done);
+
+    if (r == -1) {
+      if (errno == EINTR)
+        continue;
+      return -1;
+    }
+    if (r == 0)
+      break;
+    done += r;
+    if (done & (h->dio_align - 1))
+      break;
+  }
+  return done;
+}
+
+/* Under O_DIRECT, a read that is not aligned: the aligned range around
+ * it into an aligned buffer, then the part asked for.  Returns the
+ * bytes of the request read (fewer at the end of the file), or -1.
+ */
+static ssize_t
+pread_bounced (struct handle *h, char *buf, uint32_t count, uint64_t offset)
+{
+  /* OFFSET + COUNT is within the export, far from wrapping. */
+  uint64_t start = ROUND_DOWN (offset, (uint64_t) h->dio_align);
+  size_t len = ROUND_UP (offset + count, (uint64_t) h->dio_align) - start;
+  size_t skip = offset - start;
+  void *bounce;
+  ssize_t r;
+  int err;
+
+  err = posix_memalign (&bounce, MAX (h->dio_align, h->dio_mem_align), len);
+  if (err != 0) {
+    errno = err;
+    return -1;
+  }
+  r = pread_direct (h, bounce, len, start);
+  if (r >= 0) {
+    r = (size_t) r > skip ? MIN ((size_t) r - skip, (size_t) count) : 0;
+    memcpy (buf, (char *) bounce + skip, r);
+  }
+  err = errno;
+  free (bounce);
+  errno = err;
+  return r;
+}
+
+/* Read all of [OFFSET, OFFSET + COUNT) into BUF: 0, or -1 reported
+ * with errno set (EIO if the file ends first).
+ */
+static int
+read_range (struct handle *h, char *buf, uint32_t count, uint64_t offset)
+{
+  ssize_t r;
+
+  if (!direct)
+    r = full_pread (h->fd, buf, count, offset);
+  else if (is_dio_aligned (h, buf, count, offset))
+    r = pread_direct (h, buf, count, offset);
+  else
+    r = pread_bounced (h, buf, count, offset);
   if (r == -1)
     return fail (h, "pread");
   if (r < count) {
@@ -464,6 +734,17 @@ file_pread (void *handle, void *buf, uint32_t count, uint64_t offset,
     errno = EIO;
     return -1;
   }
+  return 0;
+}
+
+static int
+file_pread (void *handle, void *buf, uint32_t count, uint64_t offset,
+            uint32_t flags)
+{
+  struct handle *h = handle;
+
+  if (read_range (h, buf, count, offset) == -1)
+    return -1;
   if (cache_none)
     evict_after_read (&h->evict, offset, count);
   return 0;
@@ -479,8 +760,10 @@ file_read_fd (void *handle, uint32_t count, uint64_t offset, int *fd,
 {
   struct handle *h = handle;
 
-  /* sendfile would leave the pages cached: let pread drop them. */
-  if (cache_none) {
+  /* sendfile would leave the pages cached: let pread drop them (or,
+   * with O_DIRECT, never cache them).
+   */
+  if (cache_none || direct) {
     errno = ENOTSUP;
     return -1;
   }
@@ -494,12 +777,31 @@ NBDKIT_DLL_PUBLIC const struct nbdkit_zerocopy_ops nbdkit_zerocopy_ops = {
   .read_fd = file_read_fd,
 };
 
+/* Write all of BUF to [OFFSET, OFFSET + COUNT): 0, or -1 reported. */
 static int
-write_all (struct handle *h, const void *buf, uint32_t count,
-           uint64_t offset)
+write_range (struct handle *h, const char *buf, uint32_t count,
+             uint64_t offset)
 {
-  if (full_pwrite (h->fd, buf, count, offset) == -1)
+  size_t done = 0;
+
+  if (!direct && full_pwrite (h->fd, buf, count, offset) == -1)
     return fail (h, "pwrite");
+  while (direct && done < count) {
+    /* What O_DIRECT cannot take as it is (also the rest of a short
+     * write) goes through the page cache.
+     */
+    int fd = is_dio_aligned (h, buf + done, count - done, offset + done)
+      ? h->fd : h->fd_buffered;
+    ssize_t r = pwrite (fd, buf + done, count - done, offset + done);
+
+    if (r == -1 && errno == EINTR)
+      continue;
+    if (r == 0)
+      errno = EIO;              /* no progress, as full_pwrite says */
+    if (r <= 0)
+      return fail (h, "pwrite");
+    done += r;
+  }
   if (cache_none)
     evict_after_write (&h->evict, offset, count);
   return 0;
@@ -519,7 +821,7 @@ file_pwrite (void *handle, const void *buf, uint32_t count, uint64_t offset,
 {
   struct handle *h = handle;
 
-  if (write_all (h, buf, count, offset) == -1)
+  if (write_range (h, buf, count, offset) == -1)
     return -1;
   if (flags & NBDKIT_FLAG_FUA)
     return sync_data (h);
@@ -671,7 +973,8 @@ zero_fast (struct handle *h, uint32_t count, uint64_t offset, uint32_t flags)
 static int
 file_zero (void *handle, uint32_t count, uint64_t offset, uint32_t flags)
 {
-  static const char zeroes[64 * 1024];
+  /* Aligned for O_DIRECT. */
+  static const char zeroes[64 * 1024] __attribute__ ((aligned (4096)));
   struct handle *h = handle;
   int r;
 
@@ -691,7 +994,7 @@ file_zero (void *handle, uint32_t count, uint64_t offset, uint32_t flags)
     while (count > 0) {
       uint32_t n = MIN (count, (uint32_t) sizeof zeroes);
 
-      if (write_all (h, zeroes, n, offset) == -1)
+      if (write_range (h, zeroes, n, offset) == -1)
         return -1;
       count -= n;
       offset += n;
@@ -779,6 +1082,105 @@ file_cache (void *handle, uint32_t count, uint64_t offset, uint32_t flags)
   return 0;
 }
 
+#ifdef HAVE_LIBURING
+/* aio=io_uring.  What the ring cannot take as it is (unaligned under
+ * O_DIRECT, or a connection whose ring could not be made) is served at
+ * once, on the worker, by the synchronous callback.
+ */
+static int
+file_async_pread (void *handle, struct nbdkit_async_request *req, void *buf,
+                  uint32_t count, uint64_t offset, uint32_t flags)
+{
+  struct handle *h = handle;
+
+  if (h->uring && is_dio_aligned (h, buf, count, offset) &&
+      uring_submit (h->uring, req, URING_READ, buf, count, offset,
+                    false) == 0)
+    return 0;
+  if (file_pread (h, buf, count, offset, flags) == -1)
+    return -1;
+  nbdkit_async_complete (req, 0);
+  return 0;
+}
+
+static int
+file_async_pwrite (void *handle, struct nbdkit_async_request *req,
+                   const void *buf, uint32_t count, uint64_t offset,
+                   uint32_t flags)
+{
+  struct handle *h = handle;
+
+  /* The ring only reads BUF, whatever liburing's prototype says. */
+  if (h->uring && is_dio_aligned (h, buf, count, offset) &&
+      uring_submit (h->uring, req, URING_WRITE, (void *) buf, count, offset,
+                    flags & NBDKIT_FLAG_FUA) == 0)
+    return 0;
+  if (file_pwrite (h, buf, count, offset, flags) == -1)
+    return -1;
+  nbdkit_async_complete (req, 0);
+  return 0;
+}
+
+static int
+file_async_flush (void *handle, struct nbdkit_async_request *req,
+                  uint32_t flags)
+{
+  struct handle *h = handle;
+
+  if (h->uring &&
+      uring_submit (h->uring, req, URING_FDATASYNC, NULL, 0, 0, false) == 0)
+    return 0;
+  if (file_flush (h, flags) == -1)
+    return -1;
+  nbdkit_async_complete (req, 0);
+  return 0;
+}
+
+/* On the ring's completion thread: what the kernel's result RES means
+ * for the client, as the synchronous callbacks would say it.
+ */
+static int
+uring_done (void *opaque, enum uring_kind kind, char *buf, uint32_t count,
+            uint64_t offset, bool fua, int32_t res)
+{
+  static const char *const what[] = {
+    [URING_READ] = "pread (io_uring)",
+    [URING_WRITE] = "pwrite (io_uring)",
+    [URING_FDATASYNC] = "fdatasync (io_uring)",
+  };
+  struct handle *h = opaque;
+
+  if (res < 0) {
+    errno = -res;
+    fail (h, what[kind]);
+    return -res;
+  }
+  /* A short transfer: the rest as the synchronous path does it, so
+   * that the end of the file gives the same EIO.
+   */
+  switch (kind) {
+  case URING_READ:
+    if ((uint32_t) res < count &&
+        read_range (h, buf + res, count - res, offset + res) == -1)
+      return errno;
+    if (cache_none)
+      evict_after_read (&h->evict, offset, count);
+    break;
+  case URING_WRITE:
+    if ((uint32_t) res < count &&
+        (write_range (h, buf + res, count - res, offset + res) == -1 ||
+         (fua && sync_data (h) == -1)))
+      return errno;
+    if (cache_none && res > 0)
+      evict_after_write (&h->evict, offset, res);
+    break;
+  case URING_FDATASYNC:
+    break;
+  }
+  return 0;
+}
+#endif
+
 #define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
 
 static struct nbdkit_plugin plugin = {
@@ -797,6 +1199,7 @@ static struct nbdkit_plugin plugin = {
   .close             = file_close,
   .get_size          = file_get_size,
   .can_write         = file_can_write,
+  .block_size        = file_block_size,
   .can_flush         = answer_yes,
   .can_trim          = answer_yes,
   .can_zero          = answer_yes,
