@@ -45,6 +45,7 @@ struct nbdkit_async_watch {
   int fd;
   void (*cb) (void *opaque, int revents);
   void *opaque;
+  const char *layer;            /* the watcher's, for its log lines */
   bool dead;
   struct nbdkit_async_watch *next_dead;
 };
@@ -89,7 +90,9 @@ loop (void *arg)
       if (w->dead)
         continue;
       pthread_mutex_unlock (&loop_lock);
+      const char *outer = log_swap_layer_name (w->layer);
       w->cb (w->opaque, (int) ev[i].events);
+      log_swap_layer_name (outer);
       pthread_mutex_lock (&loop_lock);
     }
     batches++;
@@ -154,6 +157,11 @@ nbdkit_async_watch (int fd, int events,
   w->fd = fd;
   w->cb = cb;
   w->opaque = opaque;
+  /* What the callback logs is the plugin's, as on the thread that
+   * watched (the layer's name outlives its watches).
+   */
+  w->layer = log_swap_layer_name (NULL);
+  log_swap_layer_name (w->layer);
   struct epoll_event ev = { .events = (uint32_t) events, .data.ptr = w };
   LOCK_FOR_SCOPE (&loop_lock);
   if (start_loop () == -1) {

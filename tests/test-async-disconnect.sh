@@ -53,6 +53,11 @@ for loop in own server; do
     fail "loop=$loop: not every connection closed with all its requests completed"
   grep -q 'cancel: [1-9][0-9]* requests in flight' "$tmpdir/log" ||
     fail "loop=$loop: the plugin was not asked to cancel"
+  # From the server's event loop, the plugin's lines keep its name.
+  [ "$loop" = own ] ||
+    grep -q '^nbdkit: example-async: debug: timer: [1-9][0-9]* cancelled' \
+      "$tmpdir/log" ||
+    fail "loop=server: no cancelled completions logged as the plugin's"
   ! grep -q 'close with' "$tmpdir/log" ||
     fail "loop=$loop: the plugin was closed with requests in flight"
   kill -0 "$server_pid" || fail "loop=$loop: the server died"

@@ -245,6 +245,7 @@ on_timer (void *opaque, int revents)
   (void) r;
   struct timespec now;
   clock_gettime (CLOCK_MONOTONIC, &now);
+  unsigned cancelled_n = 0;
 
   pthread_mutex_lock (&h->lock);
   while (h->head &&
@@ -259,6 +260,7 @@ on_timer (void *opaque, int revents)
     pthread_mutex_unlock (&h->lock);
     int err = cancelled ? ESHUTDOWN
       : perform (op->kind, op->buf, op->count, op->offset);
+    cancelled_n += cancelled;
     pthread_mutex_lock (&h->lock);
     h->in_flight--;
     h->completed++;
@@ -270,6 +272,9 @@ on_timer (void *opaque, int revents)
   if (h->head)
     arm (h, h->head);
   pthread_mutex_unlock (&h->lock);
+  /* Logged with this plugin's name, though on the server's thread. */
+  if (cancelled_n)
+    nbdkit_debug ("timer: %u cancelled requests completed", cancelled_n);
 }
 
 static void *
