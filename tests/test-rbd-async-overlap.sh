@@ -80,7 +80,7 @@ PY
 }
 
 trace
-out=$(in_flight) || fail "async: $out"
+out=$(in_flight 2>&1) || fail "async: $out"
 read -r n reads most <<< "$out"
 echo "async: $n requests submitted, $reads reads, at most $most in librbd at once"
 [ "$reads" -ge 256 ] || fail "async: $reads reads traced, want 256"
@@ -91,7 +91,7 @@ cmp -n $((16 * 1024 * 1024)) "$tmpdir/src" "$tmpdir/out" ||
 
 rm -f "$tmpdir/out"
 trace -D nbdkit.async=0
-out=$(in_flight) || fail "sync: $out"
+out=$(in_flight 2>&1) || fail "sync: $out"
 read -r n reads most <<< "$out"
 echo "sync: $n requests submitted, $reads reads, at most $most in librbd at once"
 [ "$reads" -ge 256 ] || fail "sync: $reads reads traced, want 256"
