@@ -17,8 +17,10 @@
 # peer as a fraction of the ceiling.
 #
 #   bench/rbd.sh [--rounds N] [--runtime SECONDS] [--size MiB]
-#        [--build DIR] [--write-results]
+#        [--workloads W,...] [--build DIR] [--write-results]
 #
+# --workloads: a comma-separated subset of randread-4k, randwrite-4k,
+# read-1m, write-1m (default: all four).
 # --build: our built tree (default: this source tree, built in place).
 # --write-results puts the table in bench/RESULTS.md as "## Ceph RBD".
 # Needs the ceph packages, fio with its nbd engine, and qemu-nbd with
@@ -29,7 +31,7 @@ export PATH="/usr/bin:$PATH"
 export LC_ALL=C
 
 srcdir="$(cd "$(dirname "$0")/.." && pwd)"
-rounds=3 runtime=5 size_mib=256 write_results=0
+rounds=3 runtime=5 size_mib=256 write_results=0 only=
 build="$srcdir"
 cmdline="bench/rbd.sh $*"
 while [ $# -gt 0 ]; do
@@ -37,6 +39,7 @@ while [ $# -gt 0 ]; do
     --rounds) rounds="$2"; shift 2 ;;
     --runtime) runtime="$2"; shift 2 ;;
     --size) size_mib="$2"; shift 2 ;;
+    --workloads) only="$2"; shift 2 ;;
     --build) build="$2"; shift 2 ;;
     --write-results) write_results=1; shift ;;
     -h|--help) usage 0 ;;
@@ -79,6 +82,15 @@ fi
 
 # workload -> "fio rw, block size, queue depth, rbd bench type, pattern"
 workloads=(randread-4k randwrite-4k read-1m write-1m)
+if [ -n "$only" ]; then
+  IFS=, read -r -a workloads <<< "$only"
+  for w in "${workloads[@]}"; do
+    case "$w" in
+      randread-4k|randwrite-4k|read-1m|write-1m) ;;
+      *) die "--workloads: unknown workload $w" ;;
+    esac
+  done
+fi
 declare -A wl=(
   [randread-4k]="randread 4k 32 read rand"
   [randwrite-4k]="randwrite 4k 32 write rand"
@@ -177,7 +189,8 @@ for line in open(path):
     res.setdefault((p, w), []).append(float(v))
 peers = [p for p in ("rbd-bench", "ours", "ours-sync", "qemu-nbd")
          if any(k[0] == p for k in res)]
-wls = ["randread-4k", "randwrite-4k", "read-1m", "write-1m"]
+wls = [w for w in ("randread-4k", "randwrite-4k", "read-1m", "write-1m")
+       if ("rbd-bench", w) in res]
 print("## Ceph RBD\n")
 print("`%s`: %s rounds, %s s per run, a %s MiB image on a one-node"
       " memstore cluster (ceph %s), %s; the machine was shared."

@@ -79,23 +79,28 @@ print(len(sub), len(ops), most)
 PY
 }
 
-trace
-out=$(in_flight 2>&1) || fail "async: $out"
-read -r n reads most <<< "$out"
-echo "async: $n requests submitted, $reads reads, at most $most in librbd at once"
-[ "$reads" -ge 256 ] || fail "async: $reads reads traced, want 256"
+# measure NAME FLAGS...: trace a copy through a server with FLAGS; sets
+# n (requests submitted), reads (rbd_op_done reads) and most (reads in
+# librbd at once); checks the copy's bytes.
+measure ()
+{
+  local name=$1 out
+  shift
+  rm -f "$tmpdir/out"
+  trace "$@"
+  out=$(in_flight 2>&1) || fail "$name: $out"
+  read -r n reads most <<< "$out"
+  echo "$name: $n requests submitted, $reads reads," \
+       "at most $most in librbd at once"
+  [ "$reads" -ge 256 ] || fail "$name: $reads reads traced, want 256"
+  cmp -n $((16 * 1024 * 1024)) "$tmpdir/src" "$tmpdir/out" ||
+    fail "$name: the copy has other bytes"
+}
+
+measure async
 [ "$n" -ge 256 ] || fail "async: $n requests went the asynchronous way, want 256"
 [ "$most" -ge 16 ] || fail "async: at most $most reads in librbd at once"
-cmp -n $((16 * 1024 * 1024)) "$tmpdir/src" "$tmpdir/out" ||
-  fail "async: the copy has other bytes"
 
-rm -f "$tmpdir/out"
-trace -D nbdkit.async=0
-out=$(in_flight 2>&1) || fail "sync: $out"
-read -r n reads most <<< "$out"
-echo "sync: $n requests submitted, $reads reads, at most $most in librbd at once"
-[ "$reads" -ge 256 ] || fail "sync: $reads reads traced, want 256"
+measure sync -D nbdkit.async=0
 [ "$n" -eq 0 ] || fail "-D nbdkit.async=0: $n requests went the asynchronous way"
 [ "$most" -le 2 ] || fail "-D nbdkit.async=0: $most reads at once on two threads"
-cmp -n $((16 * 1024 * 1024)) "$tmpdir/src" "$tmpdir/out" ||
-  fail "sync: the copy has other bytes"

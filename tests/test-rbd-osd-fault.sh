@@ -15,23 +15,10 @@
 # the server, a timeout not reported as EIO, a retry that serves wrong
 # bytes.
 source "$(dirname "$0")/functions.sh"
-requires_cmd ceph-mon ceph-mgr ceph-osd radosgw ceph rbd nbdcopy nbdsh cmp
-rbd_so="$abs_top_builddir/plugins/rbd/.libs/nbdkit-rbd-plugin.so"
-requires test -f "$rbd_so"
+requires_cmd nbdcopy nbdsh cmp
 requires test -d "$abs_top_builddir/filters/retry"
-
-cluster="$tmpdir/ceph"
-cleanup_fn "$abs_top_srcdir/tests/ceph-cluster.sh" stop "$cluster"
-"$abs_top_srcdir/tests/ceph-cluster.sh" start "$cluster" --owner $$ 9>&- ||
-  fail "the private Ceph cluster did not start"
-. "$cluster/env"
-osd=$(awk '$1 == "osd.0" { print $2 }' "$cluster/pids")
 img=fault
-head -c 24M /dev/urandom > "$tmpdir/src"
-timeout 60 rbd import --no-progress "$tmpdir/src" "$RBD_POOL/$img" 9>&- ||
-  fail "rbd import failed"
-args=(conf="$CEPH_CONF" id="$CEPH_ID" keyring="$CEPH_KEYRING" timeout=3
-      image="$img")
+source "$srcdir/rbd-private-cluster.sh"
 
 # serve LOG ARGS...: a server on $sock with its stderr in LOG.
 serve ()

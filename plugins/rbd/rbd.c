@@ -25,17 +25,17 @@
  * Requests run in parallel (librbd handles are thread-safe), on one of
  * two paths, each librbd call asynchronous in both:
  *
- *  - the asynchronous path (nbdkit-async(1)): with no filter above the
- *    plugin and -D nbdkit.async unset, the server hands read, write,
- *    flush, trim and zero to the async_* callbacks, which start the
- *    librbd call and return; librbd's completion callback (on librbd's
- *    own thread, which runs an image's callbacks one at a time) maps
- *    the result to an errno, starts the flush a FUA request still
- *    needs, and calls nbdkit_async_complete.  No thread of the server
- *    waits on the cluster, so a connection keeps as many requests in
- *    flight as the server allows.
- *  - the synchronous callbacks (plugin_*), used under filters, with
- *    -D nbdkit.async=0 and for block status: the same librbd calls,
+ *  - the asynchronous path (nbdkit-async(1)): unless -D nbdkit.async=0
+ *    or a filter above needs the synchronous path, the server hands
+ *    read, write, flush, trim and zero to the async_* callbacks, which
+ *    start the librbd call and return; librbd's completion callback
+ *    (on librbd's own thread, which runs an image's callbacks one at a
+ *    time) maps the result to an errno, starts the flush a FUA request
+ *    still needs, and calls nbdkit_async_complete.  No thread of the
+ *    server waits on the cluster, so a connection keeps as many
+ *    requests in flight as the server allows.
+ *  - the synchronous callbacks (plugin_*), used otherwise and for
+ *    block status and emulated requests: the same librbd calls,
  *    each waited for by the request's thread; the zero fallback
  *    without rbd_aio_write_zeroes keeps several writes in flight.
  *

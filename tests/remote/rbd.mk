@@ -2,7 +2,7 @@
 # Tests of the rbd plugin (librbd): a Ceph RBD image.  They share the
 # one-node cluster of ceph-cluster.sh (requires_ceph in functions.sh),
 # but for those that stop its OSD (osd-fault, async-stall), which start
-# a private one.  test-rbd-async*.sh hold the asynchronous path
+# a private one (rbd-private-cluster.sh).  test-rbd-async*.sh hold the asynchronous path
 # (nbdkit-async(1)) to the synchronous one.
 TESTS += \
 	test-rbd-plugin.sh \
@@ -17,4 +17,4 @@ TESTS += \
 	test-rbd-async-errors.sh \
 	test-rbd-async-overlap.sh \
 	test-rbd-async-stall.sh
-EXTRA_DIST += ceph-cluster.sh rbd-functions.sh
+EXTRA_DIST += ceph-cluster.sh rbd-functions.sh rbd-private-cluster.sh
