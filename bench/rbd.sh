@@ -5,18 +5,22 @@
 # memstore OSD, so the cluster costs CPU, not disk).
 #
 # For each workload: "rbd bench" (librbd with no NBD in between: the
-# ceiling), our server's rbd plugin, and qemu-nbd serving
-# rbd:POOL/IMAGE (Debian's qemu-block-extra), the last two driven by fio
-# (ioengine=nbd) over a Unix socket.  Workloads: 4 KiB random read and
+# ceiling), our server's rbd plugin on its asynchronous path (the
+# default, nbdkit-async(1)) and on its synchronous one
+# (-D nbdkit.async=0), and qemu-nbd serving rbd:POOL/IMAGE (Debian's
+# qemu-block-extra), the last three driven by fio (ioengine=nbd) over a
+# Unix socket.  Workloads: 4 KiB random read and
 # write at QD32, 1 MiB sequential read and write at QD8.  The image
 # (256 MiB by default) is filled first so reads hit data.  Rounds are
-# interleaved (the order of the three rotates); each figure is the
+# interleaved (the order of the peers rotates); each figure is the
 # median over the rounds.  Prints a markdown table on stdout, with each
 # peer as a fraction of the ceiling.
 #
 #   bench/rbd.sh [--rounds N] [--runtime SECONDS] [--size MiB]
-#        [--build DIR] [--write-results]
+#        [--workloads W,...] [--build DIR] [--write-results]
 #
+# --workloads: a comma-separated subset of randread-4k, randwrite-4k,
+# read-1m, write-1m (default: all four).
 # --build: our built tree (default: this source tree, built in place).
 # --write-results puts the table in bench/RESULTS.md as "## Ceph RBD".
 # Needs the ceph packages, fio with its nbd engine, and qemu-nbd with
@@ -27,7 +31,7 @@ export PATH="/usr/bin:$PATH"
 export LC_ALL=C
 
 srcdir="$(cd "$(dirname "$0")/.." && pwd)"
-rounds=3 runtime=5 size_mib=256 write_results=0
+rounds=3 runtime=5 size_mib=256 write_results=0 only=
 build="$srcdir"
 cmdline="bench/rbd.sh $*"
 while [ $# -gt 0 ]; do
@@ -35,6 +39,7 @@ while [ $# -gt 0 ]; do
     --rounds) rounds="$2"; shift 2 ;;
     --runtime) runtime="$2"; shift 2 ;;
     --size) size_mib="$2"; shift 2 ;;
+    --workloads) only="$2"; shift 2 ;;
     --build) build="$2"; shift 2 ;;
     --write-results) write_results=1; shift ;;
     -h|--help) usage 0 ;;
@@ -77,6 +82,15 @@ fi
 
 # workload -> "fio rw, block size, queue depth, rbd bench type, pattern"
 workloads=(randread-4k randwrite-4k read-1m write-1m)
+if [ -n "$only" ]; then
+  IFS=, read -r -a workloads <<< "$only"
+  for w in "${workloads[@]}"; do
+    case "$w" in
+      randread-4k|randwrite-4k|read-1m|write-1m) ;;
+      *) die "--workloads: unknown workload $w" ;;
+    esac
+  done
+fi
 declare -A wl=(
   [randread-4k]="randread 4k 32 read rand"
   [randwrite-4k]="randwrite 4k 32 write rand"
@@ -119,10 +133,11 @@ j = json.load(open(sys.argv[1]))["jobs"][0]
 print(j["read"]["iops"] + j["write"]["iops"])' "$out"
 }
 
+# start_ours [SERVER FLAGS...]
 start_ours ()
 {
   rm -f "$tmp/sock" "$tmp/pid"
-  "$build/nbdkit" -f -U "$tmp/sock" -P "$tmp/pid" "$plugin" \
+  "$build/nbdkit" "$@" -f -U "$tmp/sock" -P "$tmp/pid" "$plugin" \
     conf="$CEPH_CONF" id="$CEPH_ID" keyring="$CEPH_KEYRING" image="$img" \
     2> "$tmp/ours.log" &
   srv_pid=$!
@@ -141,7 +156,7 @@ start_qemu ()
   [ -S "$tmp/sock" ] || die "qemu-nbd did not start: $(cat "$tmp/qemu.log")"
 }
 
-peers=(rbd-bench ours)
+peers=(rbd-bench ours ours-sync)
 [ "$qemu" -eq 1 ] && peers+=(qemu-nbd)
 : > "$tmp/results"
 for (( r = 0; r < rounds; r++ )); do
@@ -150,6 +165,7 @@ for (( r = 0; r < rounds; r++ )); do
     note "round $((r + 1)): $p"
     case "$p" in
       ours) start_ours ;;
+      ours-sync) start_ours -D nbdkit.async=0 ;;
       qemu-nbd) start_qemu ;;
     esac
     for w in "${workloads[@]}"; do
@@ -171,16 +187,19 @@ res = {}
 for line in open(path):
     p, w, v = line.split()
     res.setdefault((p, w), []).append(float(v))
-peers = [p for p in ("rbd-bench", "ours", "qemu-nbd")
+peers = [p for p in ("rbd-bench", "ours", "ours-sync", "qemu-nbd")
          if any(k[0] == p for k in res)]
-wls = ["randread-4k", "randwrite-4k", "read-1m", "write-1m"]
+wls = [w for w in ("randread-4k", "randwrite-4k", "read-1m", "write-1m")
+       if ("rbd-bench", w) in res]
 print("## Ceph RBD\n")
 print("`%s`: %s rounds, %s s per run, a %s MiB image on a one-node"
       " memstore cluster (ceph %s), %s; the machine was shared."
       % (cmd.strip(), rounds, runtime, size, ceph, qemu))
 print("IOPS, median over the rounds; in brackets, as a fraction of"
-      " `rbd bench` (librbd alone, the ceiling).  Ours and qemu-nbd are"
-      " driven by fio (ioengine=nbd, one connection) over a Unix socket.\n")
+      " `rbd bench` (librbd alone, the ceiling).  ours is the rbd plugin"
+      " on its asynchronous path, ours-sync the same with"
+      " `-D nbdkit.async=0`.  Ours and qemu-nbd are driven by fio"
+      " (ioengine=nbd, one connection) over a Unix socket.\n")
 print("| workload | " + " | ".join(peers) + " |")
 print("|---|" + "---|" * len(peers))
 for w in wls:

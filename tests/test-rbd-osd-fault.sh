@@ -7,29 +7,18 @@
 #     the filter reopens and retries, the OSD resumes (SIGCONT) and the
 #     copy completes with the right bytes;
 #  2. the OSD is killed (SIGKILL; memstore loses its data, so it cannot
-#     come back) during a copy: the client gets EIO within the timeout
-#     rather than a hang, and the server stays up and exits when asked.
+#     come back) with a copy's reads in flight on the asynchronous path
+#     (no filter, two worker threads, at least 8 reads in flight): the
+#     client gets EIO within the timeout rather than a
+#     hang, and the server stays up and exits when asked.
 # Would catch: a wait on librados without a bound, an error that kills
 # the server, a timeout not reported as EIO, a retry that serves wrong
 # bytes.
 source "$(dirname "$0")/functions.sh"
-requires_cmd ceph-mon ceph-mgr ceph-osd radosgw ceph rbd nbdcopy nbdsh cmp
-rbd_so="$abs_top_builddir/plugins/rbd/.libs/nbdkit-rbd-plugin.so"
-requires test -f "$rbd_so"
+requires_cmd nbdcopy nbdsh cmp
 requires test -d "$abs_top_builddir/filters/retry"
-
-cluster="$tmpdir/ceph"
-cleanup_fn "$abs_top_srcdir/tests/ceph-cluster.sh" stop "$cluster"
-"$abs_top_srcdir/tests/ceph-cluster.sh" start "$cluster" --owner $$ 9>&- ||
-  fail "the private Ceph cluster did not start"
-. "$cluster/env"
-osd=$(awk '$1 == "osd.0" { print $2 }' "$cluster/pids")
 img=fault
-head -c 24M /dev/urandom > "$tmpdir/src"
-timeout 60 rbd import --no-progress "$tmpdir/src" "$RBD_POOL/$img" 9>&- ||
-  fail "rbd import failed"
-args=(conf="$CEPH_CONF" id="$CEPH_ID" keyring="$CEPH_KEYRING" timeout=3
-      image="$img")
+source "$srcdir/rbd-private-cluster.sh"
 
 # serve LOG ARGS...: a server on $sock with its stderr in LOG.
 serve ()
@@ -65,14 +54,25 @@ grep -q 'rbd.*read at .*: Connection timed out' "$tmpdir/server1.log" ||
   fail "no read timed out while the OSD was frozen (the test proved nothing)"
 stop_server
 
-# 2. Kill the OSD during a copy (no retry filter this time).
-serve "$tmpdir/server2.log" -v --filter=delay rbd "${args[@]}" rdelay=40ms
-timeout 60 nbdcopy --connections=1 --requests=1 "$uri" "$tmpdir/copy2" \
-  9>&- 2> "$tmpdir/copy2.err" &
+# 2. Kill the OSD with a copy's requests in flight, on the asynchronous
+# path (no filter).  A first client opens the image while the OSD can
+# still answer; then the OSD freezes, the copy's reads pile up in
+# librbd, and the OSD dies under them.
+serve "$tmpdir/server2.log" -v -t 2 rbd "${args[@]}"
+timeout 60 nbdsh -u "$uri" -c '
+import time
+print("open", flush=True)
+time.sleep(50)' \
+  > "$tmpdir/holder" 9>&- &
+cleanup_fn _kill_pid $!
+wait_for 20 -s "$tmpdir/holder" || fail "the first client did not connect"
+kill -STOP "$osd"
+timeout 60 nbdcopy --no-extents --connections=1 --requests=16 "$uri" \
+  "$tmpdir/copy2" 9>&- 2> "$tmpdir/copy2.err" &
 copy=$!
+SECONDS=0
 sleep 1
 kill -9 "$osd"
-SECONDS=0
 st=0
 wait "$copy" || st=$?
 cat "$tmpdir/copy2.err"
@@ -83,8 +83,12 @@ grep -q 'Input/output error' "$tmpdir/copy2.err" ||
   fail "the client did not get EIO"
 [ $SECONDS -lt 15 ] || fail "the client waited ${SECONDS}s for EIO"
 kill -0 "$server_pid" || fail "the server died with the OSD"
-grep -q 'rbd.*read at .*: Connection timed out' "$tmpdir/server2.log" ||
+grep -q "$img: read at .*: Connection timed out" "$tmpdir/server2.log" ||
   { cat "$tmpdir/server2.log"; fail "the server did not say why the read failed"; }
+# Two worker threads (-t 2) wait for two reads at most: more timed out
+# at once on the asynchronous path.
+n=$(grep -c "$img: read at .*: Connection timed out" "$tmpdir/server2.log")
+[ "$n" -ge 8 ] || fail "$n reads timed out: not the asynchronous path"
 grep -Ev 'debug: (pread|.*NBD_OPT|.*handshake)' "$tmpdir/server2.log" | tail -n 20
 # Asked to stop, the server exits within the bound of its waits.
 kill "$server_pid"

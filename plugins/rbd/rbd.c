@@ -22,13 +22,36 @@
  * on one connection covers the writes of all of them, and connections
  * do not take the exclusive lock from each other on every write.
  *
- * Requests run in parallel (librbd handles are thread-safe).  Each data
- * request is one librbd asynchronous call whose completion callback
- * wakes the request's thread; the zero fallback without
- * rbd_aio_write_zeroes keeps several writes in flight.  Nothing here
- * waits without a bound: timeout= sets librados's mount, monitor and
- * OSD operation timeouts, so a dead cluster makes a request fail with
- * ETIMEDOUT (EIO to the client) rather than hang.
+ * Requests run in parallel (librbd handles are thread-safe), on one of
+ * two paths, each librbd call asynchronous in both:
+ *
+ *  - the asynchronous path (nbdkit-async(1)): unless -D nbdkit.async=0
+ *    or a filter above needs the synchronous path, the server hands
+ *    read, write, flush, trim and zero to the async_* callbacks, which
+ *    start the librbd call and return; librbd's completion callback
+ *    (on librbd's own thread, which runs an image's callbacks one at a
+ *    time) maps the result to an errno, starts the flush a FUA request
+ *    still needs, and calls nbdkit_async_complete.  No thread of the
+ *    server waits on the cluster, so a connection keeps as many
+ *    requests in flight as the server allows.
+ *  - the synchronous callbacks (plugin_*), used otherwise and for
+ *    block status and emulated requests: the same librbd calls,
+ *    each waited for by the request's thread; the zero fallback
+ *    without rbd_aio_write_zeroes keeps several writes in flight.
+ *
+ * Both give the client the same bytes and errors: one function maps
+ * librbd's results to the client's errno for both.  Nothing waits
+ * without a bound: timeout= sets librados's mount, monitor and OSD
+ * operation timeouts, so a dead cluster makes a request fail with
+ * ETIMEDOUT (EIO to the client) rather than hang, and a connection
+ * whose client left with requests in flight (cancel) only has to wait
+ * for librbd to complete them.
+ *
+ * Locks: images_lock protects the table of open images and is taken
+ * alone.  A synchronous call's struct aio has a lock of its own, a
+ * leaf taken by its waiter and by librbd's callback.  The asynchronous
+ * path takes no lock of ours: each request's state belongs to whoever
+ * holds it (the submitting thread, then librbd's callback).
  *
  * Probes (provider "nbdkit", in this .so):
  *   rbd_connect (pool, image, duration_ns, result)
@@ -37,7 +60,9 @@
  *   rbd_op_done (id, cookie, op, offset, count, latency_ns, result)
  *     when a librbd call of a request completes: op is "read",
  *     "write", "discard", "write_zeroes", "flush" or "diff_iterate";
- *     latency from the call to its completion callback.
+ *     latency from the call to its completion callback.  On the
+ *     asynchronous path it fires in librbd's callback with the ids
+ *     recorded when the request was taken.
  */
 #include <config.h>
 
@@ -55,6 +80,7 @@
 
 #define NBDKIT_API_VERSION 2
 #include <nbdkit-plugin.h>
+#include <nbdkit-async.h>
 
 /* The probes fire whether or not a tracer raised their semaphores
  * (perf does not): their arguments are a clock read or two, nothing
@@ -164,6 +190,8 @@ plugin_config (const char *key, const char *value)
   return 0;
 }
 
+extern struct nbdkit_async_ops nbdkit_async_ops;
+
 static int
 plugin_config_complete (void)
 {
@@ -171,6 +199,11 @@ plugin_config_complete (void)
     nbdkit_error ("snapshot=%s needs image=", snapshot);
     return -1;
   }
+  /* The zero-buffer fallback is synchronous only: without the
+   * asynchronous zero the server calls plugin_zero for it.
+   */
+  if (rbd_debug_no_write_zeroes)
+    nbdkit_async_ops.zero = NULL;
   return 0;
 }
 
@@ -557,19 +590,80 @@ plugin_can_write (void *handle)
   return snapshot == NULL;
 }
 
-/* --- Asynchronous calls ---------------------------------------------- */
+/* --- Results, shared by both paths ----------------------------------- */
 
 /* rbd_op_done has this one site, not one per caller: perf probe makes
- * one event of it.
+ * one event of it.  The ids are passed in: librbd's callback thread
+ * has no current request.
  */
 static void __attribute__ ((noinline))
-fire_op_done (const char *op, uint64_t offset, uint64_t count,
-              uint64_t latency_ns, int64_t result)
+fire_op_done (uint64_t id, uint64_t cookie, const char *op,
+              uint64_t offset, uint64_t count, uint64_t latency_ns,
+              int64_t result)
 {
-  NBDKIT_PROBE (rbd_op_done, nbdkit_connection_id (),
-                nbdkit_request_cookie (), op, offset, count,
+  NBDKIT_PROBE (rbd_op_done, id, cookie, op, offset, count,
                 latency_ns, result);
 }
+
+/* The errno a client gets for librbd's result R of OP over [offset,
+ * offset+count): 0 if it succeeded.  R is a negative errno, or >= 0;
+ * a read (IS_READ) must have read all COUNT bytes.  A failure is
+ * logged in one line.
+ */
+static int
+result_errno (struct handle *h, const char *op, uint64_t offset,
+              uint64_t count, ssize_t r, bool is_read)
+{
+  int err;
+
+  if (r >= 0) {
+    if (!is_read || (uint64_t) r == count)
+      return 0;
+    nbdkit_error ("%s: read at %" PRIu64 ": %zd of %" PRIu64 " bytes "
+                  "(did the image shrink?)", h->image->name, offset,
+                  r, count);
+    return EIO;
+  }
+  err = (int) -r;
+  nbdkit_error ("%s: %s at %" PRIu64 " (%" PRIu64 " bytes): %s",
+                h->image->name, op, offset, count, strerror (err));
+  /* librados reports an operation that outlived timeout= as
+   * ETIMEDOUT; the client only has EIO for it.
+   */
+  if (err == ETIMEDOUT)
+    err = EIO;
+  return err;
+}
+
+/* A failed synchronous request (R < 0): log it, set the errno. */
+static int
+op_error (struct handle *h, const char *op, uint64_t offset, uint64_t count,
+          ssize_t r)
+{
+  nbdkit_set_error (result_errno (h, op, offset, count, r < 0 ? r : -EIO,
+                                  false));
+  return -1;
+}
+
+/* The rbd_aio_write_zeroes flags for a zero request with FLAGS, or -1
+ * (ENOTSUP set) for a fast zero librbd cannot do fast.
+ */
+static int
+write_zeroes_flags (uint32_t flags)
+{
+  /* Without may_trim the range must stay allocated. */
+  int zflags = (flags & NBDKIT_FLAG_MAY_TRIM) ? 0
+    : RBD_WRITE_ZEROES_FLAG_THICK_PROVISION;
+
+  /* Thick zeroing writes every byte: not faster than a write. */
+  if ((flags & NBDKIT_FLAG_FAST_ZERO) && zflags) {
+    nbdkit_set_error (ENOTSUP);
+    return -1;
+  }
+  return zflags;
+}
+
+/* --- The synchronous path -------------------------------------------- */
 
 /* One librbd call in flight: the completion callback fills in the
  * result and the time, and wakes the thread that waits in
@@ -649,27 +743,10 @@ aio_finish (struct aio *a, int submit, const char *op,
     pthread_mutex_unlock (&a->lock);
     r = a->result;
   }
-  fire_op_done (op, offset, count, a->end - a->start, r);
+  fire_op_done (nbdkit_connection_id (), nbdkit_request_cookie (),
+                op, offset, count, a->end - a->start, r);
   aio_free (a);
   return r;
-}
-
-/* A failed request: one line for the log, the errno for the client. */
-static int
-op_error (struct handle *h, const char *op, uint64_t offset, uint64_t count,
-          ssize_t r)
-{
-  int err = r < 0 ? (int) -r : EIO;
-
-  nbdkit_error ("%s: %s at %" PRIu64 " (%" PRIu64 " bytes): %s",
-                h->image->name, op, offset, count, strerror (err));
-  /* librados reports an operation that outlived timeout= as
-   * ETIMEDOUT; the client only has EIO for it.
-   */
-  if (err == ETIMEDOUT)
-    err = EIO;
-  nbdkit_set_error (err);
-  return -1;
 }
 
 static int
@@ -699,19 +776,16 @@ plugin_pread (void *handle, void *buf, uint32_t count, uint64_t offset,
   struct handle *h = handle;
   struct aio a;
   ssize_t r;
+  int err;
 
   if (aio_init (&a) == -1)
     return -1;
   r = aio_finish (&a,
                   rbd_aio_read2 (h->image->rbd, offset, count, buf, a.c, 0),
                   "read", offset, count);
-  if (r < 0)
-    return op_error (h, "read", offset, count, r);
-  if ((uint64_t) r != count) {
-    nbdkit_error ("%s: read at %" PRIu64 ": %zd of %" PRIu32 " bytes "
-                  "(did the image shrink?)", h->image->name, offset,
-                  r, count);
-    nbdkit_set_error (EIO);
+  err = result_errno (h, "read", offset, count, r, true);
+  if (err) {
+    nbdkit_set_error (err);
     return -1;
   }
   return 0;
@@ -810,15 +884,10 @@ plugin_zero (void *handle, uint32_t count, uint64_t offset, uint32_t flags)
   if (!rbd_debug_no_write_zeroes) {
     struct aio a;
     ssize_t r;
-    /* Without may_trim the range must stay allocated. */
-    int zflags = (flags & NBDKIT_FLAG_MAY_TRIM) ? 0
-      : RBD_WRITE_ZEROES_FLAG_THICK_PROVISION;
+    int zflags = write_zeroes_flags (flags);
 
-    /* Thick zeroing writes every byte: not faster than a write. */
-    if ((flags & NBDKIT_FLAG_FAST_ZERO) && zflags) {
-      nbdkit_set_error (ENOTSUP);
+    if (zflags == -1)
       return -1;
-    }
     if (aio_init (&a) == -1)
       return -1;
     r = aio_finish (&a,
@@ -842,6 +911,218 @@ plugin_zero (void *handle, uint32_t count, uint64_t offset, uint32_t flags)
     return do_flush (h);
   return 0;
 }
+
+/* --- The asynchronous path ------------------------------------------- */
+
+enum call { CALL_READ, CALL_WRITE, CALL_DISCARD, CALL_WRITE_ZEROES,
+            CALL_FLUSH };
+
+/* The op names of rbd_op_done, as the synchronous path fires them. */
+static const char *const call_names[] = {
+  [CALL_READ] = "read", [CALL_WRITE] = "write", [CALL_DISCARD] = "discard",
+  [CALL_WRITE_ZEROES] = "write_zeroes", [CALL_FLUSH] = "flush",
+};
+
+/* A request taken on the asynchronous path, from the async_* callback
+ * that took it to its nbdkit_async_complete.  Whoever runs it (the
+ * submitting thread until librbd has the call, then librbd's callback)
+ * owns it alone.  The handle stays open until the completion: the
+ * server calls close only after the last one.
+ */
+struct async_op {
+  struct handle *h;
+  struct nbdkit_async_request *req;
+  enum call call;               /* the librbd call in flight */
+  union {                       /* the request's buffer (read, write) */
+    char *in;
+    const char *out;
+  } buf;
+  uint64_t offset, count;       /* of the call in flight; 0 for flush */
+  int zflags;                   /* of a write_zeroes */
+  bool then_flush;              /* FUA: a flush follows the call */
+  uint64_t id, cookie;          /* the request's, for rbd_op_done */
+  uint64_t start;               /* now_ns () when the call started */
+};
+
+static void async_callback (rbd_completion_t c, void *arg);
+
+/* Start O's call.  Returns >= 0 once librbd has it (O may then be
+ * completed and freed at any moment: not touched again here), or a
+ * negative errno if it did not start.
+ */
+static int
+async_start (struct async_op *o)
+{
+  rbd_image_t rbd = o->h->image->rbd;
+  rbd_completion_t c;
+  int r;
+
+  r = rbd_aio_create_completion (o, async_callback, &c);
+  if (r < 0)
+    return r;
+  o->start = now_ns ();
+  switch (o->call) {
+  case CALL_READ:
+    r = rbd_aio_read2 (rbd, o->offset, o->count, o->buf.in, c, 0);
+    break;
+  case CALL_WRITE:
+    r = rbd_aio_write2 (rbd, o->offset, o->count, o->buf.out, c, 0);
+    break;
+  case CALL_DISCARD:
+    r = rbd_aio_discard (rbd, o->offset, o->count, c);
+    break;
+  case CALL_WRITE_ZEROES:
+#if LIBRBD_SUPPORTS_WRITE_ZEROES
+    r = rbd_aio_write_zeroes (rbd, o->offset, o->count, c, o->zflags, 0);
+#else
+    r = -ENOTSUP;               /* never taken: async_zero is left out */
+#endif
+    break;
+  case CALL_FLUSH:
+    r = rbd_aio_flush (rbd, c);
+    break;
+  }
+  if (r < 0)
+    rbd_aio_release (c);
+  return r;
+}
+
+/* The call R of O did not start: its probe and the client's errno. */
+static int
+async_not_started (struct async_op *o, int r)
+{
+  fire_op_done (o->id, o->cookie, call_names[o->call], o->offset, o->count,
+                0, r);
+  return result_errno (o->h, call_names[o->call], o->offset, o->count, r,
+                       false);
+}
+
+/* librbd's completion of O's call, on librbd's thread: the result,
+ * then the flush that a FUA request still owes, or the completion.
+ */
+static void
+async_callback (rbd_completion_t c, void *arg)
+{
+  struct async_op *o = arg;
+  ssize_t r = rbd_aio_get_return_value (c);
+  uint64_t end = now_ns ();
+  struct nbdkit_async_request *req;
+  int err;
+
+  rbd_aio_release (c);
+  fire_op_done (o->id, o->cookie, call_names[o->call], o->offset, o->count,
+                end - o->start, r);
+  err = result_errno (o->h, call_names[o->call], o->offset, o->count, r,
+                      o->call == CALL_READ);
+  if (err == 0 && o->then_flush) {
+    /* librbd lets a callback start another call: it runs an image's
+     * callbacks from a queue of its own, holding none of its locks.
+     */
+    o->then_flush = false;
+    o->call = CALL_FLUSH;
+    o->offset = o->count = 0;
+    r = async_start (o);
+    if (r >= 0)
+      return;
+    err = async_not_started (o, r);
+  }
+  /* O is ours to free first: once completed, the connection may end
+   * and its handle close before this returns.
+   */
+  req = o->req;
+  free (o);
+  nbdkit_async_complete (req, err);
+}
+
+/* Take a request: start its first librbd call.  Returns 0, or -1 with
+ * the error set if nothing was started (then the request fails now,
+ * with the errno the synchronous path gives).
+ */
+static int
+async_take (void *handle, struct nbdkit_async_request *req, enum call call,
+            const void *buf, uint32_t count, uint64_t offset, int zflags,
+            uint32_t flags)
+{
+  struct async_op *o = malloc (sizeof *o);
+  int r, err;
+
+  if (o == NULL) {
+    nbdkit_error ("malloc: %m");
+    return -1;
+  }
+  *o = (struct async_op) {
+    .h = handle, .req = req, .call = call, .buf.out = buf,
+    .offset = offset, .count = count, .zflags = zflags,
+    .then_flush = (flags & NBDKIT_FLAG_FUA) != 0,
+    .id = nbdkit_connection_id (), .cookie = nbdkit_request_cookie (),
+  };
+  r = async_start (o);
+  if (r >= 0)
+    return 0;
+  err = async_not_started (o, r);
+  free (o);
+  nbdkit_set_error (err);
+  return -1;
+}
+
+static int
+async_pread (void *handle, struct nbdkit_async_request *req, void *buf,
+             uint32_t count, uint64_t offset, uint32_t flags)
+{
+  /* A read never flushes: FUA is not a read's flag. */
+  return async_take (handle, req, CALL_READ, buf, count, offset, 0, 0);
+}
+
+static int
+async_pwrite (void *handle, struct nbdkit_async_request *req,
+              const void *buf, uint32_t count, uint64_t offset,
+              uint32_t flags)
+{
+  return async_take (handle, req, CALL_WRITE, buf, count, offset, 0, flags);
+}
+
+static int
+async_flush (void *handle, struct nbdkit_async_request *req, uint32_t flags)
+{
+  return async_take (handle, req, CALL_FLUSH, NULL, 0, 0, 0, 0);
+}
+
+static int
+async_trim (void *handle, struct nbdkit_async_request *req,
+            uint32_t count, uint64_t offset, uint32_t flags)
+{
+  return async_take (handle, req, CALL_DISCARD, NULL, count, offset, 0,
+                     flags);
+}
+
+#if LIBRBD_SUPPORTS_WRITE_ZEROES
+static int
+async_zero (void *handle, struct nbdkit_async_request *req,
+            uint32_t count, uint64_t offset, uint32_t flags)
+{
+  int zflags = write_zeroes_flags (flags);
+
+  if (zflags == -1)
+    return -1;
+  return async_take (handle, req, CALL_WRITE_ZEROES, NULL, count, offset,
+                     zflags, flags);
+}
+#endif
+
+/* Not const: config_complete drops zero for -D rbd.no_write_zeroes=1.
+ * No cancel: librbd completes every call it has, within timeout=, and
+ * offers no way to abandon one.
+ */
+NBDKIT_DLL_PUBLIC struct nbdkit_async_ops nbdkit_async_ops = {
+  .version = NBDKIT_ASYNC_VERSION,
+  .pread   = async_pread,
+  .pwrite  = async_pwrite,
+  .flush   = async_flush,
+  .trim    = async_trim,
+#if LIBRBD_SUPPORTS_WRITE_ZEROES
+  .zero    = async_zero,
+#endif
+};
 
 /* --- Block status ---------------------------------------------------- */
 
@@ -897,7 +1178,8 @@ plugin_extents (void *handle, uint32_t count, uint64_t offset, uint32_t flags,
   /* Include the parent's data for a clone; not only whole objects. */
   r = rbd_diff_iterate2 (h->image->rbd, NULL, offset, end - offset, 1, 0,
                          diff_callback, &d);
-  fire_op_done ("diff_iterate", offset, end - offset, now_ns () - start, r);
+  fire_op_done (nbdkit_connection_id (), nbdkit_request_cookie (),
+                "diff_iterate", offset, end - offset, now_ns () - start, r);
   if (r < 0 || d.oom) {
     free (d.data.ptr);
     return op_error (h, "diff_iterate", offset, end - offset,
