@@ -11,6 +11,7 @@
 #include <config.h>
 
 #include <dlfcn.h>
+#include <link.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -152,6 +153,25 @@ caller_where (const void *ra, char *buf, size_t len)
   return buf;
 }
 
+/* The name of the layer whose code is at RA: for a message from a
+ * thread of a plugin's own (a completion thread, a library's callback),
+ * where no layer is being called.  NULL if RA is in none of them.
+ */
+static const char *
+layer_at (const void *ra)
+{
+  Dl_info info;
+  if (!ra || !log_cfg || !dladdr (ra, &info))
+    return NULL;
+  for (const struct layer *l = log_cfg->top; l; l = l->next) {
+    struct link_map *lm;
+    if (l->dl && dlinfo (l->dl, RTLD_DI_LINKMAP, &lm) == 0 &&
+        (const void *) lm->l_addr == info.dli_fbase)
+      return l->name;
+  }
+  return NULL;
+}
+
 /* Format a message into a buffer, keeping errno for %m.  WHERE is the
  * server's file and line, or NULL for a call from RA.
  */
@@ -165,6 +185,9 @@ emit (int priority, const char *kind, const char *where, const void *ra,
   if (priority == LOG_DEBUG && !debug_wanted ())
     return;
   struct connection *conn = conn_current ();
+  const char *name = layer_name;
+  if (!name && !where)
+    name = layer_at (ra);
 
   errno = saved_errno;
   vsnprintf (msg, sizeof msg, fs, args);
@@ -185,7 +208,7 @@ emit (int priority, const char *kind, const char *where, const void *ra,
     if (!where)
       where = caller_where (ra, wbuf, sizeof wbuf);
     NBDKIT_LOG (priority == LOG_ERR ? "error" : "debug",
-                layer_name ? layer_name : "nbdkit", msg,
+                name ? name : "nbdkit", msg,
                 conn ? conn->id : probe_u64 (0),
                 probe_u64 (layer_current_cookie ()), where);
   }
@@ -198,11 +221,10 @@ emit (int priority, const char *kind, const char *where, const void *ra,
     return;
 
   char prefix[96] = "";
-  if (layer_name && conn)
-    snprintf (prefix, sizeof prefix, "%s[%" PRIu64 "]: ", layer_name,
-              conn->id);
-  else if (layer_name)
-    snprintf (prefix, sizeof prefix, "%s: ", layer_name);
+  if (name && conn)
+    snprintf (prefix, sizeof prefix, "%s[%" PRIu64 "]: ", name, conn->id);
+  else if (name)
+    snprintf (prefix, sizeof prefix, "%s: ", name);
 
   if (to_syslog)
     syslog (priority, "%s%s%s", prefix, kind, msg);

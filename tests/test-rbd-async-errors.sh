@@ -87,9 +87,12 @@ diff -u "$tmpdir/async.answers" "$tmpdir/sync.answers" ||
 
 # One line per failure, the same on both paths but for the prefix: the
 # synchronous path logs on the connection's thread ("rbd[1]:"), the
-# asynchronous one on librbd's.
+# asynchronous one on librbd's, which the server still names after the
+# plugin whose code logged ("rbd:").
+grep -q '^nbdkit: rbd: error: ' "$tmpdir/async.log" ||
+  fail "the asynchronous path's errors are not logged as the plugin's"
 for path in async sync; do
-  sed -E 's/^nbdkit: (rbd\[[0-9]+\]: )?error: //' "$tmpdir/$path.log" |
+  sed -E 's/^nbdkit: rbd(\[[0-9]+\])?: error: //' "$tmpdir/$path.log" |
     grep -v '^nbdkit: ' > "$tmpdir/$path.lines" || :
 done
 cat > "$tmpdir/want" <<EOT
