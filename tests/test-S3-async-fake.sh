@@ -102,54 +102,52 @@ for status in 200 500once 403 404 404bucket 500; do
 done
 echo 200 > "$fk/status"
 
+# all_eio WHAT: Python that waits (10 s at most) for the eight reads
+# in COOKIES to end, checks each failed with EIO and says how long
+# that took from T0.
+all_eio ()
+{
+  cat <<PY
+while h.aio_in_flight() > 0:
+    h.poll(1000)
+    assert time.monotonic() - t0 < 10, "reads hang on $1"
+for c in cookies:
+    try:
+        h.aio_command_completed(c)
+        raise Exception("a read from $1 succeeded")
+    except nbd.Error as e:
+        assert e.errno == "EIO", e.errno
+print("reads on $1 failed after %.1f s" % (time.monotonic() - t0))
+PY
+}
+start_reads='
+import os, signal, time
+bufs = [nbd.Buffer(4096) for i in range(8)]
+cookies = [h.aio_pread(bufs[i], 65536 * i) for i in range(8)]
+'
+
 # --- A stalled store: EIO within timeout=, other connections served.
 echo "30 8" > "$fk/slow"
 start_server "${fake_args[@]}" timeout=2 retries=0
-t nbdsh -u "$uri" -c '
-import time
-bufs = [nbd.Buffer(4096) for i in range(8)]
-cookies = [h.aio_pread(bufs[i], 65536 * i) for i in range(8)]
+t nbdsh -u "$uri" -c "$start_reads
 time.sleep(0.3)
 # Meanwhile a second connection reads an object that answers at once.
 h2 = nbd.NBD()
 h2.connect_uri(h.get_uri())
 t0 = time.monotonic()
 assert h2.pread(4096, 65536 * 9) == bytes([9]) * 4096
-assert time.monotonic() - t0 < 1, "the second connection waited"
+assert time.monotonic() - t0 < 1, 'the second connection waited'
 t0 = time.monotonic()
-while h.aio_in_flight() > 0:
-    h.poll(1000)
-    assert time.monotonic() - t0 < 10, "reads on a stalled store hang"
-for c in cookies:
-    try:
-        h.aio_command_completed(c)
-        raise Exception("a read from a stalled store succeeded")
-    except nbd.Error as e:
-        assert e.errno == "EIO", e.errno
-print("stalled reads failed after %.1f s" % (time.monotonic() - t0))
-'
+$(all_eio 'a stalled store')"
 stop_server
 
 # --- The store killed with reads in flight: EIO soon; then served.
 start_server "${fake_args[@]}" timeout=20 retries=2
-t nbdsh -u "$uri" -c "
-import os, signal, time
-bufs = [nbd.Buffer(4096) for i in range(8)]
-cookies = [h.aio_pread(bufs[i], 65536 * i) for i in range(8)]
+t nbdsh -u "$uri" -c "$start_reads
 time.sleep(0.5)
 os.kill($fake, signal.SIGKILL)
 t0 = time.monotonic()
-while h.aio_in_flight() > 0:
-    h.poll(1000)
-    assert time.monotonic() - t0 < 10, 'reads hang on a killed store'
-for c in cookies:
-    try:
-        h.aio_command_completed(c)
-        raise Exception('a read from a killed store succeeded')
-    except nbd.Error as e:
-        assert e.errno == 'EIO', e.errno
-print('reads failed %.1f s after the store was killed' % (time.monotonic() - t0))
-"
+$(all_eio 'a killed store')"
 echo "0 0" > "$fk/slow"
 s3_fake_start
 t nbdsh -u "$uri" -c 'assert h.pread(4096, 65536 * 3) == bytes([3]) * 4096'
