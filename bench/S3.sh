@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
-# bench/S3.sh: our S3 plugin (C, libcurl) beside Debian's nbdkit 1.32
-# S3 plugin (Python, boto3) on the same radosgw, in one run.
+# bench/S3.sh: our S3 plugin (C, libcurl), with its asynchronous reads
+# (ours) and with -D nbdkit.async=0 (sync: every request on the
+# server's workers), beside Debian's nbdkit 1.32 S3 plugin (Python,
+# boto3) on the same radosgw, in one run.
 #
 # A disk of --size MiB in objects of --object-size KiB, one bucket per
 # server.  In each slot a fresh server (one per server and workload)
 # runs: fio (ioengine=nbd) 1 MiB sequential write, QD8, over the whole
-# disk; fio 1 MiB sequential read, QD8; nbdcopy of a file of random
-# bytes into the disk (copy-in) and of the disk to null: (copy-out).
-# The slots alternate between the two servers, which one goes first
-# swapping each round.  Prints a markdown table of the medians in MiB/s
-# and ours ÷ nbdkit; --write-results also puts it in bench/RESULTS.md
+# disk; fio 1 MiB sequential read, QD8; fio 64 KiB random read, QD32
+# (randread-64k: many reads in flight, where the asynchronous path
+# matters); nbdcopy of a file of random bytes into the disk (copy-in)
+# and of the disk to null: (copy-out).  The slots go round the
+# servers, which one goes first turning each round.  Prints a markdown
+# table of the medians in MiB/s, async ÷ sync and ours ÷ nbdkit;
+# --write-results also puts it in bench/RESULTS.md
 # as the section "## S3 plugin".
 #
 #   bench/S3.sh [--rounds N] [--size MiB] [--object-size KiB]
@@ -106,8 +110,8 @@ s3curl ()
     -w '%{http_code}' "$S3_ENDPOINT$2"
 }
 # Debian's plugin cannot serve objects over 64 KiB: ours alone then.
-servers=(ours nbdkit)
-(( object_kib <= 64 )) || servers=(ours)
+servers=(ours sync nbdkit)
+(( object_kib <= 64 )) || servers=(ours sync)
 for name in "${servers[@]}"; do
   bucket[$name]="bench-$name-$$"
   [ "$(s3curl PUT "/${bucket[$name]}")" = 200 ] ||
@@ -118,10 +122,14 @@ head -c "$(( size_mib << 20 ))" /dev/urandom > "$work/src"
 # start NAME: a server on a Unix socket, its disk in its own bucket.
 start ()
 {
-  local name="$1" bin sock="$work/sock" i
-  [ "$name" = ours ] && bin="$ours" || bin=/usr/bin/nbdkit
+  local name="$1" bin sock="$work/sock" i flags=()
+  case "$name" in
+    ours) bin="$ours" ;;
+    sync) bin="$ours"; flags=(-D nbdkit.async=0) ;;
+    *) bin=/usr/bin/nbdkit ;;
+  esac
   rm -f "$sock" "$work/pid"
-  "$bin" -f -U "$sock" -P "$work/pid" S3 endpoint-url="$S3_ENDPOINT" \
+  "$bin" "${flags[@]}" -f -U "$sock" -P "$work/pid" S3 endpoint-url="$S3_ENDPOINT" \
     bucket="${bucket[$name]}" key=disk size="${size_mib}M" \
     object-size="${object_kib}K" >"$work/server.log" 2>&1 &
   srv_pid=$!
@@ -147,11 +155,15 @@ measure ()
   local name="$1" wl="$2" rnd="$3" t0 t1 bw
   start "$name"
   case "$wl" in
-    seqwrite-1m|seqread-1m)
+    seqwrite-1m|seqread-1m|randread-64k)
+      local rw=write bs=1m qd=8
+      case "$wl" in
+        seqread-1m) rw=read ;;
+        randread-64k) rw=randread bs=64k qd=32 ;;
+      esac
       bounded 600 "$work/fio.log" \
         fio --name=bench --ioengine=nbd --uri="$srv_uri" --numjobs=1 \
-          --rw="$( [ "$wl" = seqread-1m ] && echo read || echo write )" \
-          --bs=1m --iodepth=8 --size="${size_mib}M" \
+          --rw="$rw" --bs="$bs" --iodepth="$qd" --size="${size_mib}M" \
           --output-format=json --output="$work/run.json" ||
         die "fio $wl on $name failed: $(tail -3 "$work/fio.log")"
       bw="$(python3 -c '
@@ -173,12 +185,14 @@ print(round((j["read"]["bw_bytes"] + j["write"]["bw_bytes"]) / 2**20, 1))' \
   record "$wl $name $rnd $bw"
 }
 
-workloads=(seqwrite-1m seqread-1m copy-in copy-out)
+workloads=(seqwrite-1m seqread-1m randread-64k copy-in copy-out)
 for (( r = 1; r <= rounds; r++ )); do
   note "round $r of $rounds"
-  if (( r % 2 )); then order=("${servers[@]}")
-  else order=(); for name in "${servers[@]}"; do order=("$name" "${order[@]}"); done
-  fi
+  # Turn the order one place each round: each server goes first in turn.
+  order=()
+  for (( i = 0; i < ${#servers[@]}; i++ )); do
+    order+=("${servers[(i + r - 1) % ${#servers[@]}]}")
+  done
   for wl in "${workloads[@]}"; do
     for name in "${order[@]}"; do measure "$name" "$wl" "$r"; done
   done
@@ -196,21 +210,25 @@ for line in open(data):
 print("## S3 plugin\n")
 print(f"`{cmd}`: a {size} MiB disk in {obj} KiB objects on one radosgw "
       f"(memstore OSD), {rounds} rounds, medians in MiB/s.  Ours: C on "
-      "libcurl; nbdkit: Debian's nbdkit 1.32 S3 plugin (Python, boto3).\n")
-print("| workload | ours | min–max | nbdkit | min–max | ours ÷ nbdkit |")
-print("|---|---|---|---|---|---|")
-for wl in ("seqwrite-1m", "seqread-1m", "copy-in", "copy-out"):
-    o, n = g.get((wl, "ours"), []), g.get((wl, "nbdkit"), [])
+      "libcurl, reads asynchronous; sync: ours with -D nbdkit.async=0; "
+      "nbdkit: Debian's nbdkit 1.32 S3 plugin (Python, boto3).\n")
+print("| workload | ours | min–max | sync | min–max | ours ÷ sync "
+      "| nbdkit | min–max | ours ÷ nbdkit |")
+print("|---|---|---|---|---|---|---|---|---|")
+def cols(v):
+    return (f"{st.median(v):.1f}", f"{min(v):.1f}–{max(v):.1f}") if v \
+        else ("—", "—")
+for wl in ("seqwrite-1m", "seqread-1m", "randread-64k", "copy-in",
+           "copy-out"):
+    o, s, n = (g.get((wl, x), []) for x in ("ours", "sync", "nbdkit"))
     if not o:
         continue
     mo = st.median(o)
-    if n:
-        mn = st.median(n)
-        print(f"| {wl} | {mo:.1f} | {min(o):.1f}–{max(o):.1f} | {mn:.1f} | "
-              f"{min(n):.1f}–{max(n):.1f} | {mo / mn:.2f} |")
-    else:
-        print(f"| {wl} | {mo:.1f} | {min(o):.1f}–{max(o):.1f} | — | — | "
-              "(nbdkit's refuses objects over 64 KiB) |")
+    rs = f"{mo / st.median(s):.2f}" if s else "—"
+    rn = f"{mo / st.median(n):.2f}" if n else \
+        "(nbdkit's refuses objects over 64 KiB)"
+    print(f"| {wl} | {' | '.join(cols(o))} | {' | '.join(cols(s))} | {rs} "
+          f"| {' | '.join(cols(n))} | {rn} |")
 PY
 cat "$report"
 if [ "$write_results" -eq 1 ]; then

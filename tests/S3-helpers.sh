@@ -72,3 +72,84 @@ s3_new_bucket ()
     fail "making bucket $bucket: HTTP $code $(cat "$tmpdir/mkbucket.out")"
   cleanup_fn s3_rmbucket "$bucket"
 }
+
+# s3_fake_start: a small fake store (Python) on 127.0.0.1:$fake_port,
+# for what radosgw cannot be made to do.  The disk is key d in bucket
+# b, size=1M object-size=64K: object N (the path's last 16 hex digits)
+# is all byte N.  Files in $tmpdir/fake/ steer it, read at each GET:
+#   slow     "SECS N": objects below N wait SECS before the reply
+#   status   200, 403, 404 (NoSuchKey), 404bucket (NoSuchBucket), 500,
+#            or 500once (each object's first GET after the file
+#            changed is a 500)
+#   gets     one line per object GET it got (written by it)
+# Listings are empty.  Sets $fake_port, $fake (its pid, killed at
+# exit) and $fake_args (the plugin's arguments for it); s3_fake_start
+# again restarts it on the same port.
+s3_fake_start ()
+{
+  mkdir -p "$tmpdir/fake"
+  [ -n "${fake_port:-}" ] || fake_port=$(free_port)
+  [ -f "$tmpdir/fake/slow" ] || echo "0 0" > "$tmpdir/fake/slow"
+  [ -f "$tmpdir/fake/status" ] || echo 200 > "$tmpdir/fake/status"
+  rm -f "$tmpdir/fake/listening"
+  /usr/bin/python3 - "$fake_port" "$tmpdir/fake" <<'PY' 9>&- &
+import http.server, os, re, sys, threading, time
+port, d = int(sys.argv[1]), sys.argv[2]
+lock = threading.Lock()
+seen, stamp = set(), [None]
+def read(name):
+    return open(os.path.join(d, name)).read().split()
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def reply(self, code, body, extra=()):
+        self.send_response(code)
+        for k, v in extra:
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def error(self, code, name):
+        self.reply(code, b"<Error><Code>%s</Code></Error>" % name.encode())
+    def do_GET(self):
+        if "list-type=2" in self.path:
+            return self.reply(200, b"<ListBucketResult><IsTruncated>false"
+                              b"</IsTruncated></ListBucketResult>")
+        n = int(self.path[-16:], 16)
+        with lock:
+            open(os.path.join(d, "gets"), "a").write("%d\n" % n)
+            st = os.stat(os.path.join(d, "status")).st_mtime_ns
+            if stamp[0] != st:
+                stamp[0] = st
+                seen.clear()
+            first = n not in seen
+            seen.add(n)
+        secs, below = read("slow")
+        if n < int(below):
+            time.sleep(float(secs))
+        status = read("status")[0]
+        if status == "403":
+            return self.error(403, "AccessDenied")
+        if status == "404":
+            return self.error(404, "NoSuchKey")
+        if status == "404bucket":
+            return self.error(404, "NoSuchBucket")
+        if status == "500" or (status == "500once" and first):
+            return self.error(500, "InternalError")
+        a, b = map(int, re.match(r"bytes=(\d+)-(\d+)",
+                                 self.headers["Range"]).groups())
+        self.reply(206, bytes([n]) * (b - a + 1))
+    def log_message(self, *a):
+        pass
+http.server.ThreadingHTTPServer.allow_reuse_address = True
+http.server.ThreadingHTTPServer.request_queue_size = 128
+s = http.server.ThreadingHTTPServer(("127.0.0.1", port), H)
+s.daemon_threads = True
+open(os.path.join(d, "listening"), "w").write("yes")
+s.serve_forever()
+PY
+  fake=$!
+  cleanup_fn _kill_pid $fake
+  wait_for 10 -s "$tmpdir/fake/listening" || fail "the fake store did not start"
+  fake_args=(S3 endpoint-url=http://127.0.0.1:$fake_port access-key=a
+             secret-key=b bucket=b key=d size=1M object-size=64K)
+}

@@ -58,6 +58,7 @@ s3_load (void)
 static void
 s3_unload (void)
 {
+  s3_async_stop ();
   s3_http_free ();
   s3_objects_free ();
   free (s3_cfg.access_key);

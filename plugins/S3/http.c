@@ -88,7 +88,7 @@ s3_http_free (void)
 }
 
 static CURL *
-get_handle (void)
+get_handle (const struct s3_request *req)
 {
   CURL *c = NULL;
   uint64_t t0 = 0;
@@ -111,8 +111,7 @@ get_handle (void)
     }
   }
   if (waited)
-    NBDKIT_PROBE (s3_pool_wait, nbdkit_connection_id (),
-                  nbdkit_request_cookie (), now_ns () - t0);
+    NBDKIT_PROBE (s3_pool_wait, req->conn_id, req->cookie, now_ns () - t0);
   if (c == NULL) {
     errno = ENOMEM;
     nbdkit_error ("curl_easy_init failed");
@@ -120,12 +119,40 @@ get_handle (void)
   return c;
 }
 
-static void
-put_handle (CURL *c)
+CURL *
+s3_handle_try_get (void)
 {
-  LOCK_FOR_SCOPE (&pool_lock);
-  pool_free[nr_free++] = c;
-  pthread_cond_signal (&pool_cond);
+  CURL *c = NULL;
+
+  {
+    LOCK_FOR_SCOPE (&pool_lock);
+    if (nr_free > 0)
+      return pool_free[--nr_free];
+    if (nr_made >= s3_cfg.connections) {
+      errno = EAGAIN;
+      return NULL;
+    }
+    c = curl_easy_init ();
+    if (c)
+      nr_made++;
+  }
+  if (c == NULL) {
+    errno = ENOMEM;
+    nbdkit_error ("curl_easy_init failed");
+  }
+  return c;
+}
+
+void
+s3_handle_put (CURL *c)
+{
+  {
+    LOCK_FOR_SCOPE (&pool_lock);
+    pool_free[nr_free++] = c;
+    pthread_cond_signal (&pool_cond);
+  }
+  /* Outside pool_lock: the loop may be waiting for this handle. */
+  s3_async_handle_back ();
 }
 
 /* Append percent-encoded S to *OUT (length *LEN), keeping '/' if
@@ -213,14 +240,6 @@ make_url (const struct s3_request *req)
   return url;
 }
 
-/* One transfer's state for the callbacks. */
-struct xfer {
-  struct s3_request *req;
-  CURL *c;
-  long status;                  /* read once, at the first body bytes */
-  uint64_t skip;                /* body bytes before the range (a 200) */
-  size_t wpos;                  /* PUT body sent so far */
-};
 
 static int
 keep_body (struct s3_request *req, const char *data, size_t n)
@@ -326,13 +345,23 @@ debug_cb (CURL *c, curl_infotype type, char *data, size_t size, void *opaque)
   return 0;
 }
 
-/* One attempt.  Returns the curl code; the reply is in REQ. */
-static CURLcode
-attempt (CURL *c, struct s3_request *req, const char *url,
-         struct curl_slist *headers, char *errbuf)
+CURLcode
+s3_call_begin (struct s3_call *call, CURL *c)
 {
-  struct xfer x = { .req = req, .c = c };
+  struct s3_request *req = call->req;
+  struct xfer *x = &call->x;
+  char *errbuf = call->errbuf;
   CURLcode rc;
+
+  *x = (struct xfer) { .req = req, .c = c };
+  call->c = c;
+  if (call->attempt > 0)
+    nbdkit_debug ("S3: %s %s: retry %u", req->method, call->url,
+                  call->attempt);
+  NBDKIT_PROBE (s3_request_start, req->conn_id, req->cookie, req->method,
+                req->object ? req->object : "", req->range_off,
+                call->is_put ? (uint64_t) req->wlen : req->range_len);
+  call->t0 = now_ns ();
 
   curl_easy_reset (c);
   errbuf[0] = '\0';
@@ -343,7 +372,7 @@ attempt (CURL *c, struct s3_request *req, const char *url,
   req->body = NULL;
   req->body_len = 0;
 
-  rc = curl_easy_setopt (c, CURLOPT_URL, url);
+  rc = curl_easy_setopt (c, CURLOPT_URL, call->url);
   if (rc == CURLE_OK) rc = curl_easy_setopt (c, CURLOPT_ERRORBUFFER, errbuf);
   if (rc == CURLE_OK) rc = curl_easy_setopt (c, CURLOPT_NOSIGNAL, 1L);
 #if LIBCURL_VERSION_NUM >= 0x075500 /* 7.85 */
@@ -368,10 +397,11 @@ attempt (CURL *c, struct s3_request *req, const char *url,
                                              s3_cfg.access_key);
   if (rc == CURLE_OK) rc = curl_easy_setopt (c, CURLOPT_PASSWORD,
                                              s3_cfg.secret_key);
-  if (rc == CURLE_OK) rc = curl_easy_setopt (c, CURLOPT_HTTPHEADER, headers);
+  if (rc == CURLE_OK) rc = curl_easy_setopt (c, CURLOPT_HTTPHEADER,
+                                             call->headers);
   if (rc == CURLE_OK) rc = curl_easy_setopt (c, CURLOPT_WRITEFUNCTION,
                                              write_cb);
-  if (rc == CURLE_OK) rc = curl_easy_setopt (c, CURLOPT_WRITEDATA, &x);
+  if (rc == CURLE_OK) rc = curl_easy_setopt (c, CURLOPT_WRITEDATA, x);
   if (rc == CURLE_OK && S3_debug_verbose) {
     rc = curl_easy_setopt (c, CURLOPT_DEBUGFUNCTION, debug_cb);
     if (rc == CURLE_OK) rc = curl_easy_setopt (c, CURLOPT_VERBOSE, 1L);
@@ -382,27 +412,16 @@ attempt (CURL *c, struct s3_request *req, const char *url,
     rc = curl_easy_setopt (c, CURLOPT_UPLOAD, 1L);
     if (rc == CURLE_OK) rc = curl_easy_setopt (c, CURLOPT_READFUNCTION,
                                                read_cb);
-    if (rc == CURLE_OK) rc = curl_easy_setopt (c, CURLOPT_READDATA, &x);
+    if (rc == CURLE_OK) rc = curl_easy_setopt (c, CURLOPT_READDATA, x);
     if (rc == CURLE_OK) rc = curl_easy_setopt (c, CURLOPT_SEEKFUNCTION,
                                                seek_cb);
-    if (rc == CURLE_OK) rc = curl_easy_setopt (c, CURLOPT_SEEKDATA, &x);
+    if (rc == CURLE_OK) rc = curl_easy_setopt (c, CURLOPT_SEEKDATA, x);
     if (rc == CURLE_OK)
       rc = curl_easy_setopt (c, CURLOPT_INFILESIZE_LARGE,
                              (curl_off_t) req->wlen);
   }
   else if (rc == CURLE_OK && strcmp (req->method, "GET") != 0)
     rc = curl_easy_setopt (c, CURLOPT_CUSTOMREQUEST, req->method);
-
-  if (rc == CURLE_OK)
-    rc = curl_easy_perform (c);
-  if (rc == CURLE_OK) {
-    curl_off_t cl = -1;
-
-    curl_easy_getinfo (c, CURLINFO_RESPONSE_CODE, &req->status);
-    if (curl_easy_getinfo (c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl)
-        == CURLE_OK)
-      req->content_length = cl;
-  }
   return rc;
 }
 
@@ -415,18 +434,98 @@ retryable (CURLcode rc, long status)
   return status == 500 || status == 502 || status == 503 || status == 504;
 }
 
-int
-s3_perform (struct s3_request *req)
+/* Whether the attempt that ended with RC should be made again: the
+ * reply (if any) is read into the request, the probe fires, and *DELAY_MS
+ * is the back-off before the next try (0.1 s, 0.4 s, 1.6 s, ...).
+ */
+bool
+s3_call_end (struct s3_call *call, CURLcode rc, long *delay_ms)
 {
-  CLEANUP_FREE char *url = make_url (req);
-  struct curl_slist *headers = NULL, *h;
-  char errbuf[CURL_ERROR_SIZE];
-  char line[256];
-  CURLcode rc = CURLE_OK;
-  const bool is_put = strcmp (req->method, "PUT") == 0;
-  CURL *c;
-  unsigned i;
+  struct s3_request *req = call->req;
+  long ms = 100;
 
+  if (rc == CURLE_OK) {
+    curl_off_t cl = -1;
+
+    curl_easy_getinfo (call->c, CURLINFO_RESPONSE_CODE, &req->status);
+    if (curl_easy_getinfo (call->c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl)
+        == CURLE_OK)
+      req->content_length = cl;
+  }
+  NBDKIT_PROBE (s3_request_done, req->conn_id, req->cookie, req->method,
+                req->status,
+                call->is_put ? (uint64_t) req->wlen
+                : req->got + req->body_len,
+                now_ns () - call->t0);
+  call->rc = rc;
+  if (call->attempt >= s3_cfg.retries || !retryable (rc, req->status))
+    return false;
+  for (unsigned j = 0; j < call->attempt; ++j)
+    ms *= 4;
+  call->attempt++;
+  *delay_ms = ms;
+  return true;
+}
+
+/* Free what s3_call_init made. */
+static void
+call_free (struct s3_call *call)
+{
+  curl_slist_free_all (call->headers);
+  call->headers = NULL;
+  free (call->url);
+  call->url = NULL;
+}
+
+void
+s3_call_abandon (struct s3_call *call)
+{
+  call_free (call);
+  free (call->req->body);
+  call->req->body = NULL;
+}
+
+int
+s3_call_finish (struct s3_call *call)
+{
+  struct s3_request *req = call->req;
+  const CURLcode rc = call->rc;
+
+  if (rc != CURLE_OK) {
+    /* A timeout is EIO too: ETIMEDOUT would reach the client as
+     * EINVAL.
+     */
+    req->err = rc == CURLE_OUT_OF_MEMORY ? ENOMEM : EIO;
+    free (req->body);
+    req->body = NULL;
+    nbdkit_error ("%s %s: %s", req->method, call->url,
+                  call->errbuf[0] ? call->errbuf : curl_easy_strerror (rc));
+    call_free (call);
+    errno = req->err;
+    return -1;
+  }
+  if (req->status >= 300 && req->body) {
+    CLEANUP_FREE char *code = s3_xml_next (req->body, "Code", NULL);
+
+    if (code)
+      snprintf (req->code, sizeof req->code, "%s", code);
+  }
+  nbdkit_debug ("S3: %s %s: %ld %s", req->method, call->url, req->status,
+                req->code);
+  call_free (call);
+  return 0;
+}
+
+int
+s3_call_init (struct s3_call *call, struct s3_request *req)
+{
+  struct curl_slist *h;
+  char line[256];
+
+  *call = (struct s3_call) {
+    .req = req, .is_put = strcmp (req->method, "PUT") == 0,
+    .rc = CURLE_OK,
+  };
   req->body = NULL;
   req->code[0] = '\0';
   req->err = 0;
@@ -435,7 +534,9 @@ s3_perform (struct s3_request *req)
     req->cookie = nbdkit_request_cookie ();
     req->ids_set = true;
   }
-  if (url == NULL) {
+  call->url = make_url (req);
+  if (call->url == NULL) {
+    errno = req->err = ENOMEM;
     nbdkit_error ("building the URL: %m");
     return -1;
   }
@@ -443,10 +544,10 @@ s3_perform (struct s3_request *req)
   /* The headers: sent, and signed by libcurl. */
 #define ADD_HEADER(str)                                 \
   do {                                                  \
-    h = curl_slist_append (headers, (str));             \
+    h = curl_slist_append (call->headers, (str));       \
     if (h == NULL)                                      \
       goto enomem;                                      \
-    headers = h;                                        \
+    call->headers = h;                                  \
   } while (0)
   ADD_HEADER ("x-amz-content-sha256: UNSIGNED-PAYLOAD");
   if (s3_cfg.session_token) {
@@ -463,68 +564,43 @@ s3_perform (struct s3_request *req)
     ADD_HEADER (line);
   }
 #undef ADD_HEADER
-
-  c = get_handle ();
-  if (c == NULL) {
-    curl_slist_free_all (headers);
-    return -1;
-  }
-  for (i = 0; i <= s3_cfg.retries; ++i) {
-    uint64_t t0;
-
-    if (i > 0) {
-      struct timespec ts = { .tv_nsec = 100000000L };
-
-      /* 0.1 s, 0.4 s, 1.6 s, ... */
-      for (unsigned j = 1; j < i; ++j)
-        ts.tv_nsec *= 4;
-      ts.tv_sec = ts.tv_nsec / 1000000000L;
-      ts.tv_nsec %= 1000000000L;
-      nanosleep (&ts, NULL);
-      nbdkit_debug ("S3: %s %s: retry %u", req->method, url, i);
-    }
-    NBDKIT_PROBE (s3_request_start, req->conn_id, req->cookie, req->method,
-                  req->object ? req->object : "", req->range_off,
-                  is_put ? (uint64_t) req->wlen : req->range_len);
-    t0 = now_ns ();
-    rc = attempt (c, req, url, headers, errbuf);
-    NBDKIT_PROBE (s3_request_done, req->conn_id, req->cookie, req->method,
-                  req->status,
-                  is_put ? (uint64_t) req->wlen : req->got + req->body_len,
-                  now_ns () - t0);
-    if (!retryable (rc, req->status))
-      break;
-  }
-  put_handle (c);
-  curl_slist_free_all (headers);
-
-  if (rc != CURLE_OK) {
-    /* A timeout is EIO too: ETIMEDOUT would reach the client as
-     * EINVAL.
-     */
-    req->err = rc == CURLE_OUT_OF_MEMORY ? ENOMEM : EIO;
-    free (req->body);
-    req->body = NULL;
-    nbdkit_error ("%s %s: %s", req->method, url,
-                  errbuf[0] ? errbuf : curl_easy_strerror (rc));
-    errno = req->err;
-    return -1;
-  }
-  if (req->status >= 300 && req->body) {
-    CLEANUP_FREE char *code = s3_xml_next (req->body, "Code", NULL);
-
-    if (code)
-      snprintf (req->code, sizeof req->code, "%s", code);
-  }
-  nbdkit_debug ("S3: %s %s: %ld %s", req->method, url, req->status,
-                req->code);
   return 0;
 
  enomem:
-  curl_slist_free_all (headers);
+  call_free (call);
   errno = req->err = ENOMEM;
   nbdkit_error ("%m");
   return -1;
+}
+
+int
+s3_perform (struct s3_request *req)
+{
+  struct s3_call call;
+  CURL *c;
+  long ms;
+
+  if (s3_call_init (&call, req) == -1)
+    return -1;
+  c = get_handle (req);
+  if (c == NULL) {
+    req->err = errno;
+    call_free (&call);
+    return -1;
+  }
+  for (;;) {
+    CURLcode rc = s3_call_begin (&call, c);
+
+    if (rc == CURLE_OK)
+      rc = curl_easy_perform (c);
+    if (!s3_call_end (&call, rc, &ms))
+      break;
+    struct timespec ts = { .tv_sec = ms / 1000,
+                           .tv_nsec = (ms % 1000) * 1000000L };
+    nanosleep (&ts, NULL);
+  }
+  s3_handle_put (c);
+  return s3_call_finish (&call);
 }
 
 /* The requests of one s3_perform_many, taken in turn by its threads. */

@@ -104,8 +104,8 @@ unlock_objects (const uint64_t *nums, size_t k)
 }
 
 /* The name of object N, malloc'd. */
-static char *
-object_name (uint64_t n)
+char *
+s3_object_name (uint64_t n)
 {
   char *name;
 
@@ -150,8 +150,8 @@ success (const struct s3_request *req)
 }
 
 /* The outcome of a ranged GET (see get_range), after s3_perform. */
-static int
-range_result (struct s3_request *req, bool missing_ok)
+int
+s3_range_result (struct s3_request *req, bool missing_ok)
 {
   char *buf = req->buf;
 
@@ -201,7 +201,7 @@ get_range (const char *name, uint64_t off, uint64_t len, void *buf,
   range_request (&req, name, off, len, buf);
   if (s3_perform (&req) == -1)
     return -1;
-  return range_result (&req, missing_ok);
+  return s3_range_result (&req, missing_ok);
 }
 
 int
@@ -221,7 +221,7 @@ make_names (const uint64_t *nums, size_t k)
     return NULL;
   }
   for (size_t i = 0; i < k; ++i)
-    if ((names[i] = object_name (nums[i])) == NULL) {
+    if ((names[i] = s3_object_name (nums[i])) == NULL) {
       while (i > 0)
         free (names[--i]);
       free (names);
@@ -271,7 +271,7 @@ run_all (struct s3_request *reqs, size_t n,
 static int
 check_read (struct s3_request *req)
 {
-  return range_result (req, true);
+  return s3_range_result (req, true);
 }
 
 /* Read COUNT bytes at OFFSET, which cover at most LIST_MAX objects. */
@@ -288,7 +288,7 @@ pread_batch (char *buf, uint64_t count, uint64_t offset)
   int r;
 
   if (n == 1) {
-    CLEANUP_FREE char *name = object_name (first);
+    CLEANUP_FREE char *name = s3_object_name (first);
 
     return name ? get_range (name, offset % os, count, buf, true) : -1;
   }
@@ -410,7 +410,7 @@ static int
 write_part (uint64_t n, uint64_t in, uint64_t len, const void *buf)
 {
   const uint64_t os = s3_cfg.object_size;
-  CLEANUP_FREE char *name = object_name (n);
+  CLEANUP_FREE char *name = s3_object_name (n);
   CLEANUP_FREE char *obj = malloc (os);
   struct s3_request req;
   int r = -1;
@@ -433,7 +433,7 @@ write_part (uint64_t n, uint64_t in, uint64_t len, const void *buf)
     r = 0;                      /* zeroes into nothing */
     goto out;
   }
-  if (range_result (&req, true) == -1)
+  if (s3_range_result (&req, true) == -1)
     goto out;
   if (buf)
     memcpy (obj + in, buf, len);
@@ -537,7 +537,7 @@ list_objects (uint64_t first, uint64_t count, uint64_t *nums, size_t *k,
   *k = 0;
   *end = first;
   snprintf (max, sizeof max, "%" PRIu64, MIN (count, LIST_MAX));
-  if (first > 0 && (after = object_name (first - 1)) == NULL)
+  if (first > 0 && (after = s3_object_name (first - 1)) == NULL)
     return -1;
   /* The parameters in sorted order, as SigV4 signs them. */
   if (asprintf (&prefix, "%s/", s3_cfg.key) == -1 ||

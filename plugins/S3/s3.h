@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <curl/curl.h>
+
 struct s3_config {
   char *access_key;             /* credentials: parameters, environment */
   char *secret_key;             /* or files (credentials.c) */
@@ -75,7 +77,54 @@ struct s3_request {
   char code[64];                /* S3 error code of an error reply */
 };
 
+/* One transfer's state for libcurl's callbacks (http.c). */
+struct xfer {
+  struct s3_request *req;
+  CURL *c;
+  long status;                  /* read once, at the first body bytes */
+  uint64_t skip;                /* body bytes before the range (a 200) */
+  size_t wpos;                  /* PUT body sent so far */
+};
+
+/* One request on its way, in halves that the synchronous path
+ * (s3_perform) and the event loop (async.c) share:
+ *
+ *   s3_call_init     URL and signed headers; ids of the calling thread
+ *                    unless req->ids_set
+ *   s3_call_begin    one attempt's options on handle C (then
+ *                    curl_easy_perform, or a multi handle, runs it)
+ *   s3_call_end      the attempt's reply and probe; true if it is to
+ *                    be tried again after *delay_ms
+ *   s3_call_finish   error mapping and logging, as s3_perform returns
+ *   s3_call_abandon  instead of finish, for a request cancelled
+ */
+struct s3_call {
+  struct s3_request *req;
+  char *url;
+  struct curl_slist *headers;
+  struct xfer x;
+  CURL *c;
+  bool is_put;
+  unsigned attempt;             /* 0 for the first try */
+  uint64_t t0;
+  CURLcode rc;                  /* of the last attempt */
+  char errbuf[CURL_ERROR_SIZE];
+};
+
 /* http.c */
+extern int s3_call_init (struct s3_call *call, struct s3_request *req);
+extern CURLcode s3_call_begin (struct s3_call *call, CURL *c);
+extern bool s3_call_end (struct s3_call *call, CURLcode rc, long *delay_ms);
+extern int s3_call_finish (struct s3_call *call);
+extern void s3_call_abandon (struct s3_call *call);
+/* A free handle of the pool, or NULL: EAGAIN if all are in use. */
+extern CURL *s3_handle_try_get (void);
+extern void s3_handle_put (CURL *c);
+
+/* async.c */
+extern void s3_async_handle_back (void);
+extern void s3_async_stop (void);
+
 extern int s3_http_init (void);
 extern void s3_http_close_all (void);
 extern void s3_http_free (void);
@@ -107,6 +156,8 @@ extern int s3_query_add (char **q, const char *name, const char *value);
 struct nbdkit_extents;
 extern void s3_objects_free (void);
 extern bool s3_no_such_key (const struct s3_request *req);
+extern char *s3_object_name (uint64_t n);
+extern int s3_range_result (struct s3_request *req, bool missing_ok);
 extern int s3_single_pread (void *buf, uint32_t count, uint64_t offset);
 extern int s3_objects_pread (void *buf, uint32_t count, uint64_t offset);
 extern int s3_objects_pwrite (const void *buf, uint32_t count,
