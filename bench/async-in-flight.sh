@@ -16,9 +16,14 @@
 #                the synchronous path of an ordinary plugin;
 #   nbdkit       Debian's nbdkit 1.32 running the same delay + memory.
 #
-# fio (ioengine=nbd, one connection, iodepth DEPTH) runs --runtime
-# seconds per server; the server's thread count (/proc/PID/task) is
-# sampled every 50 ms meanwhile and the largest is reported.  Servers
+# Two clients, each on one connection: fio (ioengine=nbd, iodepth
+# DEPTH, random reads) for --runtime seconds against every server, and
+# against the asynchronous ones nbdcopy (--requests=DEPTH
+# --request-size=4096) copying the whole disk to null:, timed; the disk
+# holds as many reads as the ceiling allows in --runtime seconds (at the
+# synchronous servers' pace the copy would take minutes).  The server's
+# thread count (/proc/PID/task) is sampled every 50 ms meanwhile and
+# the largest is reported.  Servers
 # take turns in an order rotated from round to round; medians.
 # --write-results puts the report in bench/RESULTS.md as the section
 # "## Requests in flight against a slow backend".
@@ -57,6 +62,7 @@ need_counts --rounds "$rounds" --runtime "$runtime" --depth "$depth" \
 build="$(cd "$build" 2>/dev/null && pwd)" || die "no build directory $build"
 [ -x "$build/nbdkit" ] || die "$build/nbdkit is not built"
 command -v fio >/dev/null || { echo "$0: fio not found" >&2; exit 77; }
+command -v nbdcopy >/dev/null || die "nbdcopy not found"
 [ -x /usr/bin/nbdkit ] || { echo "$0: Debian's nbdkit not found" >&2; exit 77; }
 fio --enghelp=nbd >/dev/null 2>&1 || die "this fio has no nbd ioengine"
 
@@ -82,13 +88,14 @@ start ()
   local sock="$work/sock" ours="$build/nbdkit"
   rm -f "$sock"
   case "$1" in
-    async) set -- "$ours" example-async size=1G delay="$delay_ms" ;;
-    async-loop) set -- "$ours" example-async size=1G delay="$delay_ms" \
+    async) set -- "$ours" example-async size="$bytes" delay="$delay_ms" ;;
+    async-loop) set -- "$ours" example-async size="$bytes" delay="$delay_ms" \
                        loop=server ;;
-    sync) set -- "$ours" -D nbdkit.async=0 example-async size=1G \
+    sync) set -- "$ours" -D nbdkit.async=0 example-async size="$bytes" \
                  delay="$delay_ms" ;;
-    delay) set -- "$ours" --filter=delay memory 1G rdelay="${delay_ms}ms" ;;
-    nbdkit) set -- /usr/bin/nbdkit --filter=delay memory 1G \
+    delay) set -- "$ours" --filter=delay memory "$bytes" \
+                  rdelay="${delay_ms}ms" ;;
+    nbdkit) set -- /usr/bin/nbdkit --filter=delay memory "$bytes" \
                    rdelay="${delay_ms}ms" ;;
   esac
   local bin="$1"
@@ -118,6 +125,8 @@ sample_threads ()
 }
 
 uri="nbd+unix:///?socket=$work/sock"
+# The disk: the ceiling's worth of 4 KiB reads for RUNTIME seconds.
+bytes=$(( depth * 1000 / delay_ms * runtime * 4096 ))
 servers=(async async-loop sync delay nbdkit)
 results="$work/results"
 : > "$results"
@@ -131,16 +140,26 @@ for (( r = 1; r <= rounds; r++ )); do
     sampler=$!
     bounded $((runtime + 60)) "$work/fio.log" \
       fio --name=bench --ioengine=nbd --uri="$uri" --rw=randread \
-          --bs=4k --iodepth="$depth" --numjobs=1 --size=1G \
+          --bs=4k --iodepth="$depth" --numjobs=1 --size="$bytes" \
           --runtime="$runtime" --time_based --norandommap \
           --randrepeat=0 --output-format=json --output="$work/fio.json" ||
       { cat "$work/fio.log" >&2; die "fio failed"; }
-    kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null || :
-    sampler=
     iops=$(python3 -c 'import json, sys
 print("%.0f" % json.load(open(sys.argv[1]))["jobs"][0]["read"]["iops"])' \
       "$work/fio.json")
     echo "$srv iops $iops" >> "$results"
+    if [[ "$srv" == async* ]]; then
+      t0=$(date +%s.%N)
+      bounded $((runtime * 20 + 60)) "$work/copy.log" \
+        nbdcopy --requests="$depth" --request-size=4096 --connections=1 \
+          "$uri" null: ||
+        { cat "$work/copy.log" >&2; die "nbdcopy failed"; }
+      t1=$(date +%s.%N)
+      echo "$srv copy $(awk -v b="$bytes" -v a="$t0" -v z="$t1" \
+        'BEGIN { printf "%.0f", b / 4096 / (z - a) }')" >> "$results"
+    fi
+    kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null || :
+    sampler=
     echo "$srv threads $(cat "$work/threads")" >> "$results"
     stop
   done
@@ -165,8 +184,8 @@ print("`%s`: one connection, fio 4 KiB random reads at iodepth %d, a "
       "round(s) of %s s per server, medians; %s CPUs.  Threads: the most "
       "the server process had during the run (every 50 ms).\n"
       % (cmdline, depth, delay, ceiling, rounds, runtime, cpus))
-print("| server | reads/s | of the ceiling | threads |")
-print("|---|---:|---:|---:|")
+print("| server | fio, reads/s | of the ceiling | nbdcopy, reads/s | of the ceiling | threads |")
+print("|---|---:|---:|---:|---:|---:|")
 names = {
     "async": "ours, example-async (completes from its own thread)",
     "async-loop": "ours, example-async loop=server (the server's event loop)",
@@ -176,8 +195,13 @@ names = {
 }
 for srv in ("async", "async-loop", "sync", "delay", "nbdkit"):
     io = med(srv, "iops")
-    print("| %s | %.0f | %.2f | %.0f |"
-          % (names[srv], io, io / ceiling, med(srv, "threads")))
+    if (srv, "copy") in data:
+        cp = med(srv, "copy")
+        copy = "%.0f | %.2f" % (cp, cp / ceiling)
+    else:
+        copy = "- | -"
+    print("| %s | %.0f | %.2f | %s | %.0f |"
+          % (names[srv], io, io / ceiling, copy, med(srv, "threads")))
 PY
 cat "$report"
 if [ "$write_results" -eq 1 ]; then
