@@ -153,6 +153,36 @@ caller_where (const void *ra, char *buf, size_t len)
   return buf;
 }
 
+/* The layers' names and load addresses, for layer_at.  A plugin's own
+ * thread may log while the layers are being unloaded and freed, so
+ * layer_at reads this copy, made once they are all loaded and never
+ * freed, and not the layers themselves.
+ */
+#define LOG_MAX_LAYERS 64
+static struct {
+  const void *base;
+  const char *name;
+} known[LOG_MAX_LAYERS];
+static _Atomic size_t n_known;
+
+void
+log_remember_layers (const struct layer *top)
+{
+  size_t n = 0;
+  for (const struct layer *l = top; l && n < LOG_MAX_LAYERS; l = l->next) {
+    struct link_map *lm;
+    if (l->dl && dlinfo (l->dl, RTLD_DI_LINKMAP, &lm) == 0) {
+      const char *name = strdup (l->name);
+      if (!name)
+        break;
+      known[n].base = (const void *) lm->l_addr;
+      known[n].name = name;
+      n++;
+    }
+  }
+  n_known = n;
+}
+
 /* The name of the layer whose code is at RA: for a message from a
  * thread of a plugin's own (a completion thread, a library's callback),
  * where no layer is being called.  NULL if RA is in none of them.
@@ -161,14 +191,12 @@ static const char *
 layer_at (const void *ra)
 {
   Dl_info info;
-  if (!ra || !log_cfg || !dladdr (ra, &info))
+  size_t n = n_known;
+  if (!ra || n == 0 || !dladdr (ra, &info))
     return NULL;
-  for (const struct layer *l = log_cfg->top; l; l = l->next) {
-    struct link_map *lm;
-    if (l->dl && dlinfo (l->dl, RTLD_DI_LINKMAP, &lm) == 0 &&
-        (const void *) lm->l_addr == info.dli_fbase)
-      return l->name;
-  }
+  for (size_t i = 0; i < n; i++)
+    if (known[i].base == info.dli_fbase)
+      return known[i].name;
   return NULL;
 }
 

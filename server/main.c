@@ -81,6 +81,7 @@ load_layers (struct config *cfg)
   unsigned depth = 0;
   for (struct layer *l = cfg->top; l; l = l->next)
     l->depth = depth++;
+  log_remember_layers (cfg->top);
   return 0;
 }
 
