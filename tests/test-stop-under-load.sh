@@ -85,10 +85,38 @@ run_round ()                    # KIND SLEEP-SECONDS SIGNAL-DELAY
   esac
   SLEEP="$s" "$NBDKIT" -f -U "$sock" "${cmd[@]}" 2> "$tmpdir/server.err" &
   pid=$!
+  # The signal is for the server: until the forked shell has exec'd it
+  # (through the wrapper), a SIGTERM meets this script's TERM trap in
+  # the child, which can swallow it across the exec (the server then
+  # never stops: seen once in CI).  So wait for the server's binary.
+  local i
+  for (( i = 0; i < 100; i++ )); do
+    [[ "$(readlink "/proc/$pid/exe" 2>/dev/null)" == */server/nbdkit ]] &&
+      break
+    sleep 0.05
+  done
   timeout 30 /usr/bin/python3 "$tmpdir/client.py" "$sock" &
   local client=$!
   sleep "$d"
   kill -TERM "$pid" 2>/dev/null || :
+  # The stop drains for at most 5 s: a server still there after 20 s
+  # hangs.  Say where each of its threads is before ending it, so that
+  # a hang is diagnosed here rather than by the harness's timeout.
+  for (( i = 0; i < 200; i++ )); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    echo "round $round ($kind, sleep $s, SIGTERM after $d s): still running:"
+    cat "$tmpdir/server.err"
+    for t in /proc/"$pid"/task/*; do
+      echo "$t $(cat "$t/comm") $(cut -d' ' -f3 "$t/stat") $(cat "$t/wchan")"
+    done
+    command -v gdb >/dev/null &&
+      timeout 60 gdb -batch -p "$pid" -ex 'thread apply all bt' 2>&1 | tail -150
+    kill -9 "$pid"
+    fail "round $round ($kind, sleep $s, SIGTERM after $d s): the server did not stop within 20 s"
+  fi
   status=0
   wait "$pid" || status=$?
   wait "$client" || :
