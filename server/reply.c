@@ -408,6 +408,42 @@ send_fd_data (struct connection *conn, struct worker *w,
   return -1;
 }
 
+/* The length of the longest prefix of S that is whole UTF-8 without
+ * control characters: what of a plugin's error message can go to the
+ * client in a structured error (the protocol wants UTF-8 text there;
+ * the message may have been cut in the middle of a character).
+ */
+static size_t
+utf8_prefix (const char *s)
+{
+  const unsigned char *p = (const unsigned char *) s;
+  size_t i = 0, ok = 0;
+  while (p[i]) {
+    unsigned c = p[i], more;
+    if (c < 0x20 || c == 0x7f)
+      break;
+    else if (c < 0x80)
+      more = 0;
+    else if (c >= 0xc2 && c <= 0xdf)
+      more = 1;
+    else if (c >= 0xe0 && c <= 0xef)
+      more = 2;
+    else if (c >= 0xf0 && c <= 0xf4)
+      more = 3;
+    else
+      break;
+    size_t j = 1;
+    for (; j <= more; j++)
+      if ((p[i + j] & 0xc0) != 0x80)
+        break;
+    if (j <= more)
+      break;
+    i += 1 + more;
+    ok = i;
+  }
+  return ok;
+}
+
 /* Send (or, with HOLD, hold back) the reply to REQ. */
 static int
 send_reply (struct connection *conn, struct worker *w,
@@ -426,6 +462,7 @@ send_reply (struct connection *conn, struct worker *w,
   struct nbd_extended_reply er;
   uint64_t be_offset;
   struct nbd_structured_error se;
+  size_t msglen = 0;
   uint32_t bs_head[2];
 
   /* Simple reply: no structured replies, or a non-data reply. */
@@ -445,8 +482,9 @@ send_reply (struct connection *conn, struct worker *w,
     if (err) {
       type = NBD_REPLY_TYPE_ERROR;
       se.error = htobe32 (nerr);
-      se.len = 0;
-      len = sizeof se;
+      msglen = w->errmsg ? utf8_prefix (w->errmsg) : 0;
+      se.len = htobe16 (msglen);
+      len = sizeof se + msglen;
     }
     else if (data) {
       type = NBD_REPLY_TYPE_OFFSET_DATA;
@@ -480,8 +518,11 @@ send_reply (struct connection *conn, struct worker *w,
       sr.length = htobe32 (len);
       iov[n++] = (struct iovec) { &sr, sizeof sr };
     }
-    if (err)
+    if (err) {
       iov[n++] = (struct iovec) { &se, sizeof se };
+      if (msglen)
+        iov[n++] = (struct iovec) { (void *) w->errmsg, msglen };
+    }
     else if (data) {
       iov[n++] = (struct iovec) { &be_offset, 8 };
       if (data_in_buf)

@@ -254,6 +254,7 @@ tx_worker_loop (void *arg)
     conn->requests++;
     w->requests++;
     int err = req.error, ndesc = 0;
+    w->errmsg = NULL;
     /* The plugin answers it when it completes (async.c); or else it
      * failed (err), or takes the synchronous path after all.
      */
@@ -279,7 +280,9 @@ tx_worker_loop (void *arg)
           req.count > MAX_HELD_REPLY);
       uint64_t ran = pool_run_start (w, lend);
       layer_set_cookie (req.cookie);
+      log_clear_last_error ();
       err = tx_layer_error_for_reply (run (conn, w, &req, &ndesc), req.flags);
+      w->errmsg = err ? log_last_error () : NULL;
       layer_set_cookie (0);
       /* The request's time in the layers ends here: waiting for held
        * replies the watcher is sending, or for the pool's lock, is no

@@ -74,6 +74,10 @@ struct worker {
   byte_vector out;              /* replies held back to go out together */
   uint64_t out_n;               /* how many replies are in out */
   uint64_t requests;            /* requests this worker read */
+  /* The message the plugin gave with nbdkit_error for the request in
+   * hand (log.c's, this thread's), sent in a structured error reply.
+   */
+  const char *errmsg;
   held_reply_list held;         /* of those, the ones held while traced */
   /* A read mapped in place (common/zerocopy.h): ZC_HEAD free slots for
    * the held replies and the reply header, then zc_n data pieces.
