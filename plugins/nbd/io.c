@@ -59,6 +59,7 @@
 #include <nbdkit-probe.h>
 
 #include "nbd.h"
+#include "now-ns.h"
 
 NBDKIT_PROBE_SEMAPHORE (nbd_request_done);
 
@@ -73,15 +74,6 @@ NBDKIT_PROBE_SEMAPHORE (nbd_request_done);
  * the upstream connection has to answer them before it is dropped.
  */
 #define CANCEL_GRACE_NS UINT64_C (200000000)
-
-static uint64_t
-now_ns (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * UINT64_C (1000000000) + ts.tv_nsec;
-}
 
 /* For deadlines counted in seconds: cheaper, a few ms coarse. */
 static uint64_t

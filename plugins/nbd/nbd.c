@@ -46,6 +46,7 @@
 
 #include "cleanup.h"
 #include "nbd.h"
+#include "now-ns.h"
 #include "vector.h"
 
 NBDKIT_PROBE_SEMAPHORE (nbd_connect);
@@ -60,15 +61,6 @@ static struct proxy *shared_up;
 
 
 /* --- Connecting ---------------------------------------------------------- */
-
-static uint64_t
-now_ns (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * UINT64_C (1000000000) + ts.tv_nsec;
-}
 
 /* While attempts remain (retry=), a failed attempt's messages are only
  * debug messages: the error that counts is the last attempt's.
