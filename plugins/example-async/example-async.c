@@ -178,6 +178,37 @@ perform (enum op_kind kind, void *buf, uint32_t count, uint64_t offset)
   return 0;
 }
 
+/* Take the oldest request off H's queue, do it (or, once cancelled,
+ * fail it with ESHUTDOWN untouched) and complete it.  Called and
+ * returns with h->lock held, dropping it meanwhile.  Returns whether it
+ * was cancelled.
+ */
+static bool
+complete_oldest (struct handle *h)
+{
+  struct op *op = h->head;
+  h->head = op->next;
+  if (!h->head)
+    h->tail = NULL;
+  bool cancelled = h->cancel;
+  pthread_mutex_unlock (&h->lock);
+
+  int err = cancelled ? ESHUTDOWN
+    : perform (op->kind, op->buf, op->count, op->offset);
+  /* Counted before it is completed: once the last completion is
+   * called, the server may close this handle at once (close then
+   * waits for this thread, or unwatches the timer).
+   */
+  pthread_mutex_lock (&h->lock);
+  h->in_flight--;
+  h->completed++;
+  pthread_mutex_unlock (&h->lock);
+  nbdkit_async_complete (op->req, err);
+  free (op);
+  pthread_mutex_lock (&h->lock);
+  return cancelled;
+}
+
 /* The timer thread: complete each request when it is due, in order. */
 static void *
 timer (void *arg)
@@ -195,26 +226,7 @@ timer (void *arg)
     if (!h->cancel &&
         pthread_cond_timedwait (&h->cond, &h->lock, &op->due) != ETIMEDOUT)
       continue;                 /* woken: look again */
-    h->head = op->next;
-    if (!h->head)
-      h->tail = NULL;
-    bool cancelled = h->cancel;
-    pthread_mutex_unlock (&h->lock);
-
-    int err = cancelled ? ESHUTDOWN
-      : perform (op->kind, op->buf, op->count, op->offset);
-    /* Counted before it is completed: once the last completion is
-     * called, the server may close this handle at once (close then
-     * waits for this thread).
-     */
-    pthread_mutex_lock (&h->lock);
-    h->in_flight--;
-    h->completed++;
-    pthread_mutex_unlock (&h->lock);
-    nbdkit_async_complete (op->req, err);
-    free (op);
-
-    pthread_mutex_lock (&h->lock);
+    complete_oldest (h);
   }
   pthread_mutex_unlock (&h->lock);
   return NULL;
@@ -252,22 +264,7 @@ on_timer (void *opaque, int revents)
          (h->cancel || h->head->due.tv_sec < now.tv_sec ||
           (h->head->due.tv_sec == now.tv_sec &&
            h->head->due.tv_nsec <= now.tv_nsec))) {
-    struct op *op = h->head;
-    h->head = op->next;
-    if (!h->head)
-      h->tail = NULL;
-    bool cancelled = h->cancel;
-    pthread_mutex_unlock (&h->lock);
-    int err = cancelled ? ESHUTDOWN
-      : perform (op->kind, op->buf, op->count, op->offset);
-    cancelled_n += cancelled;
-    pthread_mutex_lock (&h->lock);
-    h->in_flight--;
-    h->completed++;
-    pthread_mutex_unlock (&h->lock);
-    nbdkit_async_complete (op->req, err);
-    free (op);
-    pthread_mutex_lock (&h->lock);
+    cancelled_n += complete_oldest (h);
   }
   if (h->head)
     arm (h, h->head);
