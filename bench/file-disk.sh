@@ -154,13 +154,7 @@ PY
   note "$(tail -1 "$work/data")"
 }
 
-for (( r = 1; r <= rounds; r++ )); do
-  for wl in "${workloads[@]}"; do
-    for (( k = 0; k < ${#sides[@]}; k++ )); do
-      measure "${sides[$(( (k + r) % ${#sides[@]} ))]}" "$wl" "$r"
-    done
-  done
-done
+interleave measure "${sides[@]}"
 
 python3 - "$work/data" <<PY
 import statistics, sys

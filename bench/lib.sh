@@ -131,3 +131,32 @@ open(path, "w").write(text.rstrip() + "\n")
 PY
   note "wrote the \"$1\" section of $results"
 }
+
+# Our server's version line with its own name and release, "$build" being
+# the build tree: --version prints only what nbdkit prints, the server's
+# name and release come from --dump-config.
+ours_version ()
+{
+  "$build/nbdkit" --version | head -1 | tr -d '\n'
+  "$build/nbdkit" --dump-config |
+    awk -F= '$1 == "server" { n = $2 } $1 == "server_version" { v = $2 }
+             END { printf " (%s %s)", n, v }'
+}
+
+# interleave FN SIDE...: for each of $rounds rounds and each of
+# ${workloads[@]}, call FN SIDE WORKLOAD ROUND for every side, starting
+# one side further along each round, so that no side always runs first
+# (after a cold start) or last.
+interleave ()
+{
+  local fn="$1" r wl k
+  shift
+  local sides=("$@")
+  for (( r = 1; r <= rounds; r++ )); do
+    for wl in "${workloads[@]}"; do
+      for (( k = 0; k < ${#sides[@]}; k++ )); do
+        "$fn" "${sides[$(( (k + r) % ${#sides[@]} ))]}" "$wl" "$r"
+      done
+    done
+  done
+}

@@ -189,13 +189,7 @@ PY
   note "$(tail -1 "$work/data")"
 }
 
-for (( r = 1; r <= rounds; r++ )); do
-  for wl in "${workloads[@]}"; do
-    for (( k = 0; k < ${#paths[@]}; k++ )); do
-      measure "${paths[$(( (k + r) % ${#paths[@]} ))]}" "$wl" "$r"
-    done
-  done
-done
+interleave measure "${paths[@]}"
 
 python3 - "$work/data" <<PY
 import statistics, sys

@@ -374,16 +374,6 @@ for (( rnd = 1; rnd <= rounds; rnd++ )); do
   fi
 done
 
-# --version prints only what nbdkit prints; the server's own name and
-# release come from --dump-config.
-ours_version ()
-{
-  "$build/nbdkit" --version | head -1 | tr -d '\n'
-  "$build/nbdkit" --dump-config |
-    awk -F= '$1 == "server" { n = $2 } $1 == "server_version" { v = $2 }
-             END { printf " (%s %s)", n, v }'
-}
-
 report="$work/report.md"
 python3 - "$work/data" "$work/skipped" "$cmdline" "$(nproc)" \
   "$(ours_version)" \
