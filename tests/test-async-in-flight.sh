@@ -12,29 +12,8 @@ requires_cmd python3
 # Timing against a 100 ms backend: a busy machine should not decide it.
 tracing_lock
 
-cat > "$tmpdir/burst.py" <<'PY'
-import nbd, os, sys, time
-h = nbd.NBD()
-h.connect_unix(sys.argv[1])
-pid = int(sys.argv[2])
-def threads():
-    return len(os.listdir("/proc/%d/task" % pid))
-base = threads()
-t0 = time.monotonic()
-bufs = [nbd.Buffer(4096) for i in range(64)]
-for i, b in enumerate(bufs):
-    h.aio_pread(b, i * 4096)
-most = 0
-while h.aio_in_flight() > 0:
-    most = max(most, threads())
-    h.poll(10)                  # wake to count the threads meanwhile
-el = time.monotonic() - t0
-print("elapsed %.3f threads %d (idle %d)" % (el, most, base))
-h.shutdown()
-PY
-
 start_server -t 4 example-async size=1M delay=100
-out=$(t python3 "$tmpdir/burst.py" "$sock" "$server_pid") ||
+out=$(t python3 "$srcdir/read-burst.py" "$sock" "$server_pid" 64) ||
   fail "the reads failed: $out"
 echo "$out"
 read -r _ el _ most _ <<< "$out"
@@ -44,7 +23,7 @@ awk -v e="$el" 'BEGIN { exit !(e >= 0.1 && e < 1.5) }' ||
 stop_server
 
 start_server -t 4 example-async size=1M delay=100 max-in-flight=8
-out=$(t python3 "$tmpdir/burst.py" "$sock" "$server_pid") ||
+out=$(t python3 "$srcdir/read-burst.py" "$sock" "$server_pid" 64) ||
   fail "the reads failed: $out"
 echo "$out"
 read -r _ el _ <<< "$out"

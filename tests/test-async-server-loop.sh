@@ -38,30 +38,11 @@ cat "$tmpdir/out"
 ! grep '^complete' "$tmpdir/out" | grep -v 'nbdkit-events$' ||
   fail "a request completed on another thread"
 
-cat > "$tmpdir/burst.py" <<'PY'
-import nbd, os, sys, time
-h = nbd.NBD()
-h.connect_unix(sys.argv[1])
-pid = int(sys.argv[2])
-def threads():
-    return len(os.listdir("/proc/%d/task" % pid))
-t0 = time.monotonic()
-bufs = [nbd.Buffer(4096) for i in range(256)]
-for i, b in enumerate(bufs):
-    h.aio_pread(b, i * 4096)
-most = 0
-while h.aio_in_flight() > 0:
-    most = max(most, threads())
-    h.poll(10)
-el = time.monotonic() - t0
-print("elapsed %.3f threads %d" % (el, most))
-h.shutdown()
-PY
 start_server -t 4 example-async size=1M delay=100 loop=server
-out=$(t python3 "$tmpdir/burst.py" "$sock" "$server_pid") ||
+out=$(t python3 "$srcdir/read-burst.py" "$sock" "$server_pid" 256) ||
   fail "the reads failed: $out"
 echo "$out"
-read -r _ el _ most <<< "$out"
+read -r _ el _ most _ <<< "$out"
 awk -v e="$el" 'BEGIN { exit !(e >= 0.1 && e < 1.5) }' ||
   fail "256 reads of 100 ms took $el s: they did not overlap"
 [ "$most" -le 8 ] || fail "the server had $most threads"
