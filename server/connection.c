@@ -342,9 +342,8 @@ conn_handle (const struct config *cfg, int sockin, int sockout,
   }
   else {
     /* The whole negotiation must finish within the handshake timeout. */
-    if (cfg->handshake_timeout > 0)
-      conn->deadline_ns = conn->start_ns +
-        (uint64_t) cfg->handshake_timeout * 1000000000;
+    if (cfg->handshake_timeout_ns > 0)
+      conn->deadline_ns = conn->start_ns + cfg->handshake_timeout_ns;
     int r = hs_negotiate (conn);
     conn->deadline_ns = 0;
     if (r == 0) {

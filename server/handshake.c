@@ -797,7 +797,14 @@ hs_negotiate (struct connection *conn)
       break;
     case NBD_OPT_LIST_META_CONTEXT:
     case NBD_OPT_SET_META_CONTEXT:
-      r = opt_meta (conn, option, data, len);
+      /* --no-mc: as a server that has never heard of meta contexts,
+       * so clients fall back to treating the whole disk as data.
+       */
+      if (conn->cfg->no_mc)
+        r = send_error (conn, option, NBD_REP_ERR_UNSUP,
+                        "meta contexts are disabled");
+      else
+        r = opt_meta (conn, option, data, len);
       break;
     default:
       r = send_error (conn, option, NBD_REP_ERR_UNSUP, "unknown option");

@@ -42,8 +42,9 @@ extern void sock_close_all (struct listener *l);
 extern void sock_remove_unix (const struct listener *l);
 
 /* ---- log.c ---- */
-extern void log_init (const struct config *cfg);
+extern int log_init (const struct config *cfg);
 extern void log_start_syslog (void);
+extern void log_print_environment (void);
 extern void log_set_layer_name (const char *name);
 extern const char *log_swap_layer_name (const char *name);
 extern void log_remember_layers (const struct layer *top);

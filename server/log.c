@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* nbdkit server: messages.  nbdkit_error and nbdkit_debug (called by
  * plugins, filters and the server) end up here, on stderr or, for a
- * daemonised server, in syslog (or nowhere, --log=null).  The last
+ * daemonised server, in syslog, or in the --log=FILE (or nowhere,
+ * --log=null), each headed by the --name (default "nbdkit").  The last
  * error text of each thread is kept so the handshake can pass it to
  * the client.  The server's own -D nbdkit.* debug flags live here too.
  * Every message fires the log probe, which says where it came from: a
@@ -13,12 +14,14 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
+#include <unistd.h>
 
 #define NBDKIT_LOG_DEFINES_FUNCTIONS
 #include "internal.h"
@@ -29,6 +32,17 @@ static const struct config *log_cfg;
 
 /* Switched on once, when the server daemonises. */
 static bool to_syslog;
+
+/* --log=FILE: opened by log_init, never closed (threads may log until
+ * the process exits).  Until the server starts serving (log_start_syslog)
+ * errors also go to stderr, so the person starting it sees why it
+ * failed to start.
+ */
+static int log_fd = -1;
+static bool started;
+
+/* -D nbdkit.environ=1 */
+static int debug_environ;
 
 static __thread const char *layer_name;
 
@@ -49,6 +63,7 @@ static const struct {
   { "tls.log", &nbdkit_debug_tls_log },
   { "tls.session", &nbdkit_debug_tls_session },
   { "async", &runtime_async },
+  { "environ", &debug_environ },
   { "open.contain_crashes", &runtime_contain_open_crashes },
 };
 
@@ -79,10 +94,30 @@ log_set_server_debug_flag (const char *arg)
 }
 static __thread char last_error[256];
 
-void
+/* The name heading messages: --name, or the program's. */
+static const char *
+ident (void)
+{
+  return log_cfg && log_cfg->name ? log_cfg->name : "nbdkit";
+}
+
+/* --log=FILE is created (mode 0644 less the umask) or appended to, so
+ * one file can collect the messages of several runs.
+ */
+int
 log_init (const struct config *cfg)
 {
   log_cfg = cfg;
+  if (cfg->log_to == LOG_TO_FILE) {
+    log_fd = open (cfg->log_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
+                   0644);
+    if (log_fd == -1) {
+      fprintf (stderr, "%s: --log: %s: %s\n", ident (), cfg->log_file,
+               strerror (errno));
+      return -1;
+    }
+  }
+  return 0;
 }
 
 /* Until the server is in the background, messages go to stderr so the
@@ -91,9 +126,49 @@ log_init (const struct config *cfg)
 void
 log_start_syslog (void)
 {
+  started = true;
   if (log_cfg && log_cfg->use_syslog) {
-    openlog ("nbdkit", LOG_PID, LOG_DAEMON);
+    openlog (ident (), LOG_PID, LOG_DAEMON);
     to_syslog = true;
+  }
+}
+
+/* -D nbdkit.environ=1: the server's environment at start-up, one debug
+ * line per variable (seen with -v, or by a tracer on the log probe).
+ */
+void
+log_print_environment (void)
+{
+  extern char **environ;
+  if (!debug_environ)
+    return;
+  for (char **e = environ; e && *e; e++)
+    log_debug_at (LOG_WHERE, "environ: %s", *e);
+}
+
+/* One whole line to the --log file, in one write so that lines of
+ * concurrent threads (and of other processes appending) never mix.
+ */
+static void
+write_log_line (const char *prefix, const char *kind, const char *msg)
+{
+  char line[1536];
+  int n = snprintf (line, sizeof line, "%s: %s%s%s\n", ident (), prefix,
+                    kind, msg);
+  if (n < 0)
+    return;
+  if ((size_t) n >= sizeof line) {
+    n = sizeof line - 1;
+    line[n - 1] = '\n';
+  }
+  for (const char *p = line; n > 0; ) {
+    ssize_t w = write (log_fd, p, n);
+    if (w == -1 && errno == EINTR)
+      continue;
+    if (w <= 0)
+      break;
+    p += w;
+    n -= w;
   }
 }
 
@@ -254,11 +329,16 @@ emit (int priority, const char *kind, const char *where, const void *ra,
   else if (name)
     snprintf (prefix, sizeof prefix, "%s: ", name);
 
+  bool to_stderr = !to_syslog;
   if (to_syslog)
     syslog (priority, "%s%s%s", prefix, kind, msg);
-  else {
+  else if (log_fd >= 0) {
+    write_log_line (prefix, kind, msg);
+    to_stderr = priority == LOG_ERR && !started;
+  }
+  if (to_stderr) {
     flockfile (stderr);
-    fprintf (stderr, "nbdkit: %s%s%s\n", prefix, kind, msg);
+    fprintf (stderr, "%s: %s%s%s\n", ident (), prefix, kind, msg);
     funlockfile (stderr);
   }
   errno = saved_errno;

@@ -171,7 +171,7 @@ main (int argc, char *argv[])
     .threads = DEFAULT_THREADS,
     .busy_poll = DEFAULT_BUSY_POLL,
     .max_connections = DEFAULT_MAX_CONNECTIONS,
-    .handshake_timeout = DEFAULT_HANDSHAKE_TIMEOUT,
+    .handshake_timeout_ns = DEFAULT_HANDSHAKE_TIMEOUT * UINT64_C (1000000000),
     .mask_handshake = 0xffff,
   };
 
@@ -181,7 +181,8 @@ main (int argc, char *argv[])
 
   options_parse (&cfg, argc, argv);
   runtime_set_config (&cfg);
-  log_init (&cfg);
+  if (log_init (&cfg) == -1)
+    exit (EXIT_FAILURE);
 
   if (load_layers (&cfg) == -1)
     exit (EXIT_FAILURE);
@@ -191,8 +192,10 @@ main (int argc, char *argv[])
    */
   if (cfg.action != ACTION_DUMP_PLUGIN)
     answer_action (&cfg);
-  if (set_debug_flags (&cfg) == -1 ||
-      options_configure (&cfg) == -1)
+  if (set_debug_flags (&cfg) == -1)
+    exit (EXIT_FAILURE);
+  log_print_environment ();
+  if (options_configure (&cfg) == -1)
     exit (EXIT_FAILURE);
   if (cfg.action == ACTION_DUMP_PLUGIN)
     answer_action (&cfg);

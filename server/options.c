@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* nbdkit server: the command line.  options_parse turns argv into the
  * struct config that the rest of the server reads (every option of
- * nbdkit 1.32's nbdkit(1), and ours), checks the combinations, and
+ * nbdkit 1.32's nbdkit(1), those nbdkit 1.36 to 1.46 added, and ours),
+ * reads the @PATH parameter files, checks the combinations, and
  * answers the options that only print (--dump-config, --long-options,
  * --short-options, plain --help and --version).  options_configure
  * later hands the plugin parameters (key=value, or a bare value for
@@ -16,6 +17,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <getopt.h>
+#include <libgen.h>
 #include <limits.h>
 #include <netdb.h>
 #include <stdarg.h>
@@ -30,12 +32,13 @@ static void
 usage (FILE *fp, const char *program)
 {
   fprintf (fp,
-"usage: %s [options] PLUGIN [[KEY=]VALUE ...] [--run CMD]\n"
+"usage: %s [options] PLUGIN [[KEY=]VALUE | @FILE ...] [--run CMD]\n"
 "       %s --dump-config | --help | --version\n"
 "       %s PLUGIN --dump-plugin | --help | --version\n"
 "\n"
 "Serve PLUGIN's data over the NBD protocol.  PLUGIN is a short name\n"
-"(memory, file, null, ...) or the path of a plugin .so.\n"
+"(memory, file, null, ...) or the path of a plugin .so.  @FILE stands\n"
+"for the parameters in FILE, one per line (# comments).\n"
 "\n"
 "  -4, --ipv4-only          listen on IPv4 only\n"
 "  -6, --ipv6-only          listen on IPv6 only\n"
@@ -47,20 +50,29 @@ usage (FILE *fp, const char *program)
 "      --filter=FILTER      add a filter (the first is nearest the client)\n"
 "  -g, --group GROUP        run as GROUP once the sockets are bound\n"
 "  -i, --ipaddr ADDR        listen on this address only\n"
-"      --log=stderr|syslog|null  where messages go\n"
+"      --keepalive          turn on TCP keepalive for clients' connections\n"
+"      --log=stderr|syslog|null|default|FILE  where messages go (FILE: a\n"
+"                           path with a /, appended to)\n"
 "      --mask-handshake=MASK  global handshake flags to offer\n"
+"      --name=NAME          name this server in its messages and syslog\n"
 "  -n, --newstyle           newstyle negotiation (the default)\n"
+"      --no-mc, --no-meta-contexts  refuse meta contexts (no block status)\n"
 "      --no-sr              do not offer structured replies\n"
 "  -o, --oldstyle           oldstyle negotiation (old clients only)\n"
 "  -P, --pidfile FILE       write the server's pid here\n"
 "  -p, --port PORT          TCP (or vsock) port or service (default 10809)\n"
 "  -r, --readonly           refuse writes\n"
 "      --run CMD            run CMD with $uri set, exit with its status\n"
+"                           (on a private Unix socket unless -p, -i, -4,\n"
+"                           -6 or --vsock asks for another)\n"
 "      --selinux-label=LABEL  SELinux label of the listening socket\n"
 "  -s, --single, --stdin    serve one connection on stdin/stdout\n"
 "      --swap               lock the server in memory (NBD swap device)\n"
 "  -t, --threads N          worker threads per connection (default %d;\n"
 "                           0 for the default)\n"
+"      --timeout=TIME       drop clients still negotiating after TIME\n"
+"                           (seconds, or 1.5s, 500ms; default %d; 0 for\n"
+"                           none); --handshake-timeout is the same\n"
 "      --tls=off|on|require  offer TLS (STARTTLS), or insist on it\n"
 "      --tls-certificates DIR  X.509 files: ca-cert.pem, server-cert.pem,\n"
 "                           server-key.pem (and ca-crl.pem)\n"
@@ -73,8 +85,7 @@ usage (FILE *fp, const char *program)
 "\n"
 "Options of this server beyond nbdkit's:\n"
 "      --max-connections N  refuse clients beyond N at once (default %d)\n"
-"      --handshake-timeout S  drop clients still negotiating after S\n"
-"                           seconds (default %d; 0 for none)\n"
+"      --handshake-timeout TIME  the same as --timeout\n"
 "      --busy-poll US       poll for a client's next request for up to US\n"
 "                           microseconds before sleeping (default %d; 0\n"
 "                           for never)\n"
@@ -91,7 +102,7 @@ usage (FILE *fp, const char *program)
 "This is %s %s, command-compatible with %s %s.\n"
 "See nbdkit(1), nbdkit-captive(1) and nbdkit-probes(1).\n",
            program, program, program, DEFAULT_THREADS,
-           DEFAULT_MAX_CONNECTIONS, DEFAULT_HANDSHAKE_TIMEOUT,
+           DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
            DEFAULT_BUSY_POLL, SERVER_NAME, SERVER_VERSION, PACKAGE_NAME,
            PACKAGE_VERSION);
 }
@@ -104,7 +115,7 @@ enum {
   OPT_MAX_CONNECTIONS, OPT_HANDSHAKE_TIMEOUT, OPT_TLS, OPT_TLS_CERTIFICATES,
   OPT_TLS_PSK, OPT_TLS_VERIFY_PEER, OPT_TLS_PRIORITY, OPT_BUSY_POLL,
   OPT_LONG_OPTIONS, OPT_SHORT_OPTIONS, OPT_MASK_HANDSHAKE, OPT_SELINUX_LABEL,
-  OPT_SWAP, OPT_VSOCK,
+  OPT_SWAP, OPT_VSOCK, OPT_KEEPALIVE, OPT_NAME, OPT_NO_MC,
 };
 
 static const struct option long_options[] = {
@@ -125,13 +136,17 @@ static const struct option long_options[] = {
   { "ipaddr", required_argument, NULL, 'i' },
   { "ipv4-only", no_argument, NULL, '4' },
   { "ipv6-only", no_argument, NULL, '6' },
+  { "keepalive", no_argument, NULL, OPT_KEEPALIVE },
   { "log", required_argument, NULL, OPT_LOG },
   { "long-options", no_argument, NULL, OPT_LONG_OPTIONS },
   { "mask-handshake", required_argument, NULL, OPT_MASK_HANDSHAKE },
   { "max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS },
+  { "name", required_argument, NULL, OPT_NAME },
   { "new-style", no_argument, NULL, 'n' },
   { "newstyle", no_argument, NULL, 'n' },
   { "no-fork", no_argument, NULL, 'f' },
+  { "no-mc", no_argument, NULL, OPT_NO_MC },
+  { "no-meta-contexts", no_argument, NULL, OPT_NO_MC },
   { "no-sr", no_argument, NULL, OPT_NO_SR },
   { "no-structured-replies", no_argument, NULL, OPT_NO_SR },
   { "old-style", no_argument, NULL, 'o' },
@@ -149,6 +164,7 @@ static const struct option long_options[] = {
   { "stdin", no_argument, NULL, 's' },
   { "swap", no_argument, NULL, OPT_SWAP },
   { "threads", required_argument, NULL, 't' },
+  { "timeout", required_argument, NULL, OPT_HANDSHAKE_TIMEOUT },
   { "tls", required_argument, NULL, OPT_TLS },
   { "tls-certificates", required_argument, NULL, OPT_TLS_CERTIFICATES },
   { "tls-priority", required_argument, NULL, OPT_TLS_PRIORITY },
@@ -382,6 +398,138 @@ check_tls_options (struct config *cfg)
              : "TLS is off (no --tls=on or --tls=require)", unused);
 }
 
+/* --timeout and --handshake-timeout (the same option): seconds, or a
+ * time in nbdkit_parse_delay's format (1.5s, 500ms), up to a day.
+ * Kept in nanoseconds.  A value that does not parse is reported by
+ * nbdkit_parse_delay itself.
+ */
+static uint64_t
+option_timeout (const char *program, const char *opt, const char *arg)
+{
+  unsigned sec, nsec;
+  if (nbdkit_parse_delay (opt, arg, &sec, &nsec) == -1)
+    exit (EXIT_FAILURE);
+  if (sec > 86400 || (sec == 86400 && nsec > 0))
+    fail (program, "%s: \"%s\" is not a time from 0 to 86400 seconds",
+          opt, arg);
+  return sec * UINT64_C (1000000000) + nsec;
+}
+
+/* --name: it heads every message and is the syslog identity, so it is
+ * kept short and free of spaces and control characters, which would
+ * make log lines ambiguous.
+ */
+static const char *
+option_name (const char *program, const char *arg)
+{
+  size_t len = strlen (arg);
+  if (len == 0 || len > 64)
+    fail (program, "--name: \"%s\" must be 1 to 64 characters", arg);
+  for (const char *p = arg; *p; p++)
+    if (!isgraph ((unsigned char) *p))
+      fail (program, "--name: \"%s\" may not contain spaces or control "
+            "characters", arg);
+  return arg;
+}
+
+/* --log: a destination word, or a file (any value with a '/', so a
+ * misspelt word is an error and not a file of that name).
+ */
+static void
+option_log (struct config *cfg, const char *arg)
+{
+  cfg->log_file = NULL;
+  if (!strcmp (arg, "default"))
+    cfg->log_to = LOG_TO_DEFAULT;
+  else if (!strcmp (arg, "stderr"))
+    cfg->log_to = LOG_TO_STDERR;
+  else if (!strcmp (arg, "syslog"))
+    cfg->log_to = LOG_TO_SYSLOG;
+  else if (!strcmp (arg, "null"))
+    cfg->log_to = LOG_TO_NULL;
+  else if (strchr (arg, '/')) {
+    cfg->log_to = LOG_TO_FILE;
+    cfg->log_file = arg;
+  }
+  else
+    fail (cfg->program, "--log: \"%s\" must be default, stderr, syslog, "
+          "null or the path of a file (with a /, as in ./%s)", arg, arg);
+}
+
+/* Parameter files nest (a line @OTHER reads OTHER) this deep at most,
+ * which also stops a file that names itself.
+ */
+#define MAX_PARAM_FILE_DEPTH 8
+
+static void add_param (struct config *cfg, const char *arg,
+                       const char *from, int depth);
+
+/* @PATH: each line of PATH is one parameter, exactly as it would be
+ * written as one shell word (no quoting: spaces and = are part of the
+ * value), without the blanks at either end.  Blank lines and lines
+ * whose first non-blank character is # are skipped.
+ */
+static void
+read_param_file (struct config *cfg, const char *path, int depth)
+{
+  const char *program = cfg->program;
+  FILE *fp = fopen (path, "r");
+  if (!fp)
+    fail (program, "@%s: %s", path, strerror (errno));
+  char *line = NULL;
+  size_t cap = 0;
+  ssize_t n;
+  unsigned lineno = 0;
+  while ((n = getline (&line, &cap, fp)) != -1) {
+    lineno++;
+    if (memchr (line, '\0', n))
+      fail (program, "@%s:%u: the line contains a NUL byte", path, lineno);
+    char *start = line, *end = line + n;
+    while (isspace ((unsigned char) *start))
+      start++;
+    while (end > start && isspace ((unsigned char) end[-1]))
+      end--;
+    *end = '\0';
+    if (*start == '\0' || *start == '#')
+      continue;
+    add_param (cfg, start, path, depth);
+  }
+  if (ferror (fp))
+    fail (program, "@%s: %s", path, strerror (errno));
+  free (line);
+  fclose (fp);
+}
+
+/* One parameter from the command line (FROM is NULL) or from the file
+ * FROM, kept in cfg->param_store; @PATH is replaced by PATH's
+ * parameters, a relative PATH in a file being relative to that file.
+ */
+static void
+add_param (struct config *cfg, const char *arg, const char *from, int depth)
+{
+  const char *program = cfg->program;
+  if (arg[0] == '@' && arg[1] != '\0') {
+    if (depth >= MAX_PARAM_FILE_DEPTH)
+      fail (program, "%s in %s: parameter files nest deeper than %d "
+            "(does one include itself?)", arg, from, MAX_PARAM_FILE_DEPTH);
+    char *path = NULL;
+    if (from && arg[1] != '/') {
+      char *copy = strdup (from);
+      if (!copy || asprintf (&path, "%s/%s", dirname (copy), arg + 1) == -1)
+        fail (program, "%s", "out of memory");
+      free (copy);
+    }
+    else if (!(path = strdup (arg + 1)))
+      fail (program, "%s", "out of memory");
+    read_param_file (cfg, path, depth + 1);
+    free (path);
+    return;
+  }
+  char *copy = strdup (arg);
+  if (!copy || string_vector_append (&cfg->param_store, copy) == -1)
+    fail (program, "%s", "out of memory");
+}
+
 void
 options_parse (struct config *cfg, int argc, char *argv[])
 {
@@ -389,8 +537,9 @@ options_parse (struct config *cfg, int argc, char *argv[])
   int c;
 
   opterr = 0;                   /* we print our own one-line errors */
+  int longindex = -1;
   while ((c = getopt_long (argc, argv, SHORT_OPTIONS, long_options,
-                           NULL)) != -1) {
+                           &longindex)) != -1) {
     switch (c) {
     case '4': cfg->family = AF_INET; break;
     case '6': cfg->family = AF_INET6; break;
@@ -461,10 +610,11 @@ options_parse (struct config *cfg, int argc, char *argv[])
                        "to 1000000");
       break;
     case OPT_HANDSHAKE_TIMEOUT:
-      cfg->handshake_timeout =
-        option_number (program, optarg, 0, 86400,
-                       "--handshake-timeout: \"%s\" is not a number of "
-                       "seconds from 0 to 86400");
+      /* Named as the user wrote it, in case of an error. */
+      cfg->handshake_timeout_ns =
+        option_timeout (program,
+                        !strcmp (long_options[longindex].name, "timeout")
+                        ? "--timeout" : "--handshake-timeout", optarg);
       break;
     case OPT_BUSY_POLL:
       cfg->busy_poll =
@@ -472,17 +622,10 @@ options_parse (struct config *cfg, int argc, char *argv[])
                        "--busy-poll: \"%s\" is not a number of "
                        "microseconds from 0 to 10000");
       break;
-    case OPT_LOG:
-      if (!strcmp (optarg, "stderr"))
-        cfg->log_to = LOG_TO_STDERR;
-      else if (!strcmp (optarg, "syslog"))
-        cfg->log_to = LOG_TO_SYSLOG;
-      else if (!strcmp (optarg, "null"))
-        cfg->log_to = LOG_TO_NULL;
-      else
-        fail (program, "--log: \"%s\" must be stderr, syslog or null",
-              optarg);
-      break;
+    case OPT_LOG: option_log (cfg, optarg); break;
+    case OPT_NAME: cfg->name = option_name (program, optarg); break;
+    case OPT_KEEPALIVE: cfg->keepalive = true; break;
+    case OPT_NO_MC: cfg->no_mc = true; break;
     case OPT_MASK_HANDSHAKE: {
       /* Decimal, 0x hex or 0 octal, as nbdkit takes it. */
       char *end;
@@ -531,8 +674,10 @@ options_parse (struct config *cfg, int argc, char *argv[])
           program);
   }
   cfg->plugin_name = argv[optind];
-  cfg->params = &argv[optind + 1];
-  cfg->nparams = argc - optind - 1;
+  for (int i = optind + 1; i < argc; i++)
+    add_param (cfg, argv[i], NULL, 0);
+  cfg->params = cfg->param_store.ptr;
+  cfg->nparams = cfg->param_store.len;
 
   bool unix_socket = cfg->unixsocket || cfg->unix_private;
   /* Socket activation, as systemd and systemd-socket-activate do it. */
@@ -561,6 +706,13 @@ options_parse (struct config *cfg, int argc, char *argv[])
     fail (program, "%s", "-U cannot be combined with -p or -i");
   if (cfg->vsock && (unix_socket || cfg->ipaddr))
     fail (program, "%s", "--vsock cannot be combined with -U or -i");
+  /* As nbdkit >= 1.36: a captive server listens on a private Unix
+   * socket unless the command line asks for TCP or vsock (-4 and -6
+   * only make sense for TCP, so they ask for it too).
+   */
+  if (cfg->run && !unix_socket && !cfg->port && !cfg->ipaddr &&
+      !cfg->vsock && cfg->family == AF_UNSPEC && !cfg->listen_fds)
+    cfg->unix_private = true;
   check_tls_options (cfg);
 
   /* --run, -s, socket activation and --exit-with-parent keep the server
@@ -646,6 +798,9 @@ void
 options_free (struct config *cfg)
 {
   string_vector_free_all (&cfg->keys);
+  string_vector_free_all (&cfg->param_store);
+  cfg->params = NULL;
+  cfg->nparams = 0;
   const_string_vector_reset (&cfg->filters);
   const_string_vector_reset (&cfg->debug_flags);
   free (cfg->port_buf);

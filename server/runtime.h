@@ -76,7 +76,7 @@ enum config_action {
  * syslog once daemonised.
  */
 enum config_log { LOG_TO_DEFAULT = 0, LOG_TO_STDERR, LOG_TO_SYSLOG,
-                  LOG_TO_NULL };
+                  LOG_TO_NULL, LOG_TO_FILE };
 
 struct config {
   const char *program;          /* argv[0], for messages */
@@ -94,6 +94,10 @@ struct config {
   bool vsock;                   /* --vsock: AF_VSOCK on -p */
   const char *selinux_label;    /* --selinux-label */
   enum config_log log_to;       /* --log */
+  const char *log_file;         /* --log=PATH (LOG_TO_FILE) */
+  const char *name;             /* --name: messages' and syslog's prefix */
+  bool keepalive;               /* --keepalive: SO_KEEPALIVE on TCP */
+  bool no_mc;                   /* --no-mc: refuse meta contexts */
   bool use_syslog;              /* messages go to syslog once started */
   bool unix_private;            /* -U -: a socket in a private dir */
   const char *unixsocket;       /* -U, after `-' is resolved */
@@ -104,7 +108,7 @@ struct config {
   int family;                   /* -4, -6 or AF_UNSPEC */
   unsigned threads;             /* -t */
   unsigned max_connections;     /* --max-connections */
-  unsigned handshake_timeout;   /* --handshake-timeout, seconds, 0 = none */
+  uint64_t handshake_timeout_ns; /* --timeout, --handshake-timeout; 0 = none */
   unsigned busy_poll;           /* --busy-poll, microseconds, 0 = none */
   int tls;                      /* --tls: TLS_OFF, TLS_ON, TLS_REQUIRE */
   bool tls_given;               /* --tls was on the command line */
@@ -124,6 +128,11 @@ struct config {
   const char *plugin_name;
   char **params;
   int nparams;
+  /* The parameters once @PATH files are read in: owns every string,
+   * and params points into it.  Freed after the layers are unloaded
+   * (plugins may keep the values).
+   */
+  string_vector param_store;
   const_string_vector filters;
   const_string_vector debug_flags;
   /* Keys split off key=value parameters: plugins may keep pointers to

@@ -372,6 +372,13 @@ accept_one (const struct config *cfg, int lfd, bool stopping)
   if (ss.ss_family == AF_INET || ss.ss_family == AF_INET6) {
     int one = 1;
     setsockopt (fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    /* --keepalive: the kernel probes an idle client, so one that
+     * vanished (a crashed host, a cut cable) is noticed and its
+     * connection ends instead of waiting for ever.
+     */
+    if (cfg->keepalive &&
+        setsockopt (fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one) == -1)
+      nbdkit_debug ("setsockopt SO_KEEPALIVE: %m");
     transport = "tcp";
   }
   else if (ss.ss_family == AF_UNIX)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
-# The numeric options refuse what is not a whole number in their range,
-# each with its own message, and take their bounds.
+# The numeric options refuse what is not a whole number (or, for the
+# timeouts, a time) in their range, each with its own message, and take
+# their bounds.
 source "$(dirname "$0")/functions.sh"
 
 refuse ()
@@ -29,10 +30,19 @@ for bad in 0 1000001 x; do
   refuse --max-connections "$bad" "is not a count from 1 to 1000000"
 done
 take --max-connections 1; take --max-connections 1000000
-for bad in 86401 x 1s; do
-  refuse --handshake-timeout "$bad" "is not a number of seconds from 0 to 86400"
+# --handshake-timeout and --timeout (nbdkit 1.42) are one option: whole
+# seconds or a time with a unit, up to a day.
+for opt in --handshake-timeout --timeout; do
+  refuse $opt 86401 "is not a time from 0 to 86400 seconds"
+  refuse $opt 86400.5s "is not a time from 0 to 86400 seconds"
+  for bad in x -1 "" 1h; do
+    "$NBDKIT" $opt "$bad" memory 1M --run true > "$tmpdir/out" 2>&1 &&
+      fail "$opt \"$bad\" was accepted"
+    grep -qF -e "$opt: could not parse delay" "$tmpdir/out" ||
+      { cat "$tmpdir/out"; fail "no message for $opt \"$bad\""; }
+  done
+  take $opt 0; take $opt 86400; take $opt 1s; take $opt 250ms
 done
-take --handshake-timeout 0; take --handshake-timeout 86400
 for bad in 65536 x; do
   refuse -p "$bad" "is not a valid port number"
 done

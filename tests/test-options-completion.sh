@@ -51,3 +51,9 @@ grep -qx -- -U "$tmpdir/c3" && grep -qx -- --vsock "$tmpdir/c3" ||
 complete_words file di > "$tmpdir/c4"
 cat "$tmpdir/c4"
 grep -qx 'dir=' "$tmpdir/c4" || fail "file di did not complete to dir="
+# The options of nbdkit 1.36 to 1.46 are listed and complete too.
+for o in --keepalive --name --no-mc --no-meta-contexts --timeout; do
+  grep -qx -- "$o" "$tmpdir/long" || fail "--long-options lacks $o"
+done
+complete_words --keep > "$tmpdir/c5"
+[ "$(cat "$tmpdir/c5")" = --keepalive ] || fail "--keep completed to: $(cat "$tmpdir/c5")"

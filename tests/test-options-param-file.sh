@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
+# @PATH (nbdkit 1.46): the parameters in a file, one per line, mixed
+# with those on the command line in order.  Comments, blank lines and
+# the blanks around a line are skipped; a value keeps its inner spaces
+# and = signs; a file can name another, relative to itself; a missing
+# file, a file that includes itself and a NUL byte are clean errors.
+# Debian's nbdkit 1.32.5 has no @PATH, so there is nothing to compare.
+source "$(dirname "$0")/functions.sh"
+requires_cmd nbdsh
+
+mkdir "$tmpdir/sub"
+# The data plugin's bytes show every parameter arrived intact: "1 2 3"
+# is one value with its spaces; size= comes from the nested file.
+printf '%s\n' '# disk contents' '' '   data=1 2 3  ' '@sub/more' \
+  > "$tmpdir/params"
+printf '%s\n' '  # from the nested file' 'size=8' > "$tmpdir/sub/more"
+read_back ()
+{
+  t "$NBDKIT" "$@" --run 'nbdsh -u "$uri" -c "
+print(h.get_size(), list(h.pread(h.get_size(), 0)))"'
+}
+[ "$(read_back data @"$tmpdir/params")" = "8 [1, 2, 3, 0, 0, 0, 0, 0]" ] ||
+  fail "@FILE: $(read_back data @"$tmpdir/params")"
+# In order with the command line: the later size= wins, as it would
+# on the command line; a parameter before the file is kept.
+out="$(read_back data allocator=sparse @"$tmpdir/params" size=4)"
+[ "$out" = "4 [1, 2, 3, 0]" ] || fail "@FILE then size=4: $out"
+# Relative to the working directory on the command line.
+out="$(cd "$tmpdir" && read_back data @params)"
+[ "$out" = "8 [1, 2, 3, 0, 0, 0, 0, 0]" ] || fail "relative @params: $out"
+# A lone @ is an ordinary value (here the data plugin's magic key...
+# which does not parse as data): it is not taken as a file.
+"$NBDKIT" -U - data @ --run true 2> "$tmpdir/err" &&
+  fail "data @ was accepted"
+grep -q "@:" "$tmpdir/err" && fail "a lone @ was read as a file"
+
+refuses "^nbdkit: @$tmpdir/nosuch: No such file or directory$" \
+  memory @"$tmpdir/nosuch" || fail "missing @FILE"
+echo '@loop' > "$tmpdir/loop"
+refuses "nest deeper than 8" memory @"$tmpdir/loop" ||
+  fail "a self-including @FILE"
+printf 'size=1M\nx=\0y\n' > "$tmpdir/nul"
+refuses "^nbdkit: @$tmpdir/nul:2: the line contains a NUL byte$" \
+  memory @"$tmpdir/nul" || fail "a NUL in @FILE"
+# An unknown key from a file is refused by the plugin as on the
+# command line.
+echo 'nokey=1' > "$tmpdir/bad"
+expect_fail "$NBDKIT" -U - memory 1M @"$tmpdir/bad" --run true \
+  2> "$tmpdir/err" || fail "a bad key from @FILE was accepted"
+grep -q nokey "$tmpdir/err" || fail "the bad key is not named"
+exit 0
