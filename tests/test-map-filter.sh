@@ -102,8 +102,13 @@ while pos < 262144:
     pos = start
 " && nbdsh -u "$uri" -c "
 assert h.pread(4, 0) == h.pread(4, 65536) == b\"xxxx\"
-"' || fail "block status through the map"
-echo "block status: follows the map"
+# Cache and trim go through the map too: trimming 0-64k empties 64k-128k
+# below, which the identity range shows.
+h.cache(65536, 0)
+h.trim(65536, 0)
+assert h.pread(65536, 65536) == bytes(65536)
+"' || fail "block status, cache and trim through the map"
+echo "block status, cache, trim: follow the map"
 
 # --- Past the plugin's end: EIO ----------------------------------------------
 t "$NBDKIT" -U - --filter=map file "$disk" map=0-1023:1048000 \

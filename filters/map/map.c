@@ -292,46 +292,45 @@ map_pwrite (nbdkit_next *next, void *handle, const void *buf,
   return r;
 }
 
+/* Trim, zero and cache take the same arguments: send each piece to
+ * OP of the layer below.
+ */
+typedef int range_op (nbdkit_next *next, uint32_t count, uint64_t offset,
+                      uint32_t flags, int *err);
+
 static int
-map_trim (nbdkit_next *next, void *handle, uint32_t count, uint64_t offset,
-          uint32_t flags, int *err)
+each_piece (nbdkit_next *next, range_op *op, uint32_t count,
+            uint64_t offset, uint32_t flags, int *err)
 {
   struct piece_iter it = { .offset = offset, .remaining = count };
   int r;
   while ((r = next_piece (next, &it, err)) == 1) {
-    if (next->trim (next, it.len, it.dest, flags, err) == -1)
+    if (op (next, it.len, it.dest, flags, err) == -1)
       return -1;
     advance (&it);
   }
   return r;
+}
+
+static int
+map_trim (nbdkit_next *next, void *handle, uint32_t count, uint64_t offset,
+          uint32_t flags, int *err)
+{
+  return each_piece (next, next->trim, count, offset, flags, err);
 }
 
 static int
 map_zero (nbdkit_next *next, void *handle, uint32_t count, uint64_t offset,
           uint32_t flags, int *err)
 {
-  struct piece_iter it = { .offset = offset, .remaining = count };
-  int r;
-  while ((r = next_piece (next, &it, err)) == 1) {
-    if (next->zero (next, it.len, it.dest, flags, err) == -1)
-      return -1;
-    advance (&it);
-  }
-  return r;
+  return each_piece (next, next->zero, count, offset, flags, err);
 }
 
 static int
 map_cache (nbdkit_next *next, void *handle, uint32_t count, uint64_t offset,
            uint32_t flags, int *err)
 {
-  struct piece_iter it = { .offset = offset, .remaining = count };
-  int r;
-  while ((r = next_piece (next, &it, err)) == 1) {
-    if (next->cache (next, it.len, it.dest, flags, err) == -1)
-      return -1;
-    advance (&it);
-  }
-  return r;
+  return each_piece (next, next->cache, count, offset, flags, err);
 }
 
 /* Ask below about each piece in its own coordinates and shift the

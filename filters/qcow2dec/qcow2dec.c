@@ -61,7 +61,9 @@ struct l2_slot {
 
 /* One connection's decoded image.  Everything but the cache is set by
  * .prepare and read-only afterwards; LOCK protects the cache (slots and
- * use counter), as requests of one connection run in parallel.
+ * use counter), as requests of one connection run in parallel.  It is
+ * held while a missing L2 table is read, so the table is read once
+ * even when several requests want it; data reads happen outside it.
  */
 struct handle {
   struct qcow2_image img;
