@@ -76,6 +76,16 @@ NBDKIT_EXTERN_DECL (void, nbdkit_debug,
 NBDKIT_EXTERN_DECL (void, nbdkit_vdebug,
                     (const char *fs, va_list args)
                     ATTRIBUTE_FORMAT_PRINTF (1, 0));
+/* With -v: BUF as hexdump -C rows, offsets counted from START, each
+ * line headed by PREFIX (may be NULL); hexdiff shows the rows where
+ * BUF1 and BUF2 differ as a pair, "-" then "+" (nbdkit 1.46).
+ */
+NBDKIT_EXTERN_DECL (void, nbdkit_debug_hexdump,
+                    (const void *buf, size_t len, const char *prefix,
+                     uint64_t start));
+NBDKIT_EXTERN_DECL (void, nbdkit_debug_hexdiff,
+                    (const void *buf1, const void *buf2, size_t len,
+                     const char *prefix, uint64_t start));
 
 /* Parsing helpers for key=value parameters.  Each returns -1 and has
  * called nbdkit_error on bad input.
@@ -103,6 +113,13 @@ NBDKIT_EXTERN_DECL (int, nbdkit_parse_int64_t,
                     (const char *what, const char *str, int64_t *r));
 NBDKIT_EXTERN_DECL (int, nbdkit_parse_uint64_t,
                     (const char *what, const char *str, uint64_t *r));
+/* "0.1", "10%", "1:10", "1/10": a probability, >= 0 (nbdkit 1.36). */
+NBDKIT_EXTERN_DECL (int, nbdkit_parse_probability,
+                    (const char *what, const char *str, double *r));
+/* "1.5", "20ms", "3us", "9ns": a delay for nbdkit_nanosleep (1.40). */
+NBDKIT_EXTERN_DECL (int, nbdkit_parse_delay,
+                    (const char *what, const char *str,
+                     unsigned *sec, unsigned *nsec));
 NBDKIT_EXTERN_DECL (int, nbdkit_stdio_safe, (void));
 NBDKIT_EXTERN_DECL (int, nbdkit_read_password,
                     (const char *value, char **password));
@@ -129,6 +146,11 @@ NBDKIT_EXTERN_DECL (char *, nbdkit_peer_tls_dn, (void));
 NBDKIT_EXTERN_DECL (char *, nbdkit_peer_tls_issuer_dn, (void));
 NBDKIT_EXTERN_DECL (char *, nbdkit_peer_tls_username, (void));
 NBDKIT_EXTERN_DECL (void, nbdkit_shutdown, (void));
+/* Ends the current connection alone: FORCE cuts it at once (no more
+ * replies); otherwise requests in flight finish and later ones fail
+ * with ESHUTDOWN until the client disconnects.  As in nbdkit 1.34.
+ */
+NBDKIT_EXTERN_DECL (void, nbdkit_disconnect, (int force));
 
 /* The ids the server's probes carry for the calling thread: the
  * connection's id (0 outside a connection) and the cookie of the

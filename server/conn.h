@@ -87,6 +87,8 @@ struct connection {
   struct async_conn *async;
   bool closing;
   const char *close_reason;
+  /* nbdkit_disconnect (0): requests read from now on get ESHUTDOWN. */
+  _Atomic bool refuse_requests;
   /* The server's stop cut this connection while its client was still
    * there (conn_shutdown_all, under the registry's lock).
    */

@@ -264,6 +264,16 @@ emit (int priority, const char *kind, const char *where, const void *ra,
   errno = saved_errno;
 }
 
+/* A debug line said for the caller at RA. */
+static void ATTRIBUTE_FORMAT_PRINTF (2, 3)
+emit_fmt (const void *ra, const char *fs, ...)
+{
+  va_list args;
+  va_start (args, fs);
+  emit (LOG_DEBUG, "debug: ", NULL, ra, fs, args);
+  va_end (args);
+}
+
 /* The exported functions, for plugins and filters (and code outside
  * server/ linked into the server).  noinline: the return address must
  * be the caller's.
@@ -300,6 +310,82 @@ nbdkit_debug (const char *fs, ...)
   va_start (args, fs);
   emit (LOG_DEBUG, "debug: ", NULL, __builtin_return_address (0), fs, args);
   va_end (args);
+}
+
+/* Hex dumps for -v: each row of 16 bytes is one debug line, headed by
+ * the offset the caller gives (START is the offset of BUF[0]), so a
+ * plugin can dump a block where it sits in the disk.  Rows are aligned
+ * to 16 like hexdump -C, the first and last padded with blanks.  The
+ * lines are said under the caller's layer, as nbdkit_debug's are.
+ */
+static void
+emit_row (const void *ra, const char *prefix, char mark, uint64_t row,
+          const unsigned char *b, const unsigned char *other,
+          size_t lo, size_t hi)
+{
+  char hex[16 * 3 + 2], text[17];
+  size_t h = 0;
+  for (size_t i = 0; i < 16; i++) {
+    /* A diff's second row shows only the bytes that differ. */
+    bool show = i >= lo && i < hi && (!other || b[i] != other[i]);
+    if (i == 8)
+      hex[h++] = ' ';
+    if (show)
+      snprintf (&hex[h], 4, "%02x ", b[i]);
+    else
+      memcpy (&hex[h], "   ", 4);
+    h += 3;
+    text[i] = !show ? ' ' : (b[i] >= 32 && b[i] < 127) ? (char) b[i] : '.';
+  }
+  hex[h] = '\0';
+  text[16] = '\0';
+  /* MARK: '\0' in a dump; ' ', '-' or '+' in a diff, so rows align. */
+  char m[2] = { mark, '\0' };
+  emit_fmt (ra, "%s%s%08" PRIx64 ": %s |%s|", prefix, m, row, hex, text);
+}
+
+static void
+hexdump (const void *ra, const unsigned char *a, const unsigned char *b,
+         size_t len, const char *prefix, uint64_t start)
+{
+  if (!debug_wanted () || len == 0)
+    return;
+  if (!prefix)
+    prefix = "";
+  if (len > UINT64_MAX - start)
+    len = UINT64_MAX - start;
+  uint64_t end = start + len;
+  for (uint64_t row = start & ~UINT64_C (15); row < end; row += 16) {
+    /* The bytes of this row that are in the buffer: [lo, hi). */
+    size_t lo = row < start ? start - row : 0;
+    size_t hi = end - row >= 16 ? 16 : end - row;
+    unsigned char rowa[16] = { 0 }, rowb[16] = { 0 };
+    memcpy (&rowa[lo], a + (row + lo - start), hi - lo);
+    if (b)
+      memcpy (&rowb[lo], b + (row + lo - start), hi - lo);
+    if (!b || memcmp (&rowa[lo], &rowb[lo], hi - lo) == 0)
+      emit_row (ra, prefix, b ? ' ' : '\0', row, rowa, NULL, lo, hi);
+    else {
+      emit_row (ra, prefix, '-', row, rowa, NULL, lo, hi);
+      emit_row (ra, prefix, '+', row, rowb, rowa, lo, hi);
+    }
+    if (row > UINT64_MAX - 16)  /* the last row of the 64-bit space */
+      break;
+  }
+}
+
+void __attribute__ ((noinline))
+nbdkit_debug_hexdump (const void *buf, size_t len, const char *prefix,
+                      uint64_t start)
+{
+  hexdump (__builtin_return_address (0), buf, NULL, len, prefix, start);
+}
+
+void __attribute__ ((noinline))
+nbdkit_debug_hexdiff (const void *buf1, const void *buf2, size_t len,
+                      const char *prefix, uint64_t start)
+{
+  hexdump (__builtin_return_address (0), buf1, buf2, len, prefix, start);
 }
 
 /* The server's own (internal.h's nbdkit_error and nbdkit_debug). */

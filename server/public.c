@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <math.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -217,6 +218,117 @@ DEFINE_PARSE_UNSIGNED (nbdkit_parse_uint8_t, uint8_t, UINT8_MAX)
 DEFINE_PARSE_UNSIGNED (nbdkit_parse_uint16_t, uint16_t, UINT16_MAX)
 DEFINE_PARSE_UNSIGNED (nbdkit_parse_uint32_t, uint32_t, UINT32_MAX)
 DEFINE_PARSE_UNSIGNED (nbdkit_parse_uint64_t, uint64_t, UINT64_MAX)
+
+/* A probability: "0.1", "1e-1", "10%", "1:10" or "1/10" (one in ten).
+ * Finite and not negative; more than 1 is allowed ("200%"), the caller
+ * clamps if it must.
+ */
+int
+nbdkit_parse_probability (const char *what, const char *str, double *ret)
+{
+  char *end;
+  errno = 0;
+  double v = strtod (str, &end);
+  if (end == str || isspace ((unsigned char) str[0]))
+    goto bad;
+  if (*end == '%') {
+    v /= 100;
+    end++;
+  }
+  else if (*end == ':' || *end == '/') {
+    const char *q = end + 1;
+    if (*q == '\0' || isspace ((unsigned char) *q))
+      goto bad;
+    double d = strtod (q, &end);
+    if (end == q)
+      goto bad;
+    if (!(d > 0)) {
+      nbdkit_error ("%s: probability has a divisor that is not above "
+                    "zero: \"%s\"", what, str);
+      return -1;
+    }
+    v /= d;
+  }
+  if (*end != '\0')
+    goto bad;
+  if (errno == ERANGE || !isfinite (v) || v < 0 || signbit (v)) {
+    nbdkit_error ("%s: probability out of range (it must be a finite "
+                  "number not below zero): \"%s\"", what, str);
+    return -1;
+  }
+  if (ret)
+    *ret = v;
+  return 0;
+ bad:
+  nbdkit_error ("%s: could not parse probability: \"%s\"", what, str);
+  return -1;
+}
+
+/* A delay: a decimal number of seconds, or of the unit that follows it
+ * (s, ms, us or μs, ns).  Worked out in integer nanoseconds, digit by
+ * digit, so that "0.1" is exactly 100000000 ns; digits finer than a
+ * nanosecond are dropped.  At most UINT_MAX seconds.
+ */
+int
+nbdkit_parse_delay (const char *what, const char *str, unsigned *sec,
+                    unsigned *nsec)
+{
+  static const struct { const char *suffix; uint64_t ns; } units[] = {
+    { "", 1000000000 }, { "s", 1000000000 }, { "ms", 1000000 },
+    { "us", 1000 }, { "\xce\xbcs", 1000 }, { "ns", 1 },
+  };
+  const char *p = str;
+  const char *int_start = p, *frac_start = NULL;
+  while (*p >= '0' && *p <= '9')
+    p++;
+  const char *int_end = p;
+  if (*p == '.') {
+    frac_start = ++p;
+    while (*p >= '0' && *p <= '9')
+      p++;
+  }
+  if (int_end == int_start && (!frac_start || p == frac_start))
+    goto bad;                   /* no digit at all */
+  uint64_t unit = 0;
+  for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+    if (strcmp (p, units[i].suffix) == 0)
+      unit = units[i].ns;
+  if (unit == 0)
+    goto bad;
+
+  const uint64_t max_ns = (uint64_t) UINT_MAX * 1000000000 + 999999999;
+  uint64_t ns = 0;
+  for (const char *d = int_start; d < int_end; d++)
+    if (__builtin_mul_overflow (ns, 10, &ns) ||
+        __builtin_add_overflow (ns, (uint64_t) (*d - '0'), &ns) ||
+        ns > max_ns)
+      goto range;
+  if (__builtin_mul_overflow (ns, unit, &ns) || ns > max_ns)
+    goto range;
+  if (frac_start) {
+    uint64_t place = unit;
+    for (const char *d = frac_start; *d >= '0' && *d <= '9'; d++) {
+      place /= 10;
+      if (place == 0)
+        break;
+      ns += (uint64_t) (*d - '0') * place;
+    }
+    if (ns > max_ns)
+      goto range;
+  }
+  if (sec)
+    *sec = ns / 1000000000;
+  if (nsec)
+    *nsec = ns % 1000000000;
+  return 0;
+ bad:
+  nbdkit_error ("%s: could not parse delay (a number, then s, ms, us or "
+                "ns): \"%s\"", what, str);
+  return -1;
+ range:
+  nbdkit_error ("%s: delay out of range: \"%s\"", what, str);
+  return -1;
+}
 
 /* ---- paths and passwords ---- */
 
@@ -613,6 +725,33 @@ void
 nbdkit_shutdown (void)
 {
   server_request_shutdown ("nbdkit_shutdown");
+}
+
+/* Ends the calling thread's connection alone.  Forced: the socket is
+ * shut at once, so neither the request being served nor any other in
+ * flight gets a reply.  Gentle: requests already read finish and are
+ * answered, and every request read after this is refused with
+ * ESHUTDOWN (request.c) until the client sends NBD_CMD_DISC or hangs
+ * up.  Either way close is the connection's next callback.
+ */
+void
+nbdkit_disconnect (int force)
+{
+  struct connection *conn = conn_current ();
+  if (!conn) {
+    nbdkit_debug ("nbdkit_disconnect: not in a connection: ignored");
+    return;
+  }
+  if (!force) {
+    nbdkit_debug ("nbdkit_disconnect: refusing further requests");
+    conn->refuse_requests = true;
+    return;
+  }
+  nbdkit_debug ("nbdkit_disconnect: cutting the connection");
+  conn_set_closing (conn, "nbdkit_disconnect");
+  shutdown (conn->sockin, SHUT_RDWR);
+  if (conn->sockout != conn->sockin && conn->sockout_is_socket)
+    shutdown (conn->sockout, SHUT_RDWR);
 }
 
 /* ---- interned strings ---- */

@@ -63,6 +63,8 @@ static int
 validate (struct connection *conn, const struct request *req)
 {
   uint16_t allowed;
+  if (conn->refuse_requests)
+    return ESHUTDOWN;           /* after nbdkit_disconnect (0) */
   switch (req->type) {
   case NBD_CMD_READ: allowed = NBD_CMD_FLAG_DF; break;
   case NBD_CMD_WRITE: allowed = 0; break;

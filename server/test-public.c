@@ -11,6 +11,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,6 +146,69 @@ test_parse_ints (void)
   log_clear_last_error ();
   CHECK (nbdkit_parse_int ("threads", "many", &i) == -1);
   CHECK (log_last_error () && strstr (log_last_error (), "threads: "));
+}
+
+/* Probabilities and delays (nbdkit 1.36 and 1.40's forms). */
+static void
+test_parse_probability_delay (void)
+{
+  double d = -1;
+  CHECK (nbdkit_parse_probability ("p", "0.1", &d) == 0 && d == 0.1);
+  CHECK (nbdkit_parse_probability ("p", "1e-1", &d) == 0 && d == 0.1);
+  CHECK (nbdkit_parse_probability ("p", "10%", &d) == 0 && d == 0.1);
+  CHECK (nbdkit_parse_probability ("p", "1:10", &d) == 0 && d == 0.1);
+  CHECK (nbdkit_parse_probability ("p", "1/10", &d) == 0 && d == 0.1);
+  CHECK (nbdkit_parse_probability ("p", "200%", &d) == 0 && d == 2.0);
+  CHECK (nbdkit_parse_probability ("p", "0", &d) == 0 && d == 0);
+  CHECK (nbdkit_parse_probability ("p", "0.5", NULL) == 0);
+  d = 7;
+  CHECK_FAILS (nbdkit_parse_probability ("p", "-0.1", &d), "out of range");
+  CHECK_FAILS (nbdkit_parse_probability ("p", "inf", &d), "out of range");
+  CHECK_FAILS (nbdkit_parse_probability ("p", "nan", &d), "out of range");
+  CHECK_FAILS (nbdkit_parse_probability ("p", "1:0", &d), "divisor");
+  CHECK_FAILS (nbdkit_parse_probability ("p", "1/-2", &d), "divisor");
+  CHECK_FAILS (nbdkit_parse_probability ("p", "", &d), "could not parse");
+  CHECK_FAILS (nbdkit_parse_probability ("p", "1:", &d), "could not parse");
+  CHECK_FAILS (nbdkit_parse_probability ("p", "10%%", &d), "could not parse");
+  CHECK_FAILS (nbdkit_parse_probability ("p", " 0.1", &d), "could not parse");
+  CHECK_FAILS (nbdkit_parse_probability ("error-rate", "x", &d),
+               "error-rate: ");
+  CHECK (d == 7);               /* untouched on error */
+
+  unsigned s = 99, ns = 99;
+  CHECK (nbdkit_parse_delay ("t", "1", &s, &ns) == 0 && s == 1 && ns == 0);
+  CHECK (nbdkit_parse_delay ("t", "1.2", &s, &ns) == 0 &&
+         s == 1 && ns == 200000000);
+  CHECK (nbdkit_parse_delay ("t", "1.2s", &s, &ns) == 0 &&
+         s == 1 && ns == 200000000);
+  CHECK (nbdkit_parse_delay ("t", "120ms", &s, &ns) == 0 &&
+         s == 0 && ns == 120000000);
+  CHECK (nbdkit_parse_delay ("t", "1.2ms", &s, &ns) == 0 &&
+         s == 0 && ns == 1200000);
+  CHECK (nbdkit_parse_delay ("t", "1.2us", &s, &ns) == 0 &&
+         s == 0 && ns == 1200);
+  CHECK (nbdkit_parse_delay ("t", "120\xce\xbcs", &s, &ns) == 0 &&
+         s == 0 && ns == 120000);
+  CHECK (nbdkit_parse_delay ("t", "1ns", &s, &ns) == 0 && s == 0 && ns == 1);
+  CHECK (nbdkit_parse_delay ("t", ".5", &s, &ns) == 0 &&
+         s == 0 && ns == 500000000);
+  CHECK (nbdkit_parse_delay ("t", "2500ms", &s, &ns) == 0 &&
+         s == 2 && ns == 500000000);
+  CHECK (nbdkit_parse_delay ("t", "4294967295.999999999", &s, &ns) == 0 &&
+         s == UINT_MAX && ns == 999999999);
+  CHECK (nbdkit_parse_delay ("t", "3", NULL, NULL) == 0);
+  s = ns = 99;
+  CHECK_FAILS (nbdkit_parse_delay ("t", "4294967296", &s, &ns), "range");
+  CHECK_FAILS (nbdkit_parse_delay ("t", "99999999999999999999999", &s, &ns),
+               "range");
+  CHECK_FAILS (nbdkit_parse_delay ("t", "-1", &s, &ns), "could not parse");
+  CHECK_FAILS (nbdkit_parse_delay ("t", "", &s, &ns), "could not parse");
+  CHECK_FAILS (nbdkit_parse_delay ("t", ".", &s, &ns), "could not parse");
+  CHECK_FAILS (nbdkit_parse_delay ("t", "1m", &s, &ns), "could not parse");
+  CHECK_FAILS (nbdkit_parse_delay ("t", "1 s", &s, &ns), "could not parse");
+  CHECK_FAILS (nbdkit_parse_delay ("delay-read", "x", &s, &ns),
+               "delay-read: ");
+  CHECK (s == 99 && ns == 99);  /* untouched on error */
 }
 
 static void
@@ -320,6 +384,7 @@ main (void)
   test_parse_size ();
   test_parse_bool ();
   test_parse_ints ();
+  test_parse_probability_delay ();
   test_paths ();
   test_extents ();
   test_exports ();
