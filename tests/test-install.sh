@@ -36,7 +36,7 @@ filters="blocksize blocksize-policy cache cacheextents checkwrite cow ddrescue
   tar tls-fallback truncate xz"
 [ "$(echo $filters | wc -w)" -eq 41 ] || fail "the list above is not 41 filters"
 # Filters of nbdkit 1.34 to 1.46.
-filters+=" readonly rotational openonce count evil time-limit"
+filters+=" readonly rotational openonce count evil spinning time-limit"
 for f in $filters; do
   [ -e "$dest$libdir/nbdkit/filters/nbdkit-$f-filter.so" ] ||
     fail "make install did not install the $f filter"
