@@ -9,38 +9,8 @@
 source "$(dirname "$0")/functions.sh"
 requires_cmd nbdsh nbdinfo
 
-# --- Read-only for good ----------------------------------------------------
-t "$NBDKIT" -U - --filter=readonly data '1 2 3 @4096 "hello"' size=1M \
-  --run 'nbdinfo --json "$uri"' > "$tmpdir/info"
-grep -q '"is_read_only": true' "$tmpdir/info" ||
-  fail "nbdinfo does not see a read-only export: $(cat "$tmpdir/info")"
-
-t "$NBDKIT" -U - --filter=readonly data '1 2 3 @4096 "hello"' size=1M \
-  --run 'nbdsh -u "$uri" -c -' <<'PY'
-assert h.is_read_only()
-assert h.pread(3, 0) == b"\1\2\3"
-assert h.pread(5, 4096) == b"hello"
-h.set_strict_mode(0)        # send the write anyway: the server refuses it
-for name, fn in (("write", lambda: h.pwrite(b"x" * 512, 0)),
-                 ("zero", lambda: h.zero(512, 0)),
-                 ("trim", lambda: h.trim(512, 0))):
-    try:
-        fn()
-    except nbd.Error as e:
-        assert e.errno == "EPERM", (name, e.errno)
-    else:
-        raise AssertionError("%s was not refused" % name)
-assert h.pread(3, 0) == b"\1\2\3"
-PY
-
-# --- Read-only while a file exists ------------------------------------------
-ro="$tmpdir/ro"
-start_server --filter=readonly memory 1M readonly-file="$ro"
-RO="$ro" t nbdsh -u "$uri" -c - <<'PY'
-import os
-ro = os.environ["RO"]
-assert not h.is_read_only()
-
+# refused(name, fn): fn must fail with EPERM.
+export REFUSED='
 def refused(name, fn):
     try:
         fn()
@@ -48,6 +18,33 @@ def refused(name, fn):
         assert e.errno == "EPERM", (name, e.errno)
     else:
         raise AssertionError("%s was not refused" % name)
+'
+
+# --- Read-only for good ----------------------------------------------------
+t "$NBDKIT" -U - --filter=readonly data '1 2 3 @4096 "hello"' size=1M \
+  --run 'nbdinfo --json "$uri"' > "$tmpdir/info"
+grep -q '"is_read_only": true' "$tmpdir/info" ||
+  fail "nbdinfo does not see a read-only export: $(cat "$tmpdir/info")"
+
+t "$NBDKIT" -U - --filter=readonly data '1 2 3 @4096 "hello"' size=1M \
+  --run 'nbdsh -u "$uri" -c "$REFUSED" -c -' <<'PY'
+assert h.is_read_only()
+assert h.pread(3, 0) == b"\1\2\3"
+assert h.pread(5, 4096) == b"hello"
+h.set_strict_mode(0)        # send the write anyway: the server refuses it
+refused("write", lambda: h.pwrite(b"x" * 512, 0))
+refused("zero", lambda: h.zero(512, 0))
+refused("trim", lambda: h.trim(512, 0))
+assert h.pread(3, 0) == b"\1\2\3"
+PY
+
+# --- Read-only while a file exists ------------------------------------------
+ro="$tmpdir/ro"
+start_server --filter=readonly memory 1M readonly-file="$ro"
+RO="$ro" t nbdsh -u "$uri" -c "$REFUSED" -c - <<'PY'
+import os
+ro = os.environ["RO"]
+assert not h.is_read_only()
 
 h.pwrite(b"a" * 4096, 0)
 h.pwrite(b"b" * 4096, 8192)
