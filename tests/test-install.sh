@@ -35,7 +35,9 @@ filters="blocksize blocksize-policy cache cacheextents checkwrite cow ddrescue
   partition pause protect rate readahead retry retry-request scan stats swab
   tar tls-fallback truncate xz"
 [ "$(echo $filters | wc -w)" -eq 41 ] || fail "the list above is not 41 filters"
-filters="$filters map qcow2dec"  # later releases: 1.46, 1.36
+# Filters of nbdkit 1.34 to 1.46.
+filters+=" readonly rotational openonce count evil spinning time-limit"
+filters+=" map qcow2dec"
 for f in $filters; do
   [ -e "$dest$libdir/nbdkit/filters/nbdkit-$f-filter.so" ] ||
     fail "make install did not install the $f filter"
