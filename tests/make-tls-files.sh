@@ -6,6 +6,7 @@
 #   DIR/server/          ca-cert.pem server-cert.pem server-key.pem
 #   DIR/client/          ca-cert.pem client-cert.pem client-key.pem
 #                        (a client the server's CA signed)
+#   DIR/client-other/    another client of that CA (CN other.test)
 #   DIR/client-nocert/   ca-cert.pem only
 #   DIR/client-rogue/    a client certificate from another CA
 #   DIR/client-expired/  a client certificate that expired in 2020
@@ -69,6 +70,7 @@ ca ca
 ca rogue
 sign ca server localhost server
 sign ca client client.test client
+sign ca client other.test client-other
 sign rogue client rogue.test client-rogue
 sign ca client expired.test client-expired expired
 sign ca server localhost server-expired expired

@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # The fua filter's probes: under fuamode=force a write without FUA
 # fires fua_forced (offset, count) and a flush fires fua_flush_ignored;
-# under fuamode=discard a write with FUA fires fua_discarded.
+# under fuamode=discard a write with FUA fires fua_discarded; with
+# flush-on-close=true each hang-up of a client of a writable export
+# fires fua_flush_on_close (status 0) once.
 source "$(dirname "$0")/functions.sh"
 requires_root
 requires_cmd bpftrace nbdsh
@@ -12,7 +14,8 @@ so="$(filter_so fua)"
 prog="
 usdt:$so:nbdkit:fua_forced { printf(\"forced %d %d\\n\", arg0, arg1); }
 usdt:$so:nbdkit:fua_discarded { printf(\"discarded %d %d\\n\", arg0, arg1); }
-usdt:$so:nbdkit:fua_flush_ignored { printf(\"flush ignored\\n\"); }"
+usdt:$so:nbdkit:fua_flush_ignored { printf(\"flush ignored\\n\"); }
+usdt:$so:nbdkit:fua_flush_on_close { printf(\"flush on close %d\\n\", arg0); }"
 
 start_server --filter=fua memory 1M fuamode=force
 trace_start "$tmpdir/force" "$prog"
@@ -40,3 +43,14 @@ grep -qx 'discarded 65536 8192' "$tmpdir/discard" ||
   fail "no fua_discarded 65536 8192"
 [ "$(grep -c '^discarded' "$tmpdir/discard")" -eq 1 ] ||
   fail "fua_discarded for a write without FUA"
+stop_server
+
+start_server --filter=fua memory 1M flush-on-close=true
+trace_start "$tmpdir/close" "$prog"
+t nbdsh -u "$uri" -c 'h.pwrite(b"x" * 512, 0)'
+t nbdsh -u "$uri" -c 'h.pread(512, 0)'
+sleep 0.2                       # the last close runs after the client left
+trace_stop
+cat "$tmpdir/close"
+[ "$(grep -c '^flush on close 0$' "$tmpdir/close")" -eq 2 ] ||
+  fail "not one fua_flush_on_close per connection"

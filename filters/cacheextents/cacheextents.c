@@ -9,6 +9,9 @@
  * disk), tagged with the export name it came from, under one mutex.
  * Any write, trim or zero through the filter drops it, since it may
  * change the map.
+ *
+ * Deprecated, as nbdkit 1.44 deprecated it: it still works, and says
+ * at load (in the debug log) that it will go.
  */
 #include <config.h>
 
@@ -246,9 +249,17 @@ cacheextents_zero (nbdkit_next *next, void *handle, uint32_t count,
   return next->zero (next, count, offset, flags, err);
 }
 
+static void
+cacheextents_load (void)
+{
+  nbdkit_debug ("the cacheextents filter is deprecated and may be removed "
+                "in a later version: see nbdkit-cacheextents-filter(1)");
+}
+
 static struct nbdkit_filter filter = {
   .name = "cacheextents",
   .longname = "nbdkit cacheextents filter",
+  .load = cacheextents_load,
   .unload = cacheextents_unload,
   .open = cacheextents_open,
   .close = cacheextents_close,

@@ -10,10 +10,17 @@
  *   pass      nothing changed
  *   discard   FUA dropped from every request; flush a no-op (unsafe)
  *
- * The mode is set by config and read-only afterwards: no locking.
+ * flush-on-close=true adds one flush of the plugin when a client that
+ * could write goes away (in .finalize, whatever the mode: with discard
+ * it is the one flush the plugin gets), so that what the client wrote
+ * is durable once the connection is gone, even if it never flushed.
+ *
+ * The settings come from config and are read-only afterwards: no
+ * locking.
  */
 #include <config.h>
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -33,6 +40,7 @@ static const char *const mode_names[] = {
 };
 
 static enum fua_mode mode = MODE_NONE;
+static bool flush_on_close = false;
 
 static int
 fua_config (nbdkit_next_config *next, nbdkit_backend *nxdata,
@@ -40,7 +48,15 @@ fua_config (nbdkit_next_config *next, nbdkit_backend *nxdata,
 {
   size_t i;
 
-  if (strcmp (key, "fuamode") != 0)
+  if (strcmp (key, "flush-on-close") == 0) {
+    int r = nbdkit_parse_bool (value);
+    if (r == -1)
+      return -1;
+    flush_on_close = r;
+    return 0;
+  }
+  /* fua-mode is nbdkit 1.44's name, fuamode the older one. */
+  if (strcmp (key, "fuamode") != 0 && strcmp (key, "fua-mode") != 0)
     return next (nxdata, key, value);
   for (i = 0; i < ARRAY_SIZE (mode_names); i++) {
     if (strcmp (value, mode_names[i]) == 0) {
@@ -48,14 +64,15 @@ fua_config (nbdkit_next_config *next, nbdkit_backend *nxdata,
       return 0;
     }
   }
-  nbdkit_error ("fuamode: unknown mode '%s' (expecting none, emulate, "
-                "native, force, pass or discard)", value);
+  nbdkit_error ("%s: unknown mode '%s' (expecting none, emulate, "
+                "native, force, pass or discard)", key, value);
   return -1;
 }
 
 #define fua_config_help \
-  "fuamode=<MODE>       none (default), emulate, native, force, pass\n" \
-  "                     or discard."
+  "fua-mode=<MODE>      none (default), emulate, native, force, pass\n" \
+  "                     or discard (also spelt fuamode=).\n" \
+  "flush-on-close=BOOL  Flush when a client that can write goes away."
 
 /* emulate needs flush below, native and force need FUA below. */
 static int
@@ -86,6 +103,40 @@ fua_prepare (nbdkit_next *next, void *handle, int readonly)
     break;
   default:
     break;
+  }
+  return 0;
+}
+
+/* flush-on-close: the client is gone (or going); flush what it wrote.
+ * A connection that could not write, or a plugin that cannot flush,
+ * has nothing to flush.  A failed flush fails the finalize, which the
+ * server logs: the data may not be durable.
+ */
+static int
+fua_finalize (nbdkit_next *next, void *handle)
+{
+  int err = 0, r;
+
+  if (!flush_on_close)
+    return 0;
+  r = next->can_write (next);
+  if (r == -1)
+    return -1;
+  if (r == 0)
+    return 0;
+  r = next->can_flush (next);
+  if (r == -1)
+    return -1;
+  if (r == 0) {
+    nbdkit_debug ("flush-on-close: the plugin cannot flush");
+    return 0;
+  }
+  r = next->flush (next, 0, &err);
+  NBDKIT_PROBE (fua_flush_on_close, r == -1 ? (err ? err : EIO) : 0);
+  if (r == -1) {
+    nbdkit_error ("flush-on-close: flush failed: %s",
+                  strerror (err ? err : EIO));
+    return -1;
   }
   return 0;
 }
@@ -194,6 +245,7 @@ static struct nbdkit_filter filter = {
   .config = fua_config,
   .config_help = fua_config_help,
   .prepare = fua_prepare,
+  .finalize = fua_finalize,
   .can_flush = fua_can_flush,
   .can_fua = fua_can_fua,
   .pwrite = fua_pwrite,

@@ -19,4 +19,9 @@ provider nbdkit {
   /* Fuamode=force or discard turned a client flush into a no-op.
    * Arguments: none. */
   probe fua_flush_ignored ();
+
+  /* flush-on-close=true flushed the plugin as a client that could
+   * write went away; status 0, or the errno of a failed flush.
+   * Arguments: status. */
+  probe fua_flush_on_close (int32_t status);
 };

@@ -1,13 +1,24 @@
 /* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
-/* The ip filter: admit or refuse each client, before the handshake,
- * by who it is: its IPv4 or IPv6 address, its Unix socket credentials
- * (pid, uid, gid) or security label, or its vsock CID and port.
+/* The ip filter: admit or refuse each client by who it is: its IPv4
+ * or IPv6 address, its Unix socket credentials (pid, uid, gid) or
+ * security label, its vsock CID and port, or the DN of its verified
+ * TLS certificate or of that certificate's issuer.
  *
  * allow= and deny= fill two rule lists at config time; they are
- * read-only afterwards, so .preconnect, which runs in each
- * connection's thread, needs no lock.  The allow list is tried first,
- * then the deny list; a client neither list names is admitted.  Each
- * decision fires ip_allowed or ip_refused with the peer and the rule.
+ * read-only afterwards, so .preconnect and .open, which run in each
+ * connection's thread, need no lock.  The allow list is tried first,
+ * then the deny list; a client neither list names is admitted.
+ *
+ * The certificate is known only after TLS, long after .preconnect.
+ * So .preconnect decides with what it knows, a certificate rule
+ * counting as "unknown": a known match in the allow list admits, else
+ * an unknown rule there leaves the decision open, else a known match
+ * in the deny list refuses, else an unknown rule there leaves it open,
+ * else the client is admitted.  What is left open is decided in .open
+ * (the client asking for an export, after STARTTLS), with the
+ * certificate.  The answer is the one the full lists give, and each
+ * client gets one decision: ip_allowed or ip_refused fires once, with
+ * the peer and the rule.
  */
 #include <config.h>
 
@@ -52,7 +63,14 @@ enum rule_kind {
   RULE_VSOCK_CID,               /* vsock-cid:CID */
   RULE_VSOCK_PORT,              /* vsock-port:PORT */
   RULE_SECURITY,                /* security:LABEL */
+  RULE_DN,                      /* dn:DN */
+  RULE_ISSUER_DN,               /* issuer-dn:DN */
 };
+
+/* Whether a rule matches a client; UNKNOWN while what it asks about
+ * (the certificate, before TLS) cannot be known yet.
+ */
+enum match { NO, YES, UNKNOWN };
 
 struct rule {
   enum rule_kind kind;
@@ -61,7 +79,7 @@ struct rule {
   struct in_addr ipv4;
   struct in6_addr ipv6;
   uint32_t id;                  /* pid, uid, gid, cid or port */
-  char *label;                  /* RULE_SECURITY */
+  char *str;                    /* the label, or the DN */
 };
 
 DEFINE_VECTOR_TYPE (rule_list, struct rule);
@@ -69,13 +87,14 @@ DEFINE_VECTOR_TYPE (rule_list, struct rule);
 /* Filled by config, read-only once the server runs. */
 static rule_list allow_rules = empty_vector;
 static rule_list deny_rules = empty_vector;
+static bool any_tls_rules;      /* a dn: or issuer-dn: rule: see .open */
 
 static void
 free_rules (rule_list *rules)
 {
   for (size_t i = 0; i < rules->len; i++) {
     free (rules->ptr[i].text);
-    free (rules->ptr[i].label);
+    free (rules->ptr[i].str);
   }
   rule_list_reset (rules);
 }
@@ -106,6 +125,21 @@ static const struct {
 } numbered[] = {
   { "pid:", RULE_PID }, { "uid:", RULE_UID }, { "gid:", RULE_GID },
   { "vsock-cid:", RULE_VSOCK_CID }, { "vsock-port:", RULE_VSOCK_PORT },
+};
+
+/* Rules of the form PREFIX:STRING.  A DN has commas of its own
+ * (CN=a,O=b), so a DN rule takes the rest of its parameter, commas
+ * and all (parse_rules): it is the last rule of its allow= or deny=.
+ */
+static const struct {
+  const char *prefix;
+  enum rule_kind kind;
+  const char *what;
+  bool rest;                    /* takes the rest of the parameter */
+} named[] = {
+  { "security:", RULE_SECURITY, "label", false },
+  { "dn:", RULE_DN, "DN", true },
+  { "issuer-dn:", RULE_ISSUER_DN, "DN", true },
 };
 
 /* An address with an optional /NN: fills R, or reports why not. */
@@ -171,21 +205,36 @@ parse_rule (const char *key, char *item, struct rule *r)
     }
   }
 
-  if (strncmp (item, "security:", 9) == 0) {
-    if (item[9] == '\0') {
-      nbdkit_error ("%s: security: needs a label", key);
-      return -1;
+  for (i = 0; i < ARRAY_SIZE (named); i++) {
+    size_t n = strlen (named[i].prefix);
+    if (strncmp (item, named[i].prefix, n) == 0) {
+      if (item[n] == '\0') {
+        nbdkit_error ("%s: %s needs a %s", key, named[i].prefix,
+                      named[i].what);
+        return -1;
+      }
+      r->kind = named[i].kind;
+      r->str = strdup (item + n);
+      if (!r->str) {
+        nbdkit_error ("strdup: %m");
+        return -1;
+      }
+      return 0;
     }
-    r->kind = RULE_SECURITY;
-    r->label = strdup (item + 9);
-    if (!r->label) {
-      nbdkit_error ("strdup: %m");
-      return -1;
-    }
-    return 0;
   }
 
   return parse_address (key, item, r);
+}
+
+/* Does ITEM start a rule that takes the rest of the parameter? */
+static bool
+takes_rest (const char *item)
+{
+  for (size_t i = 0; i < ARRAY_SIZE (named); i++)
+    if (named[i].rest &&
+        strncmp (item, named[i].prefix, strlen (named[i].prefix)) == 0)
+      return true;
+  return false;
 }
 
 /* allow=a,b,c or deny=...: append each item to RULES.  An empty value
@@ -207,7 +256,7 @@ parse_rules (const char *key, const char *value, rule_list *rules)
   for (item = copy; item; item = next) {
     struct rule r = { 0 };
 
-    next = strchr (item, ',');
+    next = takes_rest (item) ? NULL : strchr (item, ',');
     if (next)
       *next++ = '\0';
     if (*item == '\0') {
@@ -223,9 +272,11 @@ parse_rules (const char *key, const char *value, rule_list *rules)
       if (errno == ENOMEM)
         nbdkit_error ("%s: %m", key);
       free (r.text);
-      free (r.label);
+      free (r.str);
       return -1;
     }
+    if (r.kind == RULE_DN || r.kind == RULE_ISSUER_DN)
+      any_tls_rules = true;
   }
   return 0;
 }
@@ -243,7 +294,8 @@ ip_config (nbdkit_next_config *next, nbdkit_backend *nxdata,
 
 #define ip_config_help \
   "allow=RULE[,RULE...]  Admit clients that match (tried first).\n" \
-  "deny=RULE[,RULE...]   Refuse clients that match (tried second)."
+  "deny=RULE[,RULE...]   Refuse clients that match (tried second).\n" \
+  "                      dn:DN and issuer-dn:DN take the rest of the list."
 
 /* What we know of the client, gathered once per connection; the Unix
  * credentials and the label only when a rule asks for them.
@@ -255,7 +307,18 @@ struct peer {
   int64_t pid, uid, gid;
   bool have_label;
   char *label;                  /* NULL: the kernel gives none */
+  bool tls_known;               /* in .open: the certificate is known */
+  char *dn[2];                  /* [0] its DN, [1] its issuer's; NULL
+                                 * until asked, "" for none */
 };
+
+static void
+peer_free (struct peer *p)
+{
+  free (p->label);
+  free (p->dn[0]);
+  free (p->dn[1]);
+}
 
 static void
 peer_get_cred (struct peer *p)
@@ -278,6 +341,24 @@ peer_get_label (struct peer *p)
       nbdkit_debug ("the client has no security label");
   }
   return p->label;
+}
+
+/* The DN of the client's verified certificate (ISSUER: of its
+ * issuer), "" without TLS, without a certificate or without
+ * --tls-verify-peer; NULL only if the server could not say (then the
+ * rule does not match).
+ */
+static const char *
+peer_get_dn (struct peer *p, bool issuer)
+{
+  if (!p->dn[issuer]) {
+    p->dn[issuer] = issuer ? nbdkit_peer_tls_issuer_dn ()
+                           : nbdkit_peer_tls_dn ();
+    if (p->dn[issuer])
+      nbdkit_debug ("client %sDN: \"%s\"", issuer ? "issuer " : "",
+                    p->dn[issuer]);
+  }
+  return p->dn[issuer];
 }
 
 /* The first BITS bits of A and B are equal. */
@@ -312,12 +393,22 @@ peer_ipv4 (const struct peer *p)
   return NULL;
 }
 
-static bool
+static bool rule_matches_known (const struct rule *r, struct peer *p);
+
+static enum match
 rule_matches (const struct rule *r, struct peer *p)
+{
+  if ((r->kind == RULE_DN || r->kind == RULE_ISSUER_DN) && !p->tls_known)
+    return UNKNOWN;
+  return rule_matches_known (r, p) ? YES : NO;
+}
+
+static bool
+rule_matches_known (const struct rule *r, struct peer *p)
 {
   const int family = p->addr.ss_family;
   const struct in_addr *v4 = peer_ipv4 (p);
-  const char *label;
+  const char *label, *dn;
 
   switch (r->kind) {
   case RULE_ANY:
@@ -364,7 +455,11 @@ rule_matches (const struct rule *r, struct peer *p)
     return false;
   case RULE_SECURITY:
     label = peer_get_label (p);
-    return label && strcmp (label, r->label) == 0;
+    return label && strcmp (label, r->str) == 0;
+  case RULE_DN:
+  case RULE_ISSUER_DN:
+    dn = peer_get_dn (p, r->kind == RULE_ISSUER_DN);
+    return dn && *dn && strcmp (dn, r->str) == 0;
   }
   return false;
 }
@@ -405,27 +500,56 @@ describe_peer (struct peer *p, char *buf, size_t len)
   }
 }
 
+/* The first rule of RULES that matches, with *UNKNOWN set if, before
+ * or without one, a rule could not be decided yet.
+ */
 static const struct rule *
-first_match (rule_list *rules, struct peer *p)
+first_match (rule_list *rules, struct peer *p, bool *unknown)
 {
-  for (size_t i = 0; i < rules->len; i++)
-    if (rule_matches (&rules->ptr[i], p))
-      return &rules->ptr[i];
+  *unknown = false;
+  for (size_t i = 0; i < rules->len; i++) {
+    switch (rule_matches (&rules->ptr[i], p)) {
+    case YES: return &rules->ptr[i];
+    case UNKNOWN: *unknown = true; break;
+    case NO: break;
+    }
+  }
   return NULL;
 }
 
-static int
-ip_preconnect (nbdkit_next_preconnect *next, nbdkit_backend *nxdata,
-               int readonly)
-{
-  struct peer p = { .addrlen = sizeof p.addr };
-  const struct rule *r;
-  char who[128];
-  bool allowed = true;
-  const char *why = "no rule matched";
+enum verdict { ALLOWED, REFUSED, UNDECIDED };
 
-  if (allow_rules.len == 0 && deny_rules.len == 0)
-    return next (nxdata, readonly);
+/* The allow list, then the deny list, as the top comment says. */
+static enum verdict
+decide (struct peer *p, const char **why)
+{
+  const struct rule *r;
+  bool unknown;
+
+  *why = "no rule matched";
+  if ((r = first_match (&allow_rules, p, &unknown)) != NULL) {
+    *why = r->text;
+    return ALLOWED;
+  }
+  if (unknown)
+    return UNDECIDED;
+  if ((r = first_match (&deny_rules, p, &unknown)) != NULL) {
+    *why = r->text;
+    return REFUSED;
+  }
+  return unknown ? UNDECIDED : ALLOWED;
+}
+
+/* Decide for the client of this thread: 1 admit, 0 refuse (having said
+ * why), -1 undecided until TLS (only while !TLS_KNOWN).
+ */
+static int
+check_client (bool tls_known)
+{
+  struct peer p = { .addrlen = sizeof p.addr, .tls_known = tls_known };
+  const char *why;
+  char who[128];
+  enum verdict v;
 
   /* A client we cannot place is refused: an address-based filter that
    * failed open would be no filter at all.
@@ -433,30 +557,62 @@ ip_preconnect (nbdkit_next_preconnect *next, nbdkit_backend *nxdata,
   if (nbdkit_peer_name ((struct sockaddr *) &p.addr, &p.addrlen) == -1) {
     NBDKIT_PROBE (ip_refused, "unknown", "no peer address");
     nbdkit_error ("refused a client whose address is unknown");
-    return -1;
+    return 0;
   }
 
-  if ((r = first_match (&allow_rules, &p)) != NULL)
-    why = r->text;
-  else if ((r = first_match (&deny_rules, &p)) != NULL) {
-    allowed = false;
-    why = r->text;
-  }
-
-  if (allowed) {
+  v = decide (&p, &why);
+  if (v == ALLOWED) {
     if (NBDKIT_PROBE_ENABLED (ip_allowed)) {
       describe_peer (&p, who, sizeof who);
       NBDKIT_PROBE (ip_allowed, who, why);
     }
-    free (p.label);
-    return next (nxdata, readonly);
   }
+  else if (v == REFUSED) {
+    describe_peer (&p, who, sizeof who);
+    NBDKIT_PROBE (ip_refused, who, why);
+    nbdkit_error ("client %s refused by %s", who, why);
+  }
+  else
+    nbdkit_debug ("the client's certificate decides: after TLS");
+  peer_free (&p);
+  return v == ALLOWED ? 1 : v == REFUSED ? 0 : -1;
+}
 
-  describe_peer (&p, who, sizeof who);
-  NBDKIT_PROBE (ip_refused, who, why);
-  nbdkit_error ("client %s refused by %s", who, why);
-  free (p.label);
-  return -1;
+static int
+ip_preconnect (nbdkit_next_preconnect *next, nbdkit_backend *nxdata,
+               int readonly)
+{
+  if ((allow_rules.len > 0 || deny_rules.len > 0) &&
+      check_client (false) == 0)
+    return -1;
+  return next (nxdata, readonly);
+}
+
+/* What .preconnect left open is decided here, once the client has
+ * done TLS (or not) and asks for an export.  A client .preconnect
+ * decided for is let through without a second decision.
+ */
+static void *
+ip_open (nbdkit_next_open *next, nbdkit_context *nxdata, int readonly,
+         const char *exportname, int is_tls)
+{
+  if (any_tls_rules) {
+    struct peer p = { .addrlen = sizeof p.addr };
+    const char *why;
+    bool decided;
+
+    decided = nbdkit_peer_name ((struct sockaddr *) &p.addr,
+                                &p.addrlen) == -1 ||
+      decide (&p, &why) != UNDECIDED;
+    peer_free (&p);
+    if (!decided && check_client (true) == 0) {
+      errno = EACCES;
+      return NULL;
+    }
+  }
+  if (next (nxdata, readonly, exportname) == -1)
+    return NULL;
+  return NBDKIT_HANDLE_NOT_NEEDED;
 }
 
 static struct nbdkit_filter filter = {
@@ -466,6 +622,7 @@ static struct nbdkit_filter filter = {
   .config = ip_config,
   .config_help = ip_config_help,
   .preconnect = ip_preconnect,
+  .open = ip_open,
 };
 
 NBDKIT_REGISTER_FILTER (filter)

@@ -51,6 +51,7 @@ struct curl_params params = {
   .tcp_nodelay = true,
   .followlocation = true,
   .connections = DEFAULT_CONNECTIONS,
+  .ipresolve = CURL_IPRESOLVE_WHATEVER,
 };
 
 NBDKIT_DLL_PUBLIC int curl_debug_verbose = 0;
@@ -178,6 +179,62 @@ check_cipher_choice (const char *key, const char *value)
   return 0;
 }
 
+/* ipresolve=any|v4|v6: which address families a host name may give. */
+static int
+parse_ipresolve (const char *value, long *v)
+{
+  if (strcasecmp (value, "any") == 0)
+    *v = CURL_IPRESOLVE_WHATEVER;
+  else if (strcasecmp (value, "v4") == 0 || strcasecmp (value, "ipv4") == 0)
+    *v = CURL_IPRESOLVE_V4;
+  else if (strcasecmp (value, "v6") == 0 || strcasecmp (value, "ipv6") == 0)
+    *v = CURL_IPRESOLVE_V6;
+  else {
+    nbdkit_error ("ipresolve: '%s' is not one of any, v4, v6", value);
+    return -1;
+  }
+  return 0;
+}
+
+/* resolve=[+]HOST:PORT:ADDRESS[,ADDRESS...]: libcurl takes a malformed
+ * entry only when the first transfer starts, and then fails every
+ * transfer; check the shape here so the mistake stops the server at
+ * start-up with the entry named.  The addresses themselves are
+ * libcurl's to parse (IPv6 ones may be in brackets).
+ */
+static int
+add_resolve (const char *value)
+{
+  const char *host = value[0] == '+' ? value + 1 : value;
+  const char *colon1 = strchr (host, ':'), *colon2, *p;
+  struct curl_slist *l;
+  unsigned port = 0;
+
+  colon2 = colon1 ? strchr (colon1 + 1, ':') : NULL;
+  if (!colon1 || colon1 == host || !colon2 || colon2 == colon1 + 1 ||
+      colon2[1] == '\0')
+    goto bad;
+  for (p = colon1 + 1; p < colon2; p++) {
+    if (*p < '0' || *p > '9' || port > 65535)
+      goto bad;
+    port = port * 10 + (*p - '0');
+  }
+  if (port < 1 || port > 65535)
+    goto bad;
+  l = curl_slist_append (params.resolve, value);
+  if (!l) {
+    nbdkit_error ("curl_slist_append: %m");
+    return -1;
+  }
+  params.resolve = l;
+  return 0;
+
+ bad:
+  nbdkit_error ("resolve: '%s' is not HOST:PORT:ADDRESS[,ADDRESS...] "
+                "(PORT 1 to 65535)", value);
+  return -1;
+}
+
 static int
 parse_renew (const char *key, const char *value, unsigned *dst)
 {
@@ -265,6 +322,10 @@ curl_config (const char *key, const char *value)
     return parse_renew (key, value, &params.cookie_script_renew);
   else if (strcmp (key, "ssl-version") == 0)
     return parse_ssl_version (value, &params.ssl_version);
+  else if (strcmp (key, "ipresolve") == 0)
+    return parse_ipresolve (value, &params.ipresolve);
+  else if (strcmp (key, "resolve") == 0)
+    return add_resolve (value);
   else if (strcmp (key, "timeout") == 0) {
     int t;
     if (nbdkit_parse_int (key, value, &t) == -1)
@@ -297,6 +358,7 @@ curl_unload (void)
   size_t i;
 
   async_stop ();
+  times_report ();
   pool_free ();
   scripts_free ();
   for (i = 0; i < ARRAY_SIZE (strings); i++) {
@@ -304,6 +366,7 @@ curl_unload (void)
     *strings[i].dst = NULL;
   }
   curl_slist_free_all (params.headers);
+  curl_slist_free_all (params.resolve);
   if (global_init)
     curl_global_cleanup ();
 }
@@ -329,6 +392,8 @@ curl_config_complete (void)
 #define curl_config_help \
   "[url=]URL                 The disk image's URL (required).\n" \
   "connections=N             Transfers in flight at once (default 4).\n" \
+  "ipresolve=any|v4|v6       Address family of host names (default any).\n" \
+  "resolve=HOST:PORT:ADDR    Use ADDR for HOST:PORT, not DNS (repeatable).\n" \
   "header=, cookie=, user=, password=, proxy=, sslverify=, timeout=, ...\n" \
   "                          See nbdkit-curl-plugin(1)."
 
@@ -365,6 +430,7 @@ fetch_size (void)
   h->accept_ranges = false;
   curl_easy_setopt (h->c, CURLOPT_NOBODY, 1L);
   r = curl_easy_perform (h->c);
+  times_add (h->c);
   curl_easy_setopt (h->c, CURLOPT_NOBODY, 0L);
   curl_easy_setopt (h->c, CURLOPT_HTTPGET, 1L);
   if (r != CURLE_OK) {
@@ -515,6 +581,7 @@ transfer_end (struct handle *h, CURLcode r)
   else
     curl_easy_setopt (h->c, CURLOPT_RANGE, NULL);
   curl_easy_getinfo (h->c, CURLINFO_RESPONSE_CODE, &status);
+  times_add (h->c);
   if (NBDKIT_PROBE_ENABLED (curl_range_done))
     NBDKIT_PROBE (curl_range_done, h->conn_id, h->cookie, status,
                   (uint64_t) h->done, now_ns () - h->t0, (int) r);

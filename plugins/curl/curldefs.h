@@ -36,6 +36,8 @@ struct curl_params {
   char *user_agent;
   bool followlocation;
   unsigned connections;         /* size of the handle pool */
+  long ipresolve;               /* ipresolve=: CURL_IPRESOLVE_* */
+  struct curl_slist *resolve;   /* resolve=, in order */
 };
 extern struct curl_params params;
 
@@ -44,6 +46,8 @@ extern struct curl_params params;
  */
 extern int curl_debug_verbose;
 extern int curl_debug_scripts;
+/* -D curl.times=1: the time spent in each stage of the transfers. */
+extern int curl_debug_times;
 
 /* One libcurl easy handle and what the transfer in progress on it
  * needs.  A handle belongs to one request at a time (pool.c).
@@ -106,6 +110,12 @@ extern int scripts_refresh (struct handle *h);
 extern int scripts_run_due (void);
 extern int scripts_apply (struct handle *h);
 extern void scripts_free (void);
+
+/* times.c: add one finished transfer's timings (-D curl.times=1);
+ * print the totals at unload.
+ */
+extern void times_add (CURL *c);
+extern void times_report (void);
 
 /* async.c */
 extern void async_stop (void);

@@ -355,6 +355,10 @@ handle_new (void)
     SET (CURLOPT_LOW_SPEED_LIMIT, 1L);
     SET (CURLOPT_LOW_SPEED_TIME, STALL_SECONDS);
   }
+  if (params.ipresolve != CURL_IPRESOLVE_WHATEVER)
+    SET (CURLOPT_IPRESOLVE, params.ipresolve);
+  if (params.resolve)
+    SET (CURLOPT_RESOLVE, params.resolve);
   if (params.unix_socket_path)
     SET (CURLOPT_UNIX_SOCKET_PATH, params.unix_socket_path);
   if (params.user_agent)

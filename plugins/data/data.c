@@ -138,64 +138,6 @@ lookup_var (void *opaque, const char *name)
 }
 
 static int
-b64_value (char c)
-{
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '+') return 62;
-  if (c == '/') return 63;
-  return -1;
-}
-
-/* Standard base64 with '=' padding; whitespace is ignored. */
-static int
-decode_base64 (const char *s, uint8_t **out, size_t *outlen)
-{
-  size_t n = strlen (s), len = 0, pad = 0;
-  uint32_t acc = 0;
-  unsigned bits = 0;
-  uint8_t *buf = malloc (n / 4 * 3 + 3);
-
-  if (buf == NULL) {
-    nbdkit_error ("malloc: %m");
-    return -1;
-  }
-  for (size_t i = 0; i < n; ++i) {
-    char c = s[i];
-    int v;
-
-    if (c == ' ' || c == '\n' || c == '\t' || c == '\r')
-      continue;
-    if (c == '=') {
-      pad++;
-      continue;
-    }
-    v = b64_value (c);
-    if (v < 0 || pad > 0) {
-      nbdkit_error ("base64: invalid base64 data at offset %zu", i);
-      free (buf);
-      return -1;
-    }
-    acc = (acc << 6) | v;
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      buf[len++] = acc >> bits;
-    }
-  }
-  /* 2 or 4 leftover bits are padding; 6 means a truncated group. */
-  if (bits == 6 || pad > 2 || (acc & ((1u << bits) - 1)) != 0) {
-    nbdkit_error ("base64: invalid base64 data (bad length or padding)");
-    free (buf);
-    return -1;
-  }
-  *out = buf;
-  *outlen = len;
-  return 0;
-}
-
-static int
 store_write (void *opaque, const void *buf, uint32_t count, uint64_t offset)
 {
   if (allocator_write (store, buf, count, offset) == -1) {
@@ -326,8 +268,18 @@ data_config_complete (void)
     size_t len = strlen (source);
 
     if (strcmp (source_key, "base64") == 0) {
-      if (decode_base64 (source, &decoded, &len) == -1)
+      size_t bad;
+
+      if (data_base64_decode (source, len, &decoded, &len, &bad) == -1) {
+        if (errno == ENOMEM)
+          nbdkit_error ("malloc: %m");
+        else if (bad == SIZE_MAX)
+          nbdkit_error ("base64: invalid base64 data (bad length or "
+                        "padding)");
+        else
+          nbdkit_error ("base64: invalid base64 data at offset %zu", bad);
         return -1;
+      }
       bytes = decoded;
     }
     disk_size = size >= 0 ? (uint64_t) size : len;

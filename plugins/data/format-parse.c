@@ -315,6 +315,110 @@ parse_word (struct parser *p)
 }
 
 static int
+b64_value (char c)
+{
+  if (c >= 'A' && c <= 'Z') return c - 'A';
+  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+  if (c >= '0' && c <= '9') return c - '0' + 52;
+  if (c == '+') return 62;
+  if (c == '/') return 63;
+  return -1;
+}
+
+int
+data_base64_decode (const char *s, size_t n, uint8_t **out, size_t *outlen,
+                    size_t *bad)
+{
+  size_t len = 0, pad = 0;
+  uint32_t acc = 0;
+  unsigned bits = 0;
+  uint8_t *buf = malloc (n / 4 * 3 + 3);
+
+  *bad = SIZE_MAX;
+  if (buf == NULL) {
+    errno = ENOMEM;
+    return -1;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    char c = s[i];
+    int v;
+
+    if (c == ' ' || c == '\n' || c == '\t' || c == '\r')
+      continue;
+    if (c == '=') {
+      pad++;
+      continue;
+    }
+    v = b64_value (c);
+    if (v < 0 || pad > 0) {     /* a stranger, or data after padding */
+      *bad = i;
+      free (buf);
+      errno = EINVAL;
+      return -1;
+    }
+    acc = (acc << 6) | v;
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      buf[len++] = acc >> bits;
+    }
+  }
+  /* 2 or 4 leftover bits are padding and must be zero; 6 means a
+   * group of one character, which encodes no byte.
+   */
+  if (bits == 6 || pad > 2 || (acc & ((1u << bits) - 1)) != 0) {
+    free (buf);
+    errno = EINVAL;
+    return -1;
+  }
+  *out = buf;
+  *outlen = len;
+  return 0;
+}
+
+/* base64:TEXT, at p->pos pointing to 'b': the bytes TEXT encodes.  TEXT
+ * runs to the first character outside the base64 alphabet and '=', so
+ * that a following * N, [N:M] or ) ends it as it ends a number.
+ */
+static struct node *
+parse_base64 (struct parser *p)
+{
+  const size_t start = p->pos + 7;  /* after "base64:" */
+  const char *s = p->s + start;
+  size_t n = 0, len, bad;
+  uint8_t *bytes;
+
+  while (b64_value (s[n]) >= 0 || s[n] == '=')
+    n++;
+  p->pos = start;
+  if (n == 0) {
+    parse_error (p, "base64: expected base64 text after 'base64:'");
+    return NULL;
+  }
+  if (data_base64_decode (s, n, &bytes, &len, &bad) == -1) {
+    if (errno == ENOMEM) {
+      nbdkit_error ("data parameter: out of memory");
+      return NULL;
+    }
+    if (bad != SIZE_MAX) {
+      p->pos = start + bad;
+      parse_error (p, "base64: '=' can only end the text");
+    }
+    else
+      parse_error (p, "base64: '%.*s' is not valid base64 (its length "
+                   "or padding is wrong)", (int) MIN (n, (size_t) 64), s);
+    return NULL;
+  }
+  p->pos = start + n;
+  if (len == 0) {               /* "====" and the like */
+    free (bytes);
+    parse_error (p, "base64: '%.*s' encodes no bytes", (int) n, s);
+    return NULL;
+  }
+  return bytes_node (p, bytes, len);
+}
+
+static int
 hexval (char c)
 {
   if (c >= '0' && c <= '9')
@@ -761,7 +865,11 @@ parse_item (struct parser *p, struct scope *sc)
     return copy_bytes_node (p, &b, 1);
   }
   switch (c) {
-  case 'l': case 'b':
+  case 'b':
+    if (strncmp (p->s + p->pos, "base64:", 7) == 0)
+      return parse_base64 (p);
+    return parse_word (p);
+  case 'l':
     return parse_word (p);
   case '@':
     return parse_offset (p);

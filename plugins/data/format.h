@@ -42,6 +42,16 @@ struct data_parse_opts {
   uint64_t max_input;
 };
 
+/* Decode the N bytes of standard base64 at S ('=' padding optional
+ * only where it would end the text; whitespace is skipped) into a new
+ * buffer *OUT of *OUTLEN bytes.  -1 on error, with nothing reported:
+ * errno ENOMEM, or EINVAL with *BAD the offset of a character that
+ * does not belong, or SIZE_MAX when the length or padding is wrong.
+ * For base64= and the base64: item of the language.
+ */
+extern int data_base64_decode (const char *s, size_t n, uint8_t **out,
+                               size_t *outlen, size_t *bad);
+
 /* NULL on error (reported).  *SIZE is the expression's length. */
 extern struct data_tree *data_parse (const char *text,
                                      const struct data_parse_opts *opts,

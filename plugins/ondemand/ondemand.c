@@ -17,7 +17,10 @@
  * clients of this one server, as well as two servers): a write lock,
  * or a read lock for a read-only connection, so that read-only
  * clients may share.  A client finding the lock taken fails, or with
- * wait=true waits for it.  The data callbacks work on the handle's
+ * wait=true waits for it.  With share=true every client takes the
+ * read lock, writers too: the clients of this server share exports
+ * (coordinating their writes is up to them), while a server without
+ * share=true still cannot hand an export they use to a writer.  The data callbacks work on the handle's
  * descriptor (disk.c) and may run in parallel.
  */
 #include <config.h>
@@ -48,6 +51,7 @@
 static char *dir = NULL;
 static int64_t requested_size = -1;
 static bool wait_for_lock = false;
+static bool share = false;       /* share=true: no client excludes another */
 static char *command = NULL;     /* NULL: the default mkfs command */
 
 /* Held while an export file is looked up and, if missing, made. */
@@ -81,6 +85,8 @@ ondemand_config (const char *key, const char *value)
   }
   if (strcmp (key, "wait") == 0)
     return param_bool (value, &wait_for_lock);
+  if (strcmp (key, "share") == 0)
+    return param_bool (value, &share);
   if (strcmp (key, "command") == 0)
     return param_string (value, &command);
   /* type=, label= and anything else: a variable for the command. */
@@ -117,6 +123,7 @@ ondemand_config_complete (void)
   "dir=EXPORTSDIR            (required) Directory holding the exports.\n" \
   "[size=]SIZE               (required) Size of each new export.\n" \
   "wait=BOOL                 Wait for an export in use (default false).\n" \
+  "share=BOOL                Clients may use one export at once (false).\n" \
   "type=FS                   Filesystem type for mkfs (default ext4).\n" \
   "label=LABEL               Filesystem label.\n" \
   "command=COMMAND           Shell command that creates $disk instead.\n" \
@@ -284,8 +291,10 @@ ondemand_open (int readonly)
     return NULL;
   }
 
-  /* Whole-file lock: shared for readers, exclusive for writers. */
-  lk.l_type = readonly ? F_RDLCK : F_WRLCK;
+  /* Whole-file lock: shared for readers (and for everyone with
+   * share=true), exclusive for writers.
+   */
+  lk.l_type = readonly || share ? F_RDLCK : F_WRLCK;
   do
     r = fcntl (fd, wait_for_lock ? F_OFD_SETLKW : F_OFD_SETLK, &lk);
   while (r == -1 && errno == EINTR);

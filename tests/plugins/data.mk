@@ -7,4 +7,5 @@ TESTS += \
 	test-data-errors.sh \
 	test-data-probes.sh \
 	test-data-written-zeroes.sh \
-	test-data-ast.sh
+	test-data-ast.sh \
+	test-data-base64.sh
