@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "internal.h"
 
@@ -500,6 +501,36 @@ read_param_file (struct config *cfg, const char *path, int depth)
   fclose (fp);
 }
 
+/* Is ARG (from the command line, or from the file FROM) @PATH naming a
+ * parameter file?  A path that exists always is; one that does not is
+ * an error (a misspelt file name should not become a plugin parameter),
+ * unless ARG holds a blank: then it is an ordinary value, such as the
+ * data plugin's expressions ("@4 1 2 3" places bytes at offset 4),
+ * which nbdkit 1.32 passed on as they are.
+ */
+static bool
+is_param_file (const char *arg, const char *from)
+{
+  if (arg[0] != '@' || arg[1] == '\0')
+    return false;
+  bool blank = false;
+  for (const char *p = arg + 1; *p; p++)
+    blank |= isspace ((unsigned char) *p) != 0;
+  if (!blank)
+    return true;
+  struct stat st;
+  if (from && arg[1] != '/') {
+    char *copy = strdup (from), *path = NULL;
+    bool found = copy &&
+      asprintf (&path, "%s/%s", dirname (copy), arg + 1) != -1 &&
+      stat (path, &st) == 0;
+    free (copy);
+    free (path);
+    return found;
+  }
+  return stat (arg + 1, &st) == 0;
+}
+
 /* One parameter from the command line (FROM is NULL) or from the file
  * FROM, kept in cfg->param_store; @PATH is replaced by PATH's
  * parameters, a relative PATH in a file being relative to that file.
@@ -508,7 +539,7 @@ static void
 add_param (struct config *cfg, const char *arg, const char *from, int depth)
 {
   const char *program = cfg->program;
-  if (arg[0] == '@' && arg[1] != '\0') {
+  if (is_param_file (arg, from)) {
     if (depth >= MAX_PARAM_FILE_DEPTH)
       fail (program, "%s in %s: parameter files nest deeper than %d "
             "(does one include itself?)", arg, from, MAX_PARAM_FILE_DEPTH);

@@ -37,6 +37,18 @@ grep -q "@:" "$tmpdir/err" && fail "a lone @ was read as a file"
 
 refuses "^nbdkit: @$tmpdir/nosuch: No such file or directory$" \
   memory @"$tmpdir/nosuch" || fail "missing @FILE"
+# A value starting with @ that holds a blank is a parameter file only
+# if that file exists: the data plugin's "@OFFSET BYTES..." expressions
+# (nbdkit 1.32 syntax) still reach the plugin; in a file, too.
+out="$(read_back data '@2 7 8' size=4)"
+[ "$out" = "4 [0, 0, 7, 8]" ] || fail "data '@2 7 8': $out"
+printf '%s\n' '@1 9' 'size=3' > "$tmpdir/expr"
+out="$(read_back data @"$tmpdir/expr")"
+[ "$out" = "3 [0, 9, 0]" ] || fail "'@1 9' in a parameter file: $out"
+mkdir "$tmpdir/with space"
+echo 'size=2' > "$tmpdir/with space/p"
+out="$(read_back data 5 @"$tmpdir/with space/p")"
+[ "$out" = "2 [5, 0]" ] || fail "a parameter file whose path has a blank: $out"
 echo '@loop' > "$tmpdir/loop"
 refuses "nest deeper than 8" memory @"$tmpdir/loop" ||
   fail "a self-including @FILE"
