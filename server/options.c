@@ -502,22 +502,15 @@ read_param_file (struct config *cfg, const char *path, int depth)
 }
 
 /* Is ARG (from the command line, or from the file FROM) @PATH naming a
- * parameter file?  A path that exists always is; one that does not is
- * an error (a misspelt file name should not become a plugin parameter),
- * unless ARG holds a blank: then it is an ordinary value, such as the
- * data plugin's expressions ("@4 1 2 3" places bytes at offset 4),
- * which nbdkit 1.32 passed on as they are.
+ * parameter file?  Only if that file exists: otherwise ARG is an
+ * ordinary value, as in nbdkit 1.32, so the data plugin's expressions
+ * ("@4 1 2 3" places bytes at offset 4, "@^512" aligns) still reach it.
  */
 static bool
 is_param_file (const char *arg, const char *from)
 {
   if (arg[0] != '@' || arg[1] == '\0')
     return false;
-  bool blank = false;
-  for (const char *p = arg + 1; *p; p++)
-    blank |= isspace ((unsigned char) *p) != 0;
-  if (!blank)
-    return true;
   struct stat st;
   if (from && arg[1] != '/') {
     char *copy = strdup (from), *path = NULL;

@@ -4,7 +4,8 @@
 # with those on the command line in order.  Comments, blank lines and
 # the blanks around a line are skipped; a value keeps its inner spaces
 # and = signs; a file can name another, relative to itself; a missing
-# file, a file that includes itself and a NUL byte are clean errors.
+# file is passed on as a value, a file that includes itself and a NUL
+# byte are clean errors.
 # Debian's nbdkit 1.32.5 has no @PATH, so there is nothing to compare.
 source "$(dirname "$0")/functions.sh"
 requires_cmd nbdsh
@@ -35,11 +36,11 @@ out="$(cd "$tmpdir" && read_back data @params)"
   fail "data @ was accepted"
 grep -q "@:" "$tmpdir/err" && fail "a lone @ was read as a file"
 
-refuses "^nbdkit: @$tmpdir/nosuch: No such file or directory$" \
-  memory @"$tmpdir/nosuch" || fail "missing @FILE"
-# A value starting with @ that holds a blank is a parameter file only
-# if that file exists: the data plugin's "@OFFSET BYTES..." expressions
-# (nbdkit 1.32 syntax) still reach the plugin; in a file, too.
+# A missing file is an ordinary value: the plugin refuses it as a size.
+refuses "@$tmpdir/nosuch" memory @"$tmpdir/nosuch" || fail "missing @FILE"
+# A value starting with @ is a parameter file only if that file
+# exists: the data plugin's "@OFFSET BYTES..." expressions (nbdkit 1.32
+# syntax) still reach the plugin; in a file, too.
 out="$(read_back data '@2 7 8' size=4)"
 [ "$out" = "4 [0, 0, 7, 8]" ] || fail "data '@2 7 8': $out"
 printf '%s\n' '@1 9' 'size=3' > "$tmpdir/expr"
