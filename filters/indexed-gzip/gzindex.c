@@ -25,6 +25,7 @@
  */
 #include <config.h>
 
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -56,33 +57,35 @@
 
 DEFINE_VECTOR_TYPE (point_list, struct gzpoint);
 
+/* The index file's fields are little-endian. */
 static void
 put64 (unsigned char *p, uint64_t v)
 {
-  for (int i = 0; i < 8; i++)
-    p[i] = v >> (8 * i);
+  v = htole64 (v);
+  memcpy (p, &v, sizeof v);
 }
 
 static void
 put32 (unsigned char *p, uint32_t v)
 {
-  for (int i = 0; i < 4; i++)
-    p[i] = v >> (8 * i);
+  v = htole32 (v);
+  memcpy (p, &v, sizeof v);
 }
 
 static uint64_t
 get64 (const unsigned char *p)
 {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; i--)
-    v = (v << 8) | p[i];
-  return v;
+  uint64_t v;
+  memcpy (&v, p, sizeof v);
+  return le64toh (v);
 }
 
 static uint32_t
 get32 (const unsigned char *p)
 {
-  return p[0] | (p[1] << 8) | (p[2] << 16) | ((uint32_t) p[3] << 24);
+  uint32_t v;
+  memcpy (&v, p, sizeof v);
+  return le32toh (v);
 }
 
 static int

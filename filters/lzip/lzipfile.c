@@ -13,6 +13,7 @@
  */
 #include <config.h>
 
+#include <endian.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
@@ -55,13 +56,13 @@ struct lzipfile {
   uint64_t max_member;          /* largest uncompressed member */
 };
 
+/* A little-endian 64-bit field of the trailer. */
 static uint64_t
 le64 (const unsigned char *p)
 {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; i--)
-    v = (v << 8) | p[i];
-  return v;
+  uint64_t v;
+  memcpy (&v, p, sizeof v);
+  return le64toh (v);
 }
 
 static bool
