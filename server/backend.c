@@ -20,6 +20,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -399,15 +400,37 @@ layer_block_size (struct context *c, uint32_t *minimum, uint32_t *preferred,
 /* ---- data calls ---- */
 
 /* Is [offset, offset+count) a non-empty range within the size this
- * context reported (which must have been asked)?
+ * context reports?  Asked here if nobody asked yet: a filter may read
+ * from the layer below without ever asking its size (as nbdkit allows).
  */
 static bool
-in_range (const struct context *c, uint64_t offset, uint32_t count)
+in_range (struct context *c, uint64_t offset, uint32_t count)
 {
   int64_t size = ANSWER (c, get_size);
-  assert (size >= 0);
+  if (size < 0)
+    size = layer_get_size (c);
+  if (size < 0)
+    return false;
   return count > 0 && offset <= (uint64_t) size &&
     count <= (uint64_t) size - offset;
+}
+
+/* A data call from the layer above (a filter) must lie within the size
+ * of this context's layer.  One outside it is that filter's mistake: it
+ * is refused with EINVAL and a message naming both, not passed on and
+ * not allowed to stop the server.
+ */
+static bool
+range_ok (struct context *c, const char *what, uint64_t offset,
+          uint32_t count, int *err)
+{
+  if (in_range (c, offset, count))
+    return true;
+  nbdkit_error ("%s of %" PRIu32 " bytes at %" PRIu64 " refused: outside "
+                "the %" PRIi64 " bytes of the layer below (%s)", what, count,
+                offset, ANSWER (c, get_size), c->layer->name);
+  *err = EINVAL;
+  return false;
 }
 
 /* One data call, traced, making sure a failure carries an errno; its
@@ -446,7 +469,8 @@ layer_pread (struct context *c, void *buf, uint32_t count, uint64_t offset,
 {
   ERR_OR_SCRATCH (err);
   assert_usable (c);
-  assert (in_range (c, offset, count));
+  if (!range_ok (c, "pread", offset, count, err))
+    return -1;
   assert (flags == 0);
   return call_pread (c, buf, count, offset, flags, err);
 }
@@ -503,7 +527,8 @@ layer_pwrite (struct context *c, const void *buf, uint32_t count,
   ERR_OR_SCRATCH (err);
   assert_usable (c);
   assert (ANSWER (c, can_write) == 1);
-  assert (in_range (c, offset, count));
+  if (!range_ok (c, "pwrite", offset, count, err))
+    return -1;
   assert (!(flags & ~NBDKIT_FLAG_FUA));
   bool flush = fua_emulated (c, &flags);
   if (call_pwrite (c, buf, count, offset, flags, err) == -1)
@@ -527,7 +552,8 @@ layer_trim (struct context *c, uint32_t count, uint64_t offset,
   assert_usable (c);
   assert (ANSWER (c, can_write) == 1);
   assert (ANSWER (c, can_trim) == 1);
-  assert (in_range (c, offset, count));
+  if (!range_ok (c, "trim", offset, count, err))
+    return -1;
   assert (!(flags & ~NBDKIT_FLAG_FUA));
   bool flush = fua_emulated (c, &flags);
   if (call_trim (c, count, offset, flags, err) == -1)
@@ -569,7 +595,8 @@ layer_zero (struct context *c, uint32_t count, uint64_t offset,
   assert_usable (c);
   assert (ANSWER (c, can_write) == 1);
   assert (ANSWER (c, can_zero) > NBDKIT_ZERO_NONE);
-  assert (in_range (c, offset, count));
+  if (!range_ok (c, "zero", offset, count, err))
+    return -1;
   assert (!(flags & ~(NBDKIT_FLAG_MAY_TRIM | NBDKIT_FLAG_FUA |
                       NBDKIT_FLAG_FAST_ZERO)));
   if (flags & NBDKIT_FLAG_FUA)
@@ -613,7 +640,8 @@ layer_extents (struct context *c, uint32_t count, uint64_t offset,
   ERR_OR_SCRATCH (err);
   assert_usable (c);
   assert (ANSWER (c, can_extents) >= 0);
-  assert (in_range (c, offset, count));
+  if (!range_ok (c, "extents", offset, count, err))
+    return -1;
   assert (!(flags & ~NBDKIT_FLAG_REQ_ONE));
   /* A layer that says it has no block status is not asked: the range
    * is all data, whatever the layers below would say.
@@ -644,7 +672,8 @@ layer_cache (struct context *c, uint32_t count, uint64_t offset,
   ERR_OR_SCRATCH (err);
   assert_usable (c);
   assert (ANSWER (c, can_cache) > NBDKIT_CACHE_NONE);
-  assert (in_range (c, offset, count));
+  if (!range_ok (c, "cache", offset, count, err))
+    return -1;
   assert (flags == 0);
   if (ANSWER (c, can_cache) == NBDKIT_CACHE_NATIVE)
     return call_cache (c, count, offset, flags, err);

@@ -4,4 +4,5 @@
 # private symbols, the filter ABI rule.
 TESTS += test-layer-lifecycle.sh test-layer-answers-cached.sh \
 	test-layer-serialize-open.sh test-layer-emulate.sh \
-	test-layer-private-symbols.sh test-filter-abi-version.sh
+	test-layer-private-symbols.sh test-filter-abi-version.sh \
+	test-filter-no-size-below.sh
