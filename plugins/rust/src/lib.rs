@@ -143,30 +143,21 @@ mod extensions {
         ONCE.call_once(|| unsafe {
             // RTLD_DEFAULT is the null handle on glibc.
             let f = |n: &[u8]| super::ffi::dlsym(std::ptr::null_mut(), n.as_ptr() as *const c_char);
-            let p = f(b"nbdkit_connection_id\0");
-            if !p.is_null() {
-                CONNECTION_ID = Some(std::mem::transmute::<*mut c_void, Id>(p));
+            // Each slot gets the symbol of that name, if the server has it.
+            macro_rules! look_up {
+                ($slot:ident, $ty:ty, $name:literal) => {
+                    let p = f($name);
+                    if !p.is_null() {
+                        $slot = Some(std::mem::transmute::<*mut c_void, $ty>(p));
+                    }
+                };
             }
-            let p = f(b"nbdkit_request_cookie\0");
-            if !p.is_null() {
-                REQUEST_COOKIE = Some(std::mem::transmute::<*mut c_void, Id>(p));
-            }
-            let p = f(b"nbdkit_probe\0");
-            if !p.is_null() {
-                PROBE = Some(std::mem::transmute::<*mut c_void, Probe>(p));
-            }
-            let p = f(b"nbdkit_disconnect\0");
-            if !p.is_null() {
-                DISCONNECT = Some(std::mem::transmute::<*mut c_void, Disconnect>(p));
-            }
-            let p = f(b"nbdkit_parse_probability\0");
-            if !p.is_null() {
-                PARSE_PROBABILITY = Some(std::mem::transmute::<*mut c_void, ParseProbability>(p));
-            }
-            let p = f(b"nbdkit_parse_delay\0");
-            if !p.is_null() {
-                PARSE_DELAY = Some(std::mem::transmute::<*mut c_void, ParseDelay>(p));
-            }
+            look_up!(CONNECTION_ID, Id, b"nbdkit_connection_id\0");
+            look_up!(REQUEST_COOKIE, Id, b"nbdkit_request_cookie\0");
+            look_up!(PROBE, Probe, b"nbdkit_probe\0");
+            look_up!(DISCONNECT, Disconnect, b"nbdkit_disconnect\0");
+            look_up!(PARSE_PROBABILITY, ParseProbability, b"nbdkit_parse_probability\0");
+            look_up!(PARSE_DELAY, ParseDelay, b"nbdkit_parse_delay\0");
         });
     }
     pub fn connection_id() -> u64 {
