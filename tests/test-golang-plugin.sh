@@ -8,7 +8,8 @@
 # shows errno and panics crossing the boundary (see
 # tests/binding-checks.sh).  It would catch the callbacks wired from
 # the wrong interfaces, errno lost at the boundary, or a panic escaping
-# into the server.
+# into the server; it also drives nbdkit 1.34..1.40's calls
+# (tests/lang/server-calls.sh).
 source "$(dirname "$0")/functions.sh"
 source "$(dirname "$0")/binding-checks.sh"
 source "$(dirname "$0")/golang-build.sh"
@@ -18,4 +19,7 @@ requires_cmd nbdsh nbdinfo
 golang_build ramdisk failing
 binding_same_bytes "$tmpdir/ramdisk.so"
 binding_errors "$tmpdir/failing.so"
+# nbdkit.Disconnect, ParseProbability and ParseDelay (the failing example).
+source "$(dirname "$0")/lang/server-calls.sh"
+server_calls_check "$tmpdir/failing.so"
 echo OK

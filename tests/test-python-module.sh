@@ -5,8 +5,9 @@
 # answers right inside a connection: export_name (with bytes that are
 # not UTF-8), is_tls, peer_name over TCP and over a Unix socket,
 # peer_pid/uid/gid, parse_size (and ValueError), set_error, debug,
-# disconnect (NotImplementedError: no nbdkit_disconnect here yet),
-# probe's argument checking, and shutdown, which makes the server exit.
+# probe's argument checking, and shutdown, which makes the server exit;
+# then disconnect, parse_probability and parse_delay through
+# tests/lang/server-calls.sh.
 source "$(dirname "$0")/functions.sh"
 requires_cmd nbdsh
 [ -f "$abs_top_builddir/plugins/python/.libs/nbdkit-python-plugin.so" ] ||
@@ -36,7 +37,8 @@ if [ -x /usr/bin/nbdkit ] &&
   missing="$(comm -23 "$tmpdir/names.debian" "$tmpdir/names.ours")"
   [ -z "$missing" ] || fail "names of Debian's nbdkit module missing: $missing"
 fi
-for n in is_tls peer_name peer_pid peer_uid peer_gid disconnect probe; do
+for n in is_tls peer_name peer_pid peer_uid peer_gid disconnect probe \
+  parse_probability parse_delay; do
   grep -qx "$n function" "$tmpdir/names.ours" || fail "no nbdkit.$n"
 done
 
@@ -66,10 +68,6 @@ def open(readonly):
         nbdkit.parse_size("lots")
     except ValueError as e:
         note("parse_size ValueError")
-    try:
-        nbdkit.disconnect()
-    except NotImplementedError:
-        note("disconnect NotImplementedError")
     try:
         nbdkit.probe(1, 2, 3)
     except TypeError:
@@ -104,7 +102,6 @@ grep -qE "^peer_pid [1-9][0-9]*\$" "$OUT" || fail "peer_pid"
 grep -qx "peer_uid $client_uid" "$OUT" || fail "peer_uid"
 grep -qx "parse_size 1048576 4096" "$OUT" || fail "parse_size"
 grep -qx "parse_size ValueError" "$OUT" || fail "parse_size: no ValueError"
-grep -qx "disconnect NotImplementedError" "$OUT" || fail "disconnect"
 grep -qx "probe TypeError" "$OUT" || fail "probe: no TypeError"
 grep -q "debug: debug from the script" "$tmpdir/server.err" ||
   fail "nbdkit.debug: not in the -v log"
@@ -121,3 +118,41 @@ start_tcp_server python "$tmpdir/module.py"
 t nbdsh -u "nbd://127.0.0.1:$port" -c 'h.pread(512, 0)'
 grep -qE "^peer_name \('127\.0\.0\.1', [0-9]+\)\$" "$OUT" ||
   fail "peer_name over TCP: $(grep peer_name "$OUT")"
+stop_server
+
+# disconnect, parse_probability and parse_delay (nbdkit 1.34..1.40), as
+# tests/lang/server-calls.sh drives them.
+source "$(dirname "$0")/lang/server-calls.sh"
+cat > "$tmpdir/calls.py" <<'PY'
+import nbdkit
+
+API_VERSION = 2
+THREAD_MODEL = nbdkit.THREAD_MODEL_PARALLEL
+p, delay = 0.0, (0, 0)
+
+def config(key, value):
+    global p, delay
+    if key == "prob":
+        p = nbdkit.parse_probability("prob", value)
+    elif key == "delay":
+        delay = nbdkit.parse_delay("delay", value)
+    else:
+        raise ValueError("unknown parameter " + key)
+
+def open(readonly):
+    return 1
+
+def get_size(h):
+    return 65536
+
+def pread(h, buf, offset, flags):
+    if offset == 4096:
+        nbdkit.disconnect(True)
+    elif offset == 8192:
+        nbdkit.disconnect(False)
+    line = b""
+    if offset == 12288:
+        line = b"%d %d %d" % (round(p * 1000000), delay[0], delay[1])
+    buf[:] = line.ljust(len(buf))[:len(buf)]
+PY
+server_calls_check python "$tmpdir/calls.py"

@@ -8,7 +8,8 @@
 # failing example shows errno and panics crossing the boundary (see
 # tests/binding-checks.sh).  It would catch a plugin structure whose
 # layout differs from the C one (wrong callback called, or a crash),
-# errno lost at the boundary, or a panic unwinding into the server.
+# errno lost at the boundary, or a panic unwinding into the server; it
+# also drives nbdkit 1.34..1.40's calls (tests/lang/server-calls.sh).
 source "$(dirname "$0")/functions.sh"
 source "$(dirname "$0")/binding-checks.sh"
 requires_cmd nbdsh nbdinfo
@@ -28,4 +29,8 @@ bad="$tmpdir/target/release/examples/libfailing.so"
 
 binding_same_bytes "$ram"
 binding_errors "$bad"
+# nbdkit::disconnect, parse_probability and parse_delay (the failing
+# example).
+source "$(dirname "$0")/lang/server-calls.sh"
+server_calls_check "$bad"
 echo OK

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # The sh plugin's exit-code protocol on its error paths: a script that
 # exits 1 with "ENOSPC msg" or "EIO msg" gives the client that errno and
-# the log that message; garbage exit codes, reserved codes (4-7), a
+# the log that message; garbage exit codes, reserved codes (9-15), a
 # signal, too little or too much data are EIO; a missing zero method or
 # one that says ENOTSUP falls back to writes; a missing get_size fails
 # the connection; bad parameters are one line naming them, exit 1.
@@ -22,7 +22,7 @@ case "$1" in
       512) echo 'ENOSPC no room in here' >&2; exit 1 ;;
       1024) echo 'EIO the disk is on fire' >&2; exit 1 ;;
       1536) echo 'complete garbage' >&2; exit 42 ;;
-      2048) exit 5 ;;
+      2048) exit 9 ;;
       2560) kill -9 $$ ;;
       3072) head -c 10 /dev/zero ;;
       3584) head -c $(( $3 * 3 )) /dev/zero ;;

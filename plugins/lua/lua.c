@@ -93,6 +93,45 @@ l_probe (lua_State *l)
   return 0;
 }
 
+/* nbdkit.disconnect (force): end this connection only. */
+static int
+l_disconnect (lua_State *l)
+{
+  nbdkit_disconnect (lua_toboolean (l, 1));
+  return 0;
+}
+
+/* nbdkit.parse_probability (what, str) and nbdkit.parse_delay (what,
+ * str), the latter two results sec, nsec.  A bad string raises a Lua
+ * error (the server has logged why).
+ */
+static int
+l_parse_probability (lua_State *l)
+{
+  const char *what = luaL_checkstring (l, 1);
+  const char *str = luaL_checkstring (l, 2);
+  double d;
+  if (nbdkit_parse_probability (what, str, &d) == -1)
+    return luaL_error (l, "nbdkit.parse_probability: %s: cannot parse '%s'",
+                       what, str);
+  lua_pushnumber (l, d);
+  return 1;
+}
+
+static int
+l_parse_delay (lua_State *l)
+{
+  const char *what = luaL_checkstring (l, 1);
+  const char *str = luaL_checkstring (l, 2);
+  unsigned sec, nsec;
+  if (nbdkit_parse_delay (what, str, &sec, &nsec) == -1)
+    return luaL_error (l, "nbdkit.parse_delay: %s: cannot parse '%s'",
+                       what, str);
+  lua_pushinteger (l, sec);
+  lua_pushinteger (l, nsec);
+  return 2;
+}
+
 /* The global table "nbdkit". */
 static void
 open_nbdkit (lua_State *l)
@@ -101,6 +140,9 @@ open_nbdkit (lua_State *l)
     { "debug", l_debug },
     { "set_error", l_set_error },
     { "probe", l_probe },
+    { "disconnect", l_disconnect },
+    { "parse_probability", l_parse_probability },
+    { "parse_delay", l_parse_delay },
     { NULL, NULL }
   };
   static const struct { const char *name; int value; } errnos[] = {

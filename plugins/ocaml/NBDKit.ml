@@ -108,6 +108,11 @@ external shutdown : unit -> unit = "ocaml_nbdkit_shutdown"
 external probe : string -> int64 -> int64 -> string -> unit = "ocaml_nbdkit_probe"
 external connection_id : unit -> int64 = "ocaml_nbdkit_connection_id"
 external request_cookie : unit -> int64 = "ocaml_nbdkit_request_cookie"
+external disconnect : bool -> unit = "ocaml_nbdkit_disconnect"
+external parse_probability_stub : string -> string -> int * float
+  = "ocaml_nbdkit_parse_probability"
+external parse_delay_stub : string -> string -> int * int * int
+  = "ocaml_nbdkit_parse_delay"
 
 let debug fs = Printf.ksprintf debug_stub fs
 
@@ -120,6 +125,24 @@ let parse_bool s =
   match parse_bool_stub s with
   | -1 -> raise (Error (Errno.einval, Printf.sprintf "could not parse boolean %S" s))
   | n -> n = 1
+
+(* A server parser failed: -2 it is not there (nbdkit 1.32), otherwise
+   the string did not parse (the server has logged why, under WHAT). *)
+let parse_error rc call what s =
+  if rc = -2 then
+    raise (Error (Errno.enotsup, "this server has no nbdkit_" ^ call))
+  else
+    raise (Error (Errno.einval, Printf.sprintf "%s: could not parse %S" what s))
+
+let parse_probability what s =
+  match parse_probability_stub what s with
+  | 0, d -> d
+  | rc, _ -> parse_error rc "parse_probability" what s
+
+let parse_delay what s =
+  match parse_delay_stub what s with
+  | 0, sec, nsec -> (sec, nsec)
+  | rc, _, _ -> parse_error rc "parse_delay" what s
 
 let register_plugin p =
   if p.name = "" then failwith "NBDKit.register_plugin: name is required";

@@ -111,6 +111,18 @@ val parse_size : string -> int64
 val parse_bool : string -> bool
 val shutdown : unit -> unit
 
+(** nbdkit 1.34..1.40's calls.  [disconnect force] ends the current
+    connection only (forced: no reply to the request being served;
+    otherwise requests in flight are answered and later ones refused
+    with ESHUTDOWN).  The parsers read "0.1", "10%", "1:10", "1/10" and
+    "1.5", "20ms", "3us", "9ns" (as (sec, nsec)); a bad string raises
+    [Error (Errno.einval, _)], the server having logged why under the
+    first argument.  In nbdkit 1.32 disconnect does nothing and the
+    parsers raise [Error (Errno.enotsup, _)]. *)
+val disconnect : bool -> unit
+val parse_probability : string -> string -> float
+val parse_delay : string -> string -> int * int
+
 (** The server's generic USDT probe "user" (id, cookie, name, arg1,
     arg2, text); nothing in a server without it (nbdkit 1.32). *)
 val probe : string -> int64 -> int64 -> string -> unit

@@ -583,6 +583,53 @@ plugin_init (void)
 #pragma weak nbdkit_probe
 #pragma weak nbdkit_connection_id
 #pragma weak nbdkit_request_cookie
+/* nbdkit 1.34..1.40's calls: weak too, so the .so loads in nbdkit 1.32
+ * (disconnect then does nothing; the parsers answer -2).
+ */
+#pragma weak nbdkit_disconnect
+#pragma weak nbdkit_parse_probability
+#pragma weak nbdkit_parse_delay
+
+value
+ocaml_nbdkit_disconnect (value force)
+{
+  if (nbdkit_disconnect)
+    nbdkit_disconnect (Bool_val (force));
+  return Val_unit;
+}
+
+/* (rc, probability): rc 0, -1 (the server logged why) or -2. */
+value
+ocaml_nbdkit_parse_probability (value what, value s)
+{
+  CAMLparam2 (what, s);
+  CAMLlocal2 (r, d);
+  double p = 0;
+  int rc = nbdkit_parse_probability
+    ? nbdkit_parse_probability (String_val (what), String_val (s), &p) : -2;
+  d = caml_copy_double (p);
+  r = caml_alloc_tuple (2);
+  Store_field (r, 0, Val_int (rc));
+  Store_field (r, 1, d);
+  CAMLreturn (r);
+}
+
+/* (rc, sec, nsec), rc as above. */
+value
+ocaml_nbdkit_parse_delay (value what, value s)
+{
+  CAMLparam2 (what, s);
+  CAMLlocal1 (r);
+  unsigned sec = 0, nsec = 0;
+  int rc = nbdkit_parse_delay
+    ? nbdkit_parse_delay (String_val (what), String_val (s), &sec, &nsec)
+    : -2;
+  r = caml_alloc_tuple (3);
+  Store_field (r, 0, Val_int (rc));
+  Store_field (r, 1, Val_long (sec));
+  Store_field (r, 2, Val_long (nsec));
+  CAMLreturn (r);
+}
 
 value
 ocaml_nbdkit_set_error (value err)

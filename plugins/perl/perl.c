@@ -100,6 +100,48 @@ XS (xs_probe)
   XSRETURN_EMPTY;
 }
 
+/* Nbdkit::disconnect ($force): end this connection only. */
+static
+XS (xs_disconnect)
+{
+  dXSARGS;
+  nbdkit_disconnect (items >= 1 && SvTRUE (ST (0)));
+  XSRETURN_EMPTY;
+}
+
+/* Nbdkit::parse_probability ($what, $str) and Nbdkit::parse_delay
+ * ($what, $str), the latter a list ($sec, $nsec).  A bad string dies
+ * (the server has logged why), as Perl code expects of a failure.
+ */
+static
+XS (xs_parse_probability)
+{
+  dXSARGS;
+  if (items != 2)
+    croak ("Usage: Nbdkit::parse_probability (what, str)");
+  const char *what = SvPV_nolen (ST (0)), *str = SvPV_nolen (ST (1));
+  double d;
+  if (nbdkit_parse_probability (what, str, &d) == -1)
+    croak ("Nbdkit::parse_probability: %s: cannot parse '%s'\n", what, str);
+  ST (0) = sv_2mortal (newSVnv (d));
+  XSRETURN (1);
+}
+
+static
+XS (xs_parse_delay)
+{
+  dXSARGS;
+  if (items != 2)
+    croak ("Usage: Nbdkit::parse_delay (what, str)");
+  const char *what = SvPV_nolen (ST (0)), *str = SvPV_nolen (ST (1));
+  unsigned sec, nsec;
+  if (nbdkit_parse_delay (what, str, &sec, &nsec) == -1)
+    croak ("Nbdkit::parse_delay: %s: cannot parse '%s'\n", what, str);
+  ST (0) = sv_2mortal (newSVuv (sec));
+  ST (1) = sv_2mortal (newSVuv (nsec));
+  XSRETURN (2);
+}
+
 static void
 xs_init (pTHX)
 {
@@ -123,6 +165,9 @@ xs_init (pTHX)
   newXS ("Nbdkit::debug", xs_debug, __FILE__);
   newXS ("Nbdkit::set_error", xs_set_error, __FILE__);
   newXS ("Nbdkit::probe", xs_probe, __FILE__);
+  newXS ("Nbdkit::disconnect", xs_disconnect, __FILE__);
+  newXS ("Nbdkit::parse_probability", xs_parse_probability, __FILE__);
+  newXS ("Nbdkit::parse_delay", xs_parse_delay, __FILE__);
   for (i = 0; i < ARRAY_SIZE (constants); ++i)
     sv_setiv (get_sv (constants[i].name, GV_ADD), constants[i].value);
 }

@@ -190,9 +190,21 @@ m_peer_gid (PyObject *self, PyObject *args)
   return peer_id (nbdkit_peer_gid, "peer_gid");
 }
 
-/* nbdkit_disconnect is newer than the 1.32 ABI: found at run time, so
- * the plugin still loads into a server without it.
+/* nbdkit 1.34..1.40's calls.  Looked up at run time, so that the
+ * plugin still loads into a server older than they are (Debian's
+ * 1.32), where calling one raises NotImplementedError.
  */
+static void *
+newer_call (const char *name)
+{
+  void *fn = dlsym (RTLD_DEFAULT, name);
+  if (!fn)
+    PyErr_Format (PyExc_NotImplementedError,
+                  "nbdkit.%s: this server has no nbdkit_%s",
+                  name + strlen ("nbdkit_"), name + strlen ("nbdkit_"));
+  return fn;
+}
+
 static PyObject *
 m_disconnect (PyObject *self, PyObject *args, PyObject *kwds)
 {
@@ -201,16 +213,56 @@ m_disconnect (PyObject *self, PyObject *args, PyObject *kwds)
   if (!PyArg_ParseTupleAndKeywords (args, kwds, "|p:disconnect", kwlist,
                                     &force))
     return NULL;
-  void (*fn) (int) = (void (*) (int)) dlsym (RTLD_DEFAULT,
-                                             "nbdkit_disconnect");
-  if (!fn) {
-    PyErr_SetString (PyExc_NotImplementedError,
-                     "nbdkit.disconnect: this server has no "
-                     "nbdkit_disconnect");
+  void (*fn) (int) = (void (*) (int)) newer_call ("nbdkit_disconnect");
+  if (!fn)
     return NULL;
-  }
   fn (force);
   Py_RETURN_NONE;
+}
+
+/* The server has logged why a string did not parse (nbdkit_error); the
+ * exception says which string, as parse_size's does.
+ */
+static PyObject *
+m_parse_probability (PyObject *self, PyObject *args)
+{
+  const char *what, *str;
+  double d;
+  if (!PyArg_ParseTuple (args, "ss:parse_probability", &what, &str))
+    return NULL;
+  int (*fn) (const char *, const char *, double *) =
+    (int (*) (const char *, const char *, double *))
+    newer_call ("nbdkit_parse_probability");
+  if (!fn)
+    return NULL;
+  if (fn (what, str, &d) == -1) {
+    PyErr_Format (PyExc_ValueError,
+                  "nbdkit.parse_probability: %s: cannot parse '%s' as a "
+                  "probability", what, str);
+    return NULL;
+  }
+  return PyFloat_FromDouble (d);
+}
+
+static PyObject *
+m_parse_delay (PyObject *self, PyObject *args)
+{
+  const char *what, *str;
+  unsigned sec, nsec;
+  if (!PyArg_ParseTuple (args, "ss:parse_delay", &what, &str))
+    return NULL;
+  int (*fn) (const char *, const char *, unsigned *, unsigned *) =
+    (int (*) (const char *, const char *, unsigned *, unsigned *))
+    newer_call ("nbdkit_parse_delay");
+  if (!fn)
+    return NULL;
+  if (fn (what, str, &sec, &nsec) == -1) {
+    PyErr_Format (PyExc_ValueError,
+                  "nbdkit.parse_delay: %s: cannot parse '%s' as a delay",
+                  what, str);
+    return NULL;
+  }
+  return Py_BuildValue ("(II)", sec, nsec);
 }
 
 static PyObject *
@@ -251,6 +303,10 @@ static PyMethodDef methods[] = {
   { "disconnect", (PyCFunction) (void (*) (void)) m_disconnect,
     METH_VARARGS | METH_KEYWORDS,
     "disconnect(force=False): drop the current client" },
+  { "parse_probability", m_parse_probability, METH_VARARGS,
+    "parse_probability(what, str): '10%', '1:10', '0.1' as a float" },
+  { "parse_delay", m_parse_delay, METH_VARARGS,
+    "parse_delay(what, str): '1.5', '20ms', '3us' as (sec, nsec)" },
   { "probe", (PyCFunction) (void (*) (void)) m_probe,
     METH_VARARGS | METH_KEYWORDS,
     "probe(name, arg1=0, arg2=0, text=None): fire the server's USDT "

@@ -108,6 +108,7 @@ vm_run_job (struct job *job)
   pthread_mutex_lock (&jobs_lock);
   job->done = false;
   job->probe_pending = false;
+  job->disconnect = 0;
   current = job;
   pthread_cond_broadcast (&jobs_cond);
   while (!job->done) {
@@ -122,6 +123,11 @@ vm_run_job (struct job *job)
   current = NULL;
   pthread_mutex_unlock (&jobs_lock);
   pthread_mutex_unlock (&call_lock);
+  /* Still inside the server's callback: a forced disconnect loses its
+   * reply, a soft one lets it go out.
+   */
+  if (job->disconnect)
+    nbdkit_disconnect (job->disconnect == 2);
 }
 
 /* ---- on the VM thread: calling the script ---- */
@@ -322,6 +328,52 @@ nbdkit_probe_rb (int argc, VALUE *argv, VALUE self)
   return Qnil;
 }
 
+/* Nbdkit.disconnect(force = false): recorded in the current job, for
+ * its caller (vm_run_job) to carry out.
+ */
+static VALUE
+nbdkit_disconnect_rb (int argc, VALUE *argv, VALUE self)
+{
+  if (argc > 1)
+    rb_raise (rb_eArgError, "Nbdkit.disconnect: wrong number of arguments "
+              "(given %d, expected 0..1)", argc);
+  int how = argc == 1 && RTEST (argv[0]) ? 2 : 1;
+
+  pthread_mutex_lock (&jobs_lock);
+  if (current && current->disconnect < how)
+    current->disconnect = how;
+  pthread_mutex_unlock (&jobs_lock);
+  return Qnil;
+}
+
+/* Nbdkit.parse_probability(what, str) and Nbdkit.parse_delay(what,
+ * str), the latter [sec, nsec].  A bad string raises ArgumentError
+ * (the server has logged why).
+ */
+static VALUE
+nbdkit_parse_probability_rb (VALUE self, VALUE what, VALUE str)
+{
+  const char *w = StringValueCStr (what), *s = StringValueCStr (str);
+  double d;
+
+  if (nbdkit_parse_probability (w, s, &d) == -1)
+    rb_raise (rb_eArgError, "Nbdkit.parse_probability: %s: cannot parse "
+              "'%s'", w, s);
+  return DBL2NUM (d);
+}
+
+static VALUE
+nbdkit_parse_delay_rb (VALUE self, VALUE what, VALUE str)
+{
+  const char *w = StringValueCStr (what), *s = StringValueCStr (str);
+  unsigned sec, nsec;
+
+  if (nbdkit_parse_delay (w, s, &sec, &nsec) == -1)
+    rb_raise (rb_eArgError, "Nbdkit.parse_delay: %s: cannot parse '%s'",
+              w, s);
+  return rb_ary_new_from_args (2, UINT2NUM (sec), UINT2NUM (nsec));
+}
+
 /* ---- the VM thread ---- */
 
 static void
@@ -475,6 +527,12 @@ vm_main (void *startup)
   rb_define_module_function (nbdkit_module, "set_error",
                              nbdkit_set_error_rb, 1);
   rb_define_module_function (nbdkit_module, "probe", nbdkit_probe_rb, -1);
+  rb_define_module_function (nbdkit_module, "disconnect",
+                             nbdkit_disconnect_rb, -1);
+  rb_define_module_function (nbdkit_module, "parse_probability",
+                             nbdkit_parse_probability_rb, 2);
+  rb_define_module_function (nbdkit_module, "parse_delay",
+                             nbdkit_parse_delay_rb, 2);
   vm_ec = ruby_current_ec;
   vm_started = true;
   sem_post (ready);

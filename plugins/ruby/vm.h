@@ -36,6 +36,10 @@ struct job {
   bool probe_pending;
   const char *probe_name, *probe_text;
   int64_t probe_a1, probe_a2;
+  /* Nbdkit.disconnect during the job: 0 no, 1 soft, 2 forced.  The
+   * caller acts on it, since only its thread knows the connection.
+   */
+  int disconnect;
 
   bool done;
 };

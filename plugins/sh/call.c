@@ -230,12 +230,13 @@ errno_by_name (const char *word, size_t len)
  * Returns the errno to set.
  */
 static int
-report_error (const char *method, const char *why, char *stderr_text)
+report_error (const char *method, const char *why, char *stderr_text,
+              int default_err)
 {
   const char *name = script_hooks.display_name
     ? script_hooks.display_name () : NULL;
   char *msg = stderr_text;
-  int err = EIO;
+  int err = default_err;
 
   /* The name must start the text, and whitespace or the end follow it. */
   size_t wordlen = strcspn (msg, " \t\r\n");
@@ -489,13 +490,14 @@ script_call (const char *method, const char **args,
     snprintf (why, sizeof why, "script terminated by signal %d",
               WTERMSIG (status));
     err = report_error (method, too_much ? "the script printed too much"
-                        : why, sp.err.ptr);
+                        : why, sp.err.ptr, EIO);
     status = 128 + WTERMSIG (status);
     goto out;
   }
   status = WEXITSTATUS (status);
   if (too_much && status == 0) {
-    err = report_error (method, "the script printed too much", sp.err.ptr);
+    err = report_error (method, "the script printed too much", sp.err.ptr,
+                        EIO);
     goto out;
   }
   switch (status) {
@@ -508,8 +510,34 @@ script_call (const char *method, const char **args,
   case 3:
     ret = SCRIPT_FALSE;
     break;
+  /* nbdkit 1.34's codes for ending the server or this connection from
+   * a script: done here, in the callback's thread, which knows the
+   * connection.  The failing ones default to ESHUTDOWN.
+   */
+  case 4:
+  case 5:
+    nbdkit_shutdown ();
+    if (status == 4)
+      ret = SCRIPT_OK;
+    else
+      err = report_error (method, NULL, sp.err.ptr, ESHUTDOWN);
+    break;
+  case 6:
+    nbdkit_disconnect (1);      /* no reply goes out: the status is moot */
+    err = ESHUTDOWN;
+    nbdkit_error ("%s: the script cut the connection (exit code 6)",
+                  method);
+    break;
+  case 7:
+  case 8:
+    nbdkit_disconnect (0);
+    if (status == 7)
+      ret = SCRIPT_OK;
+    else
+      err = report_error (method, NULL, sp.err.ptr, ESHUTDOWN);
+    break;
   default:
-    err = report_error (method, NULL, sp.err.ptr);
+    err = report_error (method, NULL, sp.err.ptr, EIO);
     break;
   }
 

@@ -8,9 +8,13 @@
  *   0      ok
  *   2      the method is missing
  *   3      false (for the boolean methods)
+ *   4, 5   nbdkit_shutdown, then ok (4) or an error (5)
+ *   6      nbdkit_disconnect (force): no reply
+ *   7, 8   nbdkit_disconnect (soft), then ok (7) or an error (8)
  *   other  an error: the first word of stderr may name an errno
  *          ("ENOSPC Out of space"), the rest is the message; without a
- *          known name the whole of stderr is the message and errno EIO.
+ *          known name the whole of stderr is the message and errno EIO
+ *          (ESHUTDOWN for 5 and 8).
  *
  * The plugin that links this code (sh.c, eval.c) says where a method's
  * program is and fires its own probe through struct script_hooks.

@@ -213,6 +213,72 @@ probe_cmd (ClientData cd, Tcl_Interp *ip, int objc, Tcl_Obj *const objv[])
   return TCL_OK;
 }
 
+/* ---- nbdkit 1.34..1.40's calls, as commands like nbdkit_probe ----
+ *
+ *   nbdkit_disconnect ?force?        end this connection only
+ *   nbdkit_parse_probability what s  a double
+ *   nbdkit_parse_delay what s        the list {sec nsec}
+ *
+ * A bad string is a Tcl error (the server has logged why).
+ */
+
+static int
+disconnect_cmd (ClientData cd, Tcl_Interp *ip, int objc,
+                Tcl_Obj *const objv[])
+{
+  int force = 0;
+
+  if (objc > 2) {
+    Tcl_WrongNumArgs (ip, 1, objv, "?force?");
+    return TCL_ERROR;
+  }
+  if (objc == 2 && Tcl_GetBooleanFromObj (ip, objv[1], &force) != TCL_OK)
+    return TCL_ERROR;
+  nbdkit_disconnect (force);
+  return TCL_OK;
+}
+
+static int
+parse_probability_cmd (ClientData cd, Tcl_Interp *ip, int objc,
+                       Tcl_Obj *const objv[])
+{
+  double d;
+
+  if (objc != 3) {
+    Tcl_WrongNumArgs (ip, 1, objv, "what str");
+    return TCL_ERROR;
+  }
+  const char *what = Tcl_GetString (objv[1]), *str = Tcl_GetString (objv[2]);
+  if (nbdkit_parse_probability (what, str, &d) == -1) {
+    Tcl_SetObjResult (ip, Tcl_ObjPrintf ("nbdkit_parse_probability: %s: "
+                                         "cannot parse '%s'", what, str));
+    return TCL_ERROR;
+  }
+  Tcl_SetObjResult (ip, Tcl_NewDoubleObj (d));
+  return TCL_OK;
+}
+
+static int
+parse_delay_cmd (ClientData cd, Tcl_Interp *ip, int objc,
+                 Tcl_Obj *const objv[])
+{
+  unsigned sec, nsec;
+
+  if (objc != 3) {
+    Tcl_WrongNumArgs (ip, 1, objv, "what str");
+    return TCL_ERROR;
+  }
+  const char *what = Tcl_GetString (objv[1]), *str = Tcl_GetString (objv[2]);
+  if (nbdkit_parse_delay (what, str, &sec, &nsec) == -1) {
+    Tcl_SetObjResult (ip, Tcl_ObjPrintf ("nbdkit_parse_delay: %s: "
+                                         "cannot parse '%s'", what, str));
+    return TCL_ERROR;
+  }
+  Tcl_Obj *r[2] = { Tcl_NewWideIntObj (sec), Tcl_NewWideIntObj (nsec) };
+  Tcl_SetObjResult (ip, Tcl_NewListObj (2, r));
+  return TCL_OK;
+}
+
 /* ---- start-up ---- */
 
 static void
@@ -229,6 +295,12 @@ tcl_load (void)
     return;
   }
   Tcl_CreateObjCommand (interp, "nbdkit_probe", probe_cmd, NULL, NULL);
+  Tcl_CreateObjCommand (interp, "nbdkit_disconnect", disconnect_cmd,
+                        NULL, NULL);
+  Tcl_CreateObjCommand (interp, "nbdkit_parse_probability",
+                        parse_probability_cmd, NULL, NULL);
+  Tcl_CreateObjCommand (interp, "nbdkit_parse_delay", parse_delay_cmd,
+                        NULL, NULL);
 }
 
 static void

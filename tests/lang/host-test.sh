@@ -14,7 +14,8 @@
 #   tcl    yes     yes     yes     -
 #
 #   plugin  same script, same bytes as Debian's nbdkit 1.32 host; the
-#           can_* answers, --dump-plugin, what the language adds
+#           can_* answers, --dump-plugin, what the language adds, and
+#           the server calls of 1.34..1.40 (lang/server-calls.sh)
 #   errors  a callback that fails or answers wrongly: the client's
 #           errno, one log line naming the script and the callback, the
 #           server still serving; start-up errors: one line, exit 1
@@ -321,7 +322,14 @@ same_example ()
 }
 
 case "$aspect" in
-  plugin) [ "$lang_compare" = no ] || same_example; lang_plugin ;;
+  plugin)
+    [ "$lang_compare" = no ] || same_example
+    lang_plugin
+    # disconnect, parse_probability and parse_delay (lang_script calls).
+    source "$(dirname "${BASH_SOURCE[0]}")/server-calls.sh"
+    lang_script calls > "$tmpdir/calls.$lang_ext"
+    server_calls_check "$lang" "$tmpdir/calls.$lang_ext"
+    ;;
   errors) lang_errors ;;
   probes) probes_test ;;
   memory) memory_test ;;

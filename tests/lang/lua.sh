@@ -47,6 +47,28 @@ function pwrite (h, buf, offset)
 end
 LUA
       ;;
+    # The server calls of nbdkit 1.34..1.40 (tests/lang/server-calls.sh).
+    calls) cat <<'LUA'
+local p, sec, nsec = 0, 0, 0
+function config (key, value)
+   if key == "prob" then p = nbdkit.parse_probability ("prob", value)
+   elseif key == "delay" then sec, nsec = nbdkit.parse_delay ("delay", value)
+   else error ("unknown parameter " .. key) end
+end
+function open (readonly) return {} end
+function get_size (h) return 65536 end
+function pread (h, count, offset)
+   if offset == 4096 then nbdkit.disconnect (true) end
+   if offset == 8192 then nbdkit.disconnect (false) end
+   local line = ""
+   if offset == 12288 then
+      line = string.format ("%d %d %d", math.floor (p * 1000000 + 0.5),
+                            sec, nsec)
+   end
+   return (line .. string.rep (" ", count)):sub (1, count)
+end
+LUA
+      ;;
     *) fail "no lua script $1" ;;
   esac
 }

@@ -40,6 +40,28 @@ sub pread { my ($h, $c, $o) = @_; return substr ($disk, $o, $c); }
 sub pwrite { my ($h, $b, $o) = @_; substr ($disk, $o, length $b) = $b; }
 PL
       ;;
+    # The server calls of nbdkit 1.34..1.40 (tests/lang/server-calls.sh).
+    calls) cat <<'PL'
+my ($p, @delay) = (0, 0, 0);
+sub config {
+    my ($key, $value) = @_;
+    if ($key eq "prob") { $p = Nbdkit::parse_probability ("prob", $value); }
+    elsif ($key eq "delay") { @delay = Nbdkit::parse_delay ("delay", $value); }
+    else { die "unknown parameter $key\n"; }
+}
+sub open { return 1; }
+sub get_size { return 65536; }
+sub pread {
+    my ($h, $count, $offset) = @_;
+    Nbdkit::disconnect (1) if $offset == 4096;
+    Nbdkit::disconnect (0) if $offset == 8192;
+    my $line = "";
+    $line = sprintf ("%d %d %d", int ($p * 1000000 + 0.5), @delay)
+        if $offset == 12288;
+    return substr ($line . (" " x $count), 0, $count);
+}
+PL
+      ;;
     *) fail "no perl script $1" ;;
   esac
 }

@@ -6,3 +6,4 @@ TESTS += test-python-examples.sh test-python-callbacks.sh \
 	test-python-probes.sh test-python-module.sh test-python-buffers.sh \
 	test-python-stdio.sh
 EXTRA_DIST += python-client.py python-callbacks.py
+EXTRA_DIST += lang/server-calls.sh

@@ -29,6 +29,26 @@ def pread(h, count, offset)
 end
 RUBY
       ;;
+    # The server calls of nbdkit 1.34..1.40 (tests/lang/server-calls.sh).
+    calls) cat <<'RUBY'
+$p, $delay = 0, [0, 0]
+def config(key, value)
+  case key
+  when "prob" then $p = Nbdkit.parse_probability("prob", value)
+  when "delay" then $delay = Nbdkit.parse_delay("delay", value)
+  else raise "unknown parameter #{key}"
+  end
+end
+def open(readonly) :h end
+def get_size(h) 65536 end
+def pread(h, count, offset)
+  Nbdkit.disconnect(true) if offset == 4096
+  Nbdkit.disconnect(false) if offset == 8192
+  line = offset == 12288 ? "#{($p * 1000000).round} #{$delay[0]} #{$delay[1]}" : ""
+  line.ljust(count)[0, count]
+end
+RUBY
+      ;;
     *) fail "no ruby script $1" ;;
   esac
 }

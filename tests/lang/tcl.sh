@@ -20,6 +20,32 @@ proc pread {h count offset} {
 }
 TCL
       ;;
+    # The server calls of nbdkit 1.34..1.40 (tests/lang/server-calls.sh).
+    calls) cat <<'TCL'
+set p 0
+set delay {0 0}
+proc config {key value} {
+    global p delay
+    switch -- $key {
+        prob { set p [nbdkit_parse_probability prob $value] }
+        delay { set delay [nbdkit_parse_delay delay $value] }
+        default { error "unknown parameter $key" }
+    }
+}
+proc plugin_open {readonly} { return h }
+proc get_size {h} { return 65536 }
+proc pread {h count offset} {
+    global p delay
+    if {$offset == 4096} { nbdkit_disconnect true }
+    if {$offset == 8192} { nbdkit_disconnect false }
+    set line ""
+    if {$offset == 12288} {
+        set line "[expr {round($p * 1000000)}] [lindex $delay 0] [lindex $delay 1]"
+    }
+    return [string range [format "%-*s" $count $line] 0 [expr {$count - 1}]]
+}
+TCL
+      ;;
     *) fail "no tcl script $1" ;;
   esac
 }

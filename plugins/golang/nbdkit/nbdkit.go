@@ -236,6 +236,53 @@ func ParseSize(s string) (uint64, error) {
 // Shutdown asks the server to shut down.
 func Shutdown() { C.go_shutdown() }
 
+// Disconnect ends the current connection only (nbdkit 1.34): with
+// force at once, the request being served getting no reply; otherwise
+// requests in flight are answered and later ones refused with
+// ESHUTDOWN.
+func Disconnect(force bool) {
+	f := C.int(0)
+	if force {
+		f = 1
+	}
+	C.go_disconnect(f)
+}
+
+// parseError is the error of a server parser that failed: -1 the
+// server logged why, -2 the server has no such call (nbdkit 1.32).
+func parseError(r C.int, fn, what, s string) error {
+	if r == -2 {
+		return Errorf(syscall.ENOTSUP, "%s: this server has no nbdkit_%s", fn, fn)
+	}
+	return Errorf(syscall.EINVAL, "%s: could not parse %q", what, s)
+}
+
+// ParseProbability parses "0.1", "10%", "1:10" or "1/10" with the
+// server's rules (nbdkit 1.36).
+func ParseProbability(what, s string) (float64, error) {
+	cw, cs := C.CString(what), C.CString(s)
+	defer C.free(unsafe.Pointer(cw))
+	defer C.free(unsafe.Pointer(cs))
+	var d C.double
+	if r := C.go_parse_probability(cw, cs, &d); r != 0 {
+		return 0, parseError(r, "parse_probability", what, s)
+	}
+	return float64(d), nil
+}
+
+// ParseDelay parses "1.5", "20ms", "3us" or "9ns" with the server's
+// rules (nbdkit 1.40) into seconds and nanoseconds.
+func ParseDelay(what, s string) (sec, nsec uint32, err error) {
+	cw, cs := C.CString(what), C.CString(s)
+	defer C.free(unsafe.Pointer(cw))
+	defer C.free(unsafe.Pointer(cs))
+	var cSec, cNsec C.unsigned
+	if r := C.go_parse_delay(cw, cs, &cSec, &cNsec); r != 0 {
+		return 0, 0, parseError(r, "parse_delay", what, s)
+	}
+	return uint32(cSec), uint32(cNsec), nil
+}
+
 // Probe fires the server's generic USDT probe "user" (id, cookie,
 // name, arg1, arg2, text); in nbdkit 1.32 it does nothing.
 func Probe(name string, arg1, arg2 int64, text string) {

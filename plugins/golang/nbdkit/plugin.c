@@ -159,3 +159,25 @@ uint64_t go_connection_id (void)
 { return nbdkit_connection_id ? nbdkit_connection_id () : 0; }
 uint64_t go_request_cookie (void)
 { return nbdkit_request_cookie ? nbdkit_request_cookie () : 0; }
+
+/* nbdkit 1.34..1.40's calls, weak for the same reason: in nbdkit 1.32
+ * disconnect does nothing and the parsers fail with -2.
+ */
+#pragma weak nbdkit_disconnect
+#pragma weak nbdkit_parse_probability
+#pragma weak nbdkit_parse_delay
+void go_disconnect (int force)
+{
+  if (nbdkit_disconnect)
+    nbdkit_disconnect (force);
+}
+int go_parse_probability (const char *what, const char *s, double *r)
+{
+  return nbdkit_parse_probability ? nbdkit_parse_probability (what, s, r)
+    : -2;
+}
+int go_parse_delay (const char *what, const char *s, unsigned *sec,
+                    unsigned *nsec)
+{
+  return nbdkit_parse_delay ? nbdkit_parse_delay (what, s, sec, nsec) : -2;
+}

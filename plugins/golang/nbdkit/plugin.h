@@ -43,5 +43,10 @@ extern void go_probe (const char *name, int64_t arg1, int64_t arg2,
                       const char *text);
 extern uint64_t go_connection_id (void);
 extern uint64_t go_request_cookie (void);
+extern void go_disconnect (int force);
+extern int go_parse_probability (const char *what, const char *s,
+                                 double *r);
+extern int go_parse_delay (const char *what, const char *s, unsigned *sec,
+                           unsigned *nsec);
 
 #endif /* NBDKIT_GO_PLUGIN_H */

@@ -121,33 +121,43 @@ pub mod ffi {
 /// looked up at run time, so that the same plugin also loads in a
 /// server without them (nbdkit 1.32), where they do nothing.
 mod extensions {
-    use std::os::raw::{c_char, c_void};
+    use std::os::raw::{c_char, c_int, c_uint, c_void};
     use std::sync::Once;
 
     type Id = extern "C" fn() -> u64;
     type Probe = extern "C" fn(*const c_char, i64, i64, *const c_char);
+    type Disconnect = extern "C" fn(c_int);
+    type ParseProbability = extern "C" fn(*const c_char, *const c_char, *mut f64) -> c_int;
+    type ParseDelay = extern "C" fn(*const c_char, *const c_char, *mut c_uint, *mut c_uint) -> c_int;
 
     static ONCE: Once = Once::new();
     static mut CONNECTION_ID: Option<Id> = None;
     static mut REQUEST_COOKIE: Option<Id> = None;
     static mut PROBE: Option<Probe> = None;
+    // nbdkit 1.34..1.40's calls, looked up the same way.
+    static mut DISCONNECT: Option<Disconnect> = None;
+    static mut PARSE_PROBABILITY: Option<ParseProbability> = None;
+    static mut PARSE_DELAY: Option<ParseDelay> = None;
 
     fn resolve() {
         ONCE.call_once(|| unsafe {
             // RTLD_DEFAULT is the null handle on glibc.
             let f = |n: &[u8]| super::ffi::dlsym(std::ptr::null_mut(), n.as_ptr() as *const c_char);
-            let p = f(b"nbdkit_connection_id\0");
-            if !p.is_null() {
-                CONNECTION_ID = Some(std::mem::transmute::<*mut c_void, Id>(p));
+            // Each slot gets the symbol of that name, if the server has it.
+            macro_rules! look_up {
+                ($slot:ident, $ty:ty, $name:literal) => {
+                    let p = f($name);
+                    if !p.is_null() {
+                        $slot = Some(std::mem::transmute::<*mut c_void, $ty>(p));
+                    }
+                };
             }
-            let p = f(b"nbdkit_request_cookie\0");
-            if !p.is_null() {
-                REQUEST_COOKIE = Some(std::mem::transmute::<*mut c_void, Id>(p));
-            }
-            let p = f(b"nbdkit_probe\0");
-            if !p.is_null() {
-                PROBE = Some(std::mem::transmute::<*mut c_void, Probe>(p));
-            }
+            look_up!(CONNECTION_ID, Id, b"nbdkit_connection_id\0");
+            look_up!(REQUEST_COOKIE, Id, b"nbdkit_request_cookie\0");
+            look_up!(PROBE, Probe, b"nbdkit_probe\0");
+            look_up!(DISCONNECT, Disconnect, b"nbdkit_disconnect\0");
+            look_up!(PARSE_PROBABILITY, ParseProbability, b"nbdkit_parse_probability\0");
+            look_up!(PARSE_DELAY, ParseDelay, b"nbdkit_parse_delay\0");
         });
     }
     pub fn connection_id() -> u64 {
@@ -163,6 +173,20 @@ mod extensions {
         if let Some(f) = unsafe { PROBE } {
             f(name, a1, a2, text)
         }
+    }
+    /// false: the server has no nbdkit_disconnect.
+    pub fn disconnect(force: bool) -> bool {
+        resolve();
+        unsafe { DISCONNECT }.map(|f| f(force as c_int)).is_some()
+    }
+    /// None: the server has no such call; Some(-1): it did not parse.
+    pub fn parse_probability(what: *const c_char, s: *const c_char, r: &mut f64) -> Option<c_int> {
+        resolve();
+        unsafe { PARSE_PROBABILITY }.map(|f| f(what, s, r))
+    }
+    pub fn parse_delay(what: *const c_char, s: *const c_char, sec: &mut c_uint, nsec: &mut c_uint) -> Option<c_int> {
+        resolve();
+        unsafe { PARSE_DELAY }.map(|f| f(what, s, sec, nsec))
     }
 }
 
@@ -370,6 +394,45 @@ pub fn parse_bool(s: &str) -> Result<bool> {
 /// Ask the server to shut down (as on SIGTERM).
 pub fn shutdown() {
     unsafe { ffi::nbdkit_shutdown() }
+}
+
+/// End the current connection only (nbdkit 1.34): with FORCE at once,
+/// the request being served getting no reply; otherwise requests in
+/// flight are answered and later ones refused with ESHUTDOWN.  Nothing
+/// in a server without it (nbdkit 1.32).
+pub fn disconnect(force: bool) {
+    extensions::disconnect(force);
+}
+
+/// The error of a server parser: not there (nbdkit 1.32), or the
+/// string did not parse (the server has logged why, under WHAT).
+fn parse_error(r: Option<i32>, call: &str, what: &str, s: &str) -> Error {
+    match r {
+        None => Error::new(errno::ENOTSUP, format!("this server has no nbdkit_{}", call)),
+        Some(_) => Error::new(errno::EINVAL, format!("{}: could not parse \"{}\"", what, s)),
+    }
+}
+
+/// Parse a probability ("0.1", "10%", "1:10", "1/10") with the
+/// server's rules (nbdkit 1.36): finite, not negative, perhaps above 1.
+pub fn parse_probability(what: &str, s: &str) -> Result<f64> {
+    let (cw, cs) = (cstring(what)?, cstring(s)?);
+    let mut d = 0.0;
+    match extensions::parse_probability(cw.as_ptr(), cs.as_ptr(), &mut d) {
+        Some(0) => Ok(d),
+        r => Err(parse_error(r, "parse_probability", what, s)),
+    }
+}
+
+/// Parse a delay ("1.5", "20ms", "3us", "9ns") with the server's rules
+/// (nbdkit 1.40) into (seconds, nanoseconds).
+pub fn parse_delay(what: &str, s: &str) -> Result<(u32, u32)> {
+    let (cw, cs) = (cstring(what)?, cstring(s)?);
+    let (mut sec, mut nsec) = (0, 0);
+    match extensions::parse_delay(cw.as_ptr(), cs.as_ptr(), &mut sec, &mut nsec) {
+        Some(0) => Ok((sec, nsec)),
+        r => Err(parse_error(r, "parse_delay", what, s)),
+    }
 }
 
 /// The current connection's id (0 outside a connection) and request's
