@@ -493,28 +493,36 @@ static const struct layer_ops filter_ops = {
 
 /* The filter struct has no size field and may grow between nbdkit
  * releases, so a filter is loaded only if it was built against the
- * headers of the release series whose filter ABI we implement: filter
+ * headers of a release series whose filter struct we implement: filter
  * API 6 and a _version of MAJOR.MINOR.anything (the micro version only
- * fixes bugs).
+ * fixes bugs), the series being 1.32 (Debian 12's prebuilt filters)
+ * and the one this server reports (its own filters, built against its
+ * headers, whose struct is 1.32's).
  */
 static bool
-abi_matches (const struct nbdkit_filter *f)
+in_series (const char *version, int major, int minor)
 {
-  if (f->_api_version != NBDKIT_FILTER_API_VERSION || !f->_version)
-    return false;
   char series[32];
-  int n = snprintf (series, sizeof series, "%d.%d.", NBDKIT_VERSION_MAJOR,
-                    NBDKIT_VERSION_MINOR);
+  int n = snprintf (series, sizeof series, "%d.%d.", major, minor);
   if (n < 0 || (size_t) n >= sizeof series ||
-      strncmp (f->_version, series, n) != 0)
+      strncmp (version, series, n) != 0)
     return false;
-  const char *micro = f->_version + n;
+  const char *micro = version + n;
   if (!*micro)
     return false;
   for (const char *p = micro; *p; p++)
     if (*p < '0' || *p > '9')
       return false;
   return true;
+}
+
+static bool
+abi_matches (const struct nbdkit_filter *f)
+{
+  if (f->_api_version != NBDKIT_FILTER_API_VERSION || !f->_version)
+    return false;
+  return in_series (f->_version, 1, 32) ||
+    in_series (f->_version, NBDKIT_VERSION_MAJOR, NBDKIT_VERSION_MINOR);
 }
 
 struct layer *
@@ -552,9 +560,10 @@ filter_load (const char *name, struct layer *next)
   }
   if (!abi_matches (src)) {
     nbdkit_error ("%s: filter was built for nbdkit %s (filter API %d), "
-                  "this server implements the filter ABI of nbdkit %d.%d.x "
-                  "(filter API %d): rebuild the filter against it",
-                  l->filename, src->_version ? src->_version : "unknown",
+                  "this server implements the filter ABI of nbdkit 1.32.x "
+                  "and %d.%d.x (filter API %d): rebuild the filter against "
+                  "it", l->filename,
+                  src->_version ? src->_version : "unknown",
                   src->_api_version, NBDKIT_VERSION_MAJOR,
                   NBDKIT_VERSION_MINOR, NBDKIT_FILTER_API_VERSION);
     goto err;

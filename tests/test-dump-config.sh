@@ -12,9 +12,9 @@ if grep -Ev '^[a-z_0-9]+=' "$tmpdir/config"; then
   fail "a line is not key=value"
 fi
 val () { sed -n "s/^$1=//p" "$tmpdir/config"; }
-[ "$(val version)" = 1.32.5 ] || fail "version= is not 1.32.5"
+[ "$(val version)" = 1.46.2 ] || fail "version= is not 1.46.2"
 [ "$(val version_major)" = 1 ] || fail "version_major= is not 1"
-[ "$(val version_minor)" = 32 ] || fail "version_minor= is not 32"
+[ "$(val version_minor)" = 46 ] || fail "version_minor= is not 46"
 [ "$(val server)" = nbdkit-usdt ] || fail "no server=nbdkit-usdt"
 [ "$(val server_version)" = 0.2.0 ] || fail "no server_version=0.2.0"
 [ "$(val name)" = nbdkit ] || fail "name= is not nbdkit"

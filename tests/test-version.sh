@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
-# --version (and -V) prints exactly what nbdkit 1.32.5 prints:
-# "nbdkit 1.32.5" alone (scripts read $(nbdkit --version) as one
+# --version (and -V) prints what nbdkit prints, for the release whose
+# interfaces this server implements, 1.46.2: "nbdkit 1.46.2" alone (scripts read $(nbdkit --version) as one
 # value), then with a plugin one line per layer, outermost first
 # (NAME VERSION, or NAME alone for a plugin without a version).
 # Filters given without a plugin add nothing.  This server's own name
@@ -12,15 +12,16 @@ source "$(dirname "$0")/functions.sh"
 for opt in --version -V; do
   t "$NBDKIT" $opt > "$tmpdir/v"
   cat "$tmpdir/v"
-  [ "$(cat "$tmpdir/v")" = "nbdkit 1.32.5" ] ||
-    fail "$opt: does not print exactly one line 'nbdkit 1.32.5'"
+  [ "$(cat "$tmpdir/v")" = "nbdkit 1.46.2" ] ||
+    fail "$opt: does not print exactly one line 'nbdkit 1.46.2'"
 done
 # The one value a configure script reads.
 set -- $(t "$NBDKIT" --version)
-[ $# -eq 2 ] && [ "$1" = nbdkit ] && [ "$2" = 1.32.5 ] ||
+[ $# -eq 2 ] && [ "$1" = nbdkit ] && [ "$2" = 1.46.2 ] ||
   fail "\$(nbdkit --version) is not two words"
 
-# The same bytes as Debian's nbdkit, layers outermost first.
+# The same lines as Debian's nbdkit (1.32.5), layers outermost first,
+# but for the release each names.
 check ()
 {
   local want
@@ -29,7 +30,8 @@ check ()
   if [ -x /usr/bin/nbdkit ]; then
     /usr/bin/nbdkit "$@" > "$tmpdir/debian" 2>&1 ||
       fail "$want: Debian's nbdkit failed"
-    diff -u "$tmpdir/debian" "$tmpdir/ours" ||
+    sed 's/ 1\.32\.5$/ 1.46.2/' "$tmpdir/debian" > "$tmpdir/debian.146"
+    diff -u "$tmpdir/debian.146" "$tmpdir/ours" ||
       fail "$want: differs from Debian's nbdkit"
   fi
 }
@@ -38,7 +40,7 @@ check --filter=delay --filter=cow null --version
 check --filter=delay --version
 check -V sh
 check file --version
-printf 'nbdkit 1.32.5\noffset 1.32.5\nmemory 1.32.5\n' > "$tmpdir/want"
+printf 'nbdkit 1.46.2\noffset 1.46.2\nmemory 1.46.2\n' > "$tmpdir/want"
 t "$NBDKIT" --filter=offset memory --version | diff -u "$tmpdir/want" - ||
   fail "layer lines differ"
 
@@ -73,16 +75,16 @@ fi
 if command -v pkg-config >/dev/null; then
   v="$(PKG_CONFIG_PATH="$abs_top_builddir" PKG_CONFIG_LIBDIR=/nonexistent \
        pkg-config --modversion nbdkit)"
-  [ "$v" = "1.32.5" ] || fail "nbdkit.pc says version '$v', not 1.32.5"
+  [ "$v" = "1.46.2" ] || fail "nbdkit.pc says version '$v', not 1.46.2"
 fi
 if command -v cc >/dev/null; then
   cat > "$tmpdir/ver.c" <<'C'
 #include <nbdkit-plugin.h>
-_Static_assert (NBDKIT_VERSION_MAJOR == 1 && NBDKIT_VERSION_MINOR == 32 &&
-                NBDKIT_VERSION_MICRO == 5, "nbdkit-version.h: not 1.32.5");
+_Static_assert (NBDKIT_VERSION_MAJOR == 1 && NBDKIT_VERSION_MINOR == 46 &&
+                NBDKIT_VERSION_MICRO == 2, "nbdkit-version.h: not 1.46.2");
 const char *v = NBDKIT_VERSION_STRING;
 C
   cc -c -I"$abs_top_srcdir/include" -I"$abs_top_builddir/include" \
     -o "$tmpdir/ver.o" "$tmpdir/ver.c" ||
-    fail "nbdkit-version.h does not say 1.32.5"
+    fail "nbdkit-version.h does not say 1.46.2"
 fi
