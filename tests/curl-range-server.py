@@ -47,11 +47,27 @@ class Handler(BaseHTTPRequestHandler):
                 self.wfile.write(f.read(b - a + 1))
 
     def do_HEAD(self):
+        # With HEAD=405 in the environment, HEAD is refused (some web
+        # servers and object stores do), with HEAD=nolength answered
+        # without a Content-Length.
+        if os.environ.get("HEAD") == "405":
+            self.send_response(405)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        if os.environ.get("HEAD") == "nolength":
+            self.send_response(200)
+            self.send_header("Accept-Ranges", "bytes")
+            self.end_headers()
+            self.close_connection = True
+            return
         self.head_or_get(False)
 
     def do_GET(self):
         if delay:
             time.sleep(delay)
+        print("GET %s" % self.headers.get("Range", "whole"), file=sys.stderr,
+              flush=True)
         self.head_or_get(True)
 
     def do_PUT(self):

@@ -411,7 +411,33 @@ curl_dump_plugin (void)
     printf ("curl_protocol_%s=yes\n", *p);
 }
 
-/* Ask for the size with a body-less request (HEAD on HTTP). */
+/* One request for the size: body-less (HEAD on HTTP), or a GET given
+ * up at the first byte of the body.  Returns curl's code (a GET given
+ * up that way counts as CURLE_OK) and sets *STATUS.
+ */
+static CURLcode
+size_request (struct handle *h, bool get, long *status)
+{
+  h->rbuf = NULL;
+  h->accept_ranges = false;
+  h->headers_only = get;
+  curl_easy_setopt (h->c, CURLOPT_NOBODY, get ? 0L : 1L);
+  CURLcode r = curl_easy_perform (h->c);
+  times_add (h->c);
+  curl_easy_setopt (h->c, CURLOPT_NOBODY, 0L);
+  curl_easy_setopt (h->c, CURLOPT_HTTPGET, 1L);
+  h->headers_only = false;
+  *status = 0;
+  curl_easy_getinfo (h->c, CURLINFO_RESPONSE_CODE, status);
+  if (get && r == CURLE_WRITE_ERROR)
+    r = CURLE_OK;
+  return r;
+}
+
+/* Ask for the size with a body-less request (HEAD on HTTP); a web
+ * server that refuses HEAD (405, 501) or answers it without a length
+ * is asked again with a GET whose body is not read (as nbdkit 1.36).
+ */
 static int
 fetch_size (void)
 {
@@ -426,21 +452,27 @@ fetch_size (void)
   h = pool_get ();
   if (!h)
     return -1;
-  h->rbuf = NULL;
-  h->accept_ranges = false;
-  curl_easy_setopt (h->c, CURLOPT_NOBODY, 1L);
-  r = curl_easy_perform (h->c);
-  times_add (h->c);
-  curl_easy_setopt (h->c, CURLOPT_NOBODY, 0L);
-  curl_easy_setopt (h->c, CURLOPT_HTTPGET, 1L);
+  r = size_request (h, false, &status);
   if (r != CURLE_OK) {
     nbdkit_error ("%s: %s", params.url, handle_error (h, r));
     goto out;
   }
-  curl_easy_getinfo (h->c, CURLINFO_RESPONSE_CODE, &status);
   curl_easy_getinfo (h->c, CURLINFO_SCHEME, &scheme);
   is_http = scheme && (strcasecmp (scheme, "http") == 0 ||
                        strcasecmp (scheme, "https") == 0);
+  if (is_http) {
+    curl_easy_getinfo (h->c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &len);
+    if (status == 405 || status == 501 ||
+        (status >= 200 && status <= 299 && len < 0)) {
+      nbdkit_debug ("curl: %s: HEAD answered %ld%s: asking with GET",
+                    params.url, status, len < 0 ? " without a length" : "");
+      r = size_request (h, true, &status);
+      if (r != CURLE_OK) {
+        nbdkit_error ("%s: %s", params.url, handle_error (h, r));
+        goto out;
+      }
+    }
+  }
   if (is_http && (status < 200 || status > 299)) {
     if (status == 401 || status == 407)
       nbdkit_error ("%s: HTTP status %ld: wrong or missing credentials",

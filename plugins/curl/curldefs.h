@@ -76,6 +76,7 @@ struct handle {
   const char *wbuf;             /* write: where they come from */
   size_t count, done;           /* bytes wanted, bytes moved */
   bool overrun;                 /* the server sent more than count */
+  bool headers_only;            /* stop at the first byte of the body */
   bool accept_ranges;           /* "Accept-Ranges: bytes" in the reply */
   bool have_range;              /* "Content-Range: bytes A-B/..." came */
   uint64_t range_first, range_last; /* and said A and B */

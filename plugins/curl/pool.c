@@ -159,6 +159,8 @@ write_cb (char *ptr, size_t size, size_t nmemb, void *opaque)
   struct handle *h = opaque;
   size_t n = size * nmemb;
 
+  if (h->headers_only)          /* the size's GET: the headers were it */
+    return CURL_WRITEFUNC_ERROR;
   if (!h->rbuf)                 /* a HEAD, or an error page */
     return n;
   if (n > h->count - h->done) {
