@@ -5,12 +5,13 @@
 # discovery multicast, none of which may leave this machine.
 #   torrent_netns "$0" "$@"   first line of a test: re-run it in its own
 #                             network namespace (skips unless root)
-#   seed_torrent DIR PIECE_KIB
+#   seed_torrent DIR PIECE_KIB [UPLIMIT]
 #                             make $tmpdir/t.torrent from DIR (announcing
 #                             to 127.0.0.1) with transmission-create,
 #                             start opentracker and a seeder
 #                             (torrent-seeder.py, python3-libtorrent), and
-#                             wait until the tracker lists the seeder
+#                             wait until the tracker lists the seeder;
+#                             it uploads at most UPLIMIT bytes a second
 #
 # torrent_netns runs before functions.sh is sourced (which takes the
 # test lock and makes $tmpdir), so it does its own checks.
@@ -28,7 +29,7 @@ torrent_netns ()
 
 seed_torrent ()
 {
-  local dir="$1" piece="$2" hash i
+  local dir="$1" piece="$2" uplimit="${3:-0}" hash i
   requires_cmd transmission-create transmission-show opentracker curl
   requires python3 -c 'import libtorrent'
   t transmission-create -o "$tmpdir/t.torrent" -s "$piece" \
@@ -50,7 +51,7 @@ seed_torrent ()
   # The seeder (python3-libtorrent) serves DIR's parent, where the
   # torrent's name points.
   timeout -k 5 120 python3 "$abs_top_srcdir/tests/torrent-seeder.py" \
-    "$tmpdir/t.torrent" "$(dirname "$dir")" 51413 115 \
+    "$tmpdir/t.torrent" "$(dirname "$dir")" 51413 115 "$uplimit" \
     > "$tmpdir/seeder.log" 2>&1 &
   cleanup_fn _kill_pid $!
 
