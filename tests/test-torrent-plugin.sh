@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # The torrent plugin against a real swarm on 127.0.0.1: opentracker and
-# a transmission-cli seeder (tests/torrent-seed.sh), in a private
+# a python3-libtorrent seeder (tests/torrent-seed.sh), in a private
 # network namespace.  Checked: nbdcopy reads back the seeded file byte
 # for byte (the largest file, chosen by default), file= picks another
-# file, a read that cannot get its pieces fails with EIO after
-# timeout=, bad parameters are refused, and a cache directory the
-# plugin made itself is gone after exit.
+# file, a magnet link gets the list of files from the seeder, a read
+# that cannot get its pieces fails with EIO after timeout=, bad
+# parameters are refused, and a cache directory the plugin made itself
+# is gone after exit.
 source "$(dirname "$0")/torrent-seed.sh"
 torrent_netns "$0" "$@"
 source "$(dirname "$0")/functions.sh"
@@ -40,6 +41,15 @@ assert h.is_read_only()
 "' || fail "file=data/README failed"
 [ -z "$(ls -A "$tmpdir/tmp")" ] ||
   fail "the temporary cache was left behind: $(ls "$tmpdir/tmp")"
+
+# A magnet link: the metadata comes from the seeder, found through
+# the tracker named in the link.
+t "$NBDKIT" -U - torrent \
+  "magnet:?xt=urn:btih:$hash&tr=http%3A%2F%2F127.0.0.1%3A6969%2Fannounce" \
+  cache="$tmpdir/cache3" --run "nbdcopy \"\$uri\" $tmpdir/magnet.img" ||
+  fail "reading through a magnet link failed"
+cmp "$tmpdir/data/disk.img" "$tmpdir/magnet.img" ||
+  fail "the bytes read through the magnet link differ"
 
 # A torrent that nobody seeds (the tracker refuses it): a read waits
 # timeout= seconds, then fails with EIO and says why.

@@ -11,7 +11,8 @@
 #                             start opentracker and a seeder
 #                             (torrent-seeder.py, python3-libtorrent), and
 #                             wait until the tracker lists the seeder;
-#                             it uploads at most UPLIMIT bytes a second
+#                             it uploads at most UPLIMIT bytes a second;
+#                             sets $hash, the torrent's info hash (hex)
 #
 # torrent_netns runs before functions.sh is sourced (which takes the
 # test lock and makes $tmpdir), so it does its own checks.
@@ -29,7 +30,7 @@ torrent_netns ()
 
 seed_torrent ()
 {
-  local dir="$1" piece="$2" uplimit="${3:-0}" hash i
+  local dir="$1" piece="$2" uplimit="${3:-0}" i
   requires_cmd transmission-create transmission-show opentracker curl
   requires python3 -c 'import libtorrent'
   t transmission-create -o "$tmpdir/t.torrent" -s "$piece" \
