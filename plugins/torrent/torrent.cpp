@@ -41,6 +41,10 @@
 #include <libtorrent/torrent_handle.hpp>
 #include <libtorrent/torrent_info.hpp>
 
+extern "C" {
+#include "full-rw.h"
+}
+
 #define NBDKIT_API_VERSION 2
 #include <nbdkit-plugin.h>
 #include <nbdkit-probe.h>
@@ -493,23 +497,17 @@ torrent_pread (void *handle, void *buf, uint32_t count, uint64_t offset,
     }
     rfd = fd;
   }
-  char *p = static_cast<char *> (buf);
-  while (count > 0) {
-    ssize_t r = ::pread (rfd, p, count, offset);
-    if (r == -1) {
-      nbdkit_error ("pread: %s: %m", served.path.c_str ());
-      return -1;
-    }
-    if (r == 0) {
-      /* The pieces are there, so the file must hold them. */
-      nbdkit_error ("pread: %s: unexpected end of file at %" PRIu64,
-                    served.path.c_str (), offset);
-      errno = EIO;
-      return -1;
-    }
-    p += r;
-    count -= r;
-    offset += r;
+  ssize_t r = full_pread (rfd, buf, count, offset);
+  if (r == -1) {
+    nbdkit_error ("pread: %s: %m", served.path.c_str ());
+    return -1;
+  }
+  if (r < (ssize_t) count) {
+    /* The pieces are there, so the file must hold them. */
+    nbdkit_error ("pread: %s: unexpected end of file at %" PRIu64,
+                  served.path.c_str (), offset + r);
+    errno = EIO;
+    return -1;
   }
   return 0;
 }
