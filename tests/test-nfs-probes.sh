@@ -6,7 +6,7 @@
 #   nfs_connect (id, server, file, duration ns, result): -1 at start-up
 #     (id 0) for a missing file, 0 for a good one, then 0 for the
 #     client's connection with its id;
-#   nfs_error (id, function, errno, message): nfs_open with ENOENT (2)
+#   nfs_error (id, call, errno, message): nfs_open with ENOENT (2)
 #     and libnfs's message at start-up, nfs_pread with EIO (5) for the
 #     client once ganesha is killed.
 source "$(dirname "$0")/nfs-ganesha.sh"

@@ -7,7 +7,7 @@
 #     full library, 0 for VDDK 6.5's, -1 for one too old;
 #   vddk_open (id, file, transport, result): "file" and 0 for a local
 #     disk, "" and -1 for a missing one;
-#   vddk_error (id, function, VixError, message): for the missing file
+#   vddk_error (id, call, VixError, message): for the missing file
 #     and for an injected read error, with the client's id;
 #   vddk_query_blocks (id, cookie, start sector, sectors, blocks,
 #     errno): one per block status request, with the chunks asked

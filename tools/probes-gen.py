@@ -109,6 +109,14 @@ def parse_comment (text):
   return doc, [tuple (t) for t in tags]
 
 
+# Words SystemTap's language reserves: a probe argument so named would
+# make the generated tapset (tools/nbdkit.stp) fail to parse.
+STAP_RESERVED = {
+  "break", "continue", "delete", "else", "for", "foreach", "function",
+  "global", "private", "if", "in", "limit", "long", "next", "probe",
+  "return", "string", "try", "catch", "while", "%{", "%}",
+}
+
 def parse (path, kind, name):
   mod = Module (path, kind, name)
   text = open (path).read ()
@@ -132,6 +140,10 @@ def parse (path, kind, name):
       if not am or not am.group (1):
         raise Error ("%s: probe %s: cannot read argument `%s'"
                      % (path, pname, a))
+      if am.group (2) in STAP_RESERVED:
+        raise Error ("%s: probe %s: argument `%s' is a SystemTap keyword "
+                     "(the tapset could not name it): rename it"
+                     % (path, pname, am.group (2)))
       params.append ((am.group (1).replace (" *", "*").replace ("*", " *"),
                       am.group (2)))
     doc, tags = parse_comment (comment or "")

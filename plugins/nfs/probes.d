@@ -17,7 +17,7 @@ provider nbdkit {
                      uint64_t duration_ns, int32_t result);
 
   /* When a libnfs call fails: the call, the errno the client gets and
-   * libnfs's message. Arguments: id, function, errno, message. */
-  probe nfs_error (uint64_t id, const char *function, int32_t error,
+   * libnfs's message. Arguments: id, call, errno, message. */
+  probe nfs_error (uint64_t id, const char *call, int32_t error,
                    const char *message);
 };

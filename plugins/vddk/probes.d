@@ -24,9 +24,9 @@ provider nbdkit {
                    int32_t result);
 
   /* When a VDDK call fails: the function, the VixError and the
-   * library's text for it. Arguments: id (0 at start-up), function,
+   * library's text for it. Arguments: id (0 at start-up), call,
    * VixError, message. */
-  probe vddk_error (uint64_t id, const char *function, uint64_t vix_error,
+  probe vddk_error (uint64_t id, const char *call, uint64_t vix_error,
                     const char *message);
 
   /* After each block status request has asked VDDK which chunks hold
