@@ -58,11 +58,13 @@ expect_refusal ()
   grep -Eq "$regex" "$tmpdir/out" ||
     { cat "$tmpdir/out"; fail "cdi $*: no error matching $regex"; }
 }
-expect_refusal "podman pull $registry/vm/nope:1 failed \(exit status [0-9]+\): .*manifest unknown" \
+expect_refusal \
+  "podman pull $registry/vm/nope:1 failed \(exit status [0-9]+\): .*unknown" \
   "$registry/vm/nope:1"
 expect_refusal "image $registry/vm/empty:1 has no layers, so no disk" \
   "$registry/vm/empty:1"
-expect_refusal "image $registry/vm/disk:1 has 1 layer\(s\): layer=1 does not exist" \
+expect_refusal \
+  "image $registry/vm/disk:1 has 1 layer\(s\): layer=1 does not exist" \
   "$registry/vm/disk:1" layer=1
 expect_refusal "the image name is required" layer=0
 

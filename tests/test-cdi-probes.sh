@@ -44,7 +44,8 @@ grep -Eqx "pull $registry/vm/nope:1 [1-9][0-9]*" "$tmpdir/events" ||
   fail "no cdi_pull with a non-zero status for the missing image"
 [ "$(grep -c '^layer ' "$tmpdir/events")" -eq 1 ] ||
   fail "not exactly one cdi_layer"
-read -r _ img layer layers digest mtype size < <(grep '^layer ' "$tmpdir/events")
+read -r _ img layer layers digest mtype size \
+  < <(grep '^layer ' "$tmpdir/events")
 [ "$img $layer $layers" = "$registry/vm/two:1 1 2" ] ||
   fail "cdi_layer: not layer 1 of 2 of the image"
 [ "$mtype" = application/vnd.oci.image.layer.v1.tar+gzip ] ||

@@ -96,8 +96,8 @@ cdi_config_complete (void)
 }
 
 #define cdi_config_help \
-  "[name=]IMAGE      (required) The container image, as podman pull takes it.\n" \
-  "layer=N                      The layer to export (default 0)."
+  "[name=]IMAGE  (required) The container image, as podman pull takes it.\n" \
+  "layer=N                  The layer to export (default 0)."
 
 static uint64_t
 now_ns (void)
