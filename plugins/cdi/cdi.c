@@ -238,7 +238,7 @@ unpack_layer (const char *src, const char *dst)
   CLEANUP_FREE char *buf = NULL;
   const size_t bufsize = 1024 * 1024;
   gzFile gz;
-  int out, fd, n;
+  int out, fd, n, r = 0;
 
   gz = gzopen (src, "rb");
   if (gz == NULL) {
@@ -257,22 +257,30 @@ unpack_layer (const char *src, const char *dst)
   while ((n = gzread (gz, buf, bufsize)) > 0) {
     if (full_write (out, buf, n) != n) {
       nbdkit_error ("%s: write: %m", dst);
-      n = -1;
+      r = -1;
       break;
     }
   }
-  if (n < 0) {
+  if (r == 0) {
+    /* gzread ends a truncated stream with 0, as it ends a whole one:
+     * only gzerror tells them apart.
+     */
     int e;
     const char *msg = gzerror (gz, &e);
-    if (e != Z_OK)
-      nbdkit_error ("%s: the layer does not uncompress: %s", src, msg);
+    if (n < 0 || (e != Z_OK && e != Z_STREAM_END)) {
+      if (e == Z_ERRNO)
+        nbdkit_error ("%s: read: %m", src);
+      else
+        nbdkit_error ("%s: the layer does not uncompress: %s", src, msg);
+      r = -1;
+    }
   }
   gzclose (gz);
-  if (close (out) == -1 && n == 0) {
+  if (close (out) == -1 && r == 0) {
     nbdkit_error ("%s: close: %m", dst);
-    n = -1;
+    r = -1;
   }
-  if (n < 0)
+  if (r == -1)
     return -1;
 
   fd = open (dst, O_RDONLY | O_CLOEXEC);
