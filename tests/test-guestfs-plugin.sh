@@ -7,8 +7,9 @@
 # bytes cut out of the image with dd; a 1.5 MiB write across the 1 MiB
 # piece boundary, read back, flushed, and found in the image after the
 # server exits (the rest of the partition unchanged).  Beside it, with
-# -r, a second server whose export does not exist: the client's
-# connection fails and the log says why.  The probes show both
+# -r, a second server that mounts the partition (mount=DEV:MOUNTPOINT)
+# and exports a file that does not exist: the client's connection fails
+# and the log says why.  The probes show both
 # launches, the export found, reads and writes cut in 1 MiB pieces.
 # Errors caught before any launch are checked last.
 source "$(dirname "$0")/functions.sh"
@@ -41,8 +42,8 @@ cp "$tmpdir/part.img" "$tmpdir/expected.img"
 dd if="$tmpdir/new.bin" of="$tmpdir/expected.img" bs=512 seek=$(( woff / 512 )) \
   conv=notrunc status=none
 
-t "$NBDKIT" -r -U - $hs guestfs disk="$tmpdir/disk.img" export=/dev/sda9 \
-  --run 'nbdsh -u "$uri" -c pass' > "$tmpdir/bad.out" 2>&1 &
+t "$NBDKIT" -r -U - $hs guestfs disk="$tmpdir/disk.img" mount=/dev/sda1:/ \
+  export=/nosuch.bin --run 'nbdsh -u "$uri" -c pass' > "$tmpdir/bad.out" 2>&1 &
 bad=$!
 t "$NBDKIT" -U - $hs guestfs format=raw disk="$tmpdir/disk.img" \
   export=/dev/sda1 --run 'nbdsh -u "$uri" -c "
@@ -59,9 +60,11 @@ h.pwrite(new, '$woff')
 assert h.pread(len(new), '$woff') == new
 h.flush()
 "' || fail "reading or writing /dev/sda1 failed"
-wait $bad && { cat "$tmpdir/bad.out"; fail "a missing device was served"; }
-grep -q "error: guestfs: export=/dev/sda9: .*No such file" "$tmpdir/bad.out" ||
-  { cat "$tmpdir/bad.out"; fail "no reason given for the missing device"; }
+wait $bad && { cat "$tmpdir/bad.out"; fail "a missing file was served"; }
+grep -q "error: guestfs: export=/nosuch.bin: .*No such file" "$tmpdir/bad.out" ||
+  { cat "$tmpdir/bad.out"; fail "no reason given for the missing file"; }
+! grep -q "error: guestfs: mount" "$tmpdir/bad.out" ||
+  { cat "$tmpdir/bad.out"; fail "mount=/dev/sda1:/ failed"; }
 
 cmp "$tmpdir/part.img" "$tmpdir/read.img" ||
   fail "the bytes read differ from the partition's"

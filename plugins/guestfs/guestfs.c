@@ -18,7 +18,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <guestfs.h>
@@ -26,6 +25,8 @@
 #define NBDKIT_API_VERSION 2
 #include <nbdkit-plugin.h>
 #include <nbdkit-probe.h>
+
+#include "now-ns.h"
 
 #define THREAD_MODEL NBDKIT_THREAD_MODEL_SERIALIZE_REQUESTS
 
@@ -56,14 +57,6 @@ struct handle {
   guestfs_h *g;
   int64_t size;
 };
-
-static uint64_t
-now_ns (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (uint64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static void
 gp_unload (void)
