@@ -58,6 +58,14 @@ struct handle {
   int64_t size;
 };
 
+/* libguestfs's message for the call that just failed. */
+static const char *
+last_error (guestfs_h *g)
+{
+  const char *msg = guestfs_last_error (g);
+  return msg ? msg : "unknown libguestfs error";
+}
+
 static void
 gp_unload (void)
 {
@@ -177,7 +185,7 @@ do_mount (guestfs_h *g, int readonly, const char *dev, const char *mp)
                    : guestfs_mount (g, dev, mp);
   if (r == -1)
     nbdkit_error ("guestfs: mount %s on %s: %s", dev, mp,
-                  guestfs_last_error (g));
+                  last_error (g));
   return r;
 }
 
@@ -189,7 +197,7 @@ mount_inspect (guestfs_h *g, int readonly)
   int r = -1;
 
   if (roots == NULL) {
-    nbdkit_error ("guestfs: inspection: %s", guestfs_last_error (g));
+    nbdkit_error ("guestfs: inspection: %s", last_error (g));
     return -1;
   }
   if (roots[0] == NULL || roots[1] != NULL) {
@@ -200,7 +208,7 @@ mount_inspect (guestfs_h *g, int readonly)
   }
   mps = guestfs_inspect_get_mountpoints (g, roots[0]);
   if (mps == NULL) {
-    nbdkit_error ("guestfs: inspection: %s", guestfs_last_error (g));
+    nbdkit_error ("guestfs: inspection: %s", last_error (g));
     goto out;
   }
   for (n = 0; mps[n]; ++n)
@@ -263,7 +271,7 @@ add_drives (guestfs_h *g, int readonly)
                                 -1);
     if (r == -1) {
       nbdkit_error ("guestfs: disk=%s: %s", disks[i].path,
-                    guestfs_last_error (g));
+                    last_error (g));
       return -1;
     }
   }
@@ -277,7 +285,7 @@ add_drives (guestfs_h *g, int readonly)
                             GUESTFS_ADD_DOMAIN_READONLY, readonly, -1);
     if (r == -1) {
       nbdkit_error ("guestfs: domain=%s: %s", domain,
-                    guestfs_last_error (g));
+                    last_error (g));
       return -1;
     }
   }
@@ -321,7 +329,7 @@ gp_open (int readonly)
                 (int32_t) r);
   if (r == -1) {
     nbdkit_error ("guestfs: launching the appliance: %s",
-                  guestfs_last_error (h->g));
+                  last_error (h->g));
     goto err;
   }
   if (do_mounts (h->g, readonly) == -1)
@@ -330,7 +338,7 @@ gp_open (int readonly)
                       : guestfs_filesize (h->g, export);
   if (h->size == -1) {
     nbdkit_error ("guestfs: export=%s: %s", export,
-                  guestfs_last_error (h->g));
+                  last_error (h->g));
     goto err;
   }
   NBDKIT_PROBE (guestfs_export, id, export, h->size);
@@ -351,7 +359,7 @@ gp_close (void *handle)
    */
   if (guestfs_shutdown (h->g) == -1)
     nbdkit_error ("guestfs: shutting the appliance down: %s",
-                  guestfs_last_error (h->g));
+                  last_error (h->g));
   guestfs_close (h->g);
   free (h);
 }
@@ -384,7 +392,7 @@ gp_pread (void *handle, void *buf, uint32_t count,
                   now_ns () - t0, data ? (int64_t) got : -1);
     if (data == NULL) {
       nbdkit_error ("guestfs: reading %d bytes at %" PRIu64 " of %s: %s",
-                    n, offset, export, guestfs_last_error (h->g));
+                    n, offset, export, last_error (h->g));
       errno = EIO;
       return -1;
     }
@@ -427,7 +435,7 @@ gp_pwrite (void *handle, const void *buf, uint32_t count,
     if (r <= 0 || (size_t) r > n) {
       nbdkit_error ("guestfs: writing %zu bytes at %" PRIu64 " of %s: %s",
                     n, offset, export,
-                    r == -1 ? guestfs_last_error (h->g) : "short write");
+                    r == -1 ? last_error (h->g) : "short write");
       errno = EIO;
       return -1;
     }
@@ -445,7 +453,7 @@ gp_flush (void *handle, uint32_t flags)
   struct handle *h = handle;
 
   if (guestfs_sync (h->g) == -1) {
-    nbdkit_error ("guestfs: sync: %s", guestfs_last_error (h->g));
+    nbdkit_error ("guestfs: sync: %s", last_error (h->g));
     errno = EIO;
     return -1;
   }
