@@ -12,6 +12,11 @@
 # exclusive lock also keeps two of these tests from sharing the qemu
 # driver's state directory.
 source "$(dirname "$0")/functions.sh"
+# libvirt's RPC encodes its messages with the XDR functions of libtirpc,
+# loaded with the plugin after AddressSanitizer has resolved its own
+# XDR interceptors to nothing: the first call jumps to address 0 (the
+# same as libguestfs's; llvm-project issue 81470).
+skip_under_sanitizers "ASan's XDR interceptors crash libvirt's RPC"
 requires_tracer nbdsh nbdcopy virsh
 requires test -x /usr/sbin/libvirtd
 requires id libvirt-qemu
