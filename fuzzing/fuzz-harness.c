@@ -77,7 +77,7 @@ fuzz_server_init (void)
     .family = AF_UNSPEC,
     .threads = 1,               /* one worker: deterministic */
     .max_connections = 1,
-    .handshake_timeout = 0,     /* no deadline: no slow runs, no clock */
+    .handshake_timeout_ns = 0,  /* no deadline: no slow runs, no clock */
     .mask_handshake = 0xffff,   /* every global flag offered, as main.c */
   };
   signal (SIGPIPE, SIG_IGN);
