@@ -102,6 +102,12 @@ open_unnamed (const char *dir)
   return fd2;
 }
 
+int
+filestore_unnamed_fd (void)
+{
+  return open_unnamed (filestore_dir ());
+}
+
 struct filestore *
 filestore_create (void)
 {

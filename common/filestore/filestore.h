@@ -38,6 +38,13 @@ struct filestore;
 /* The directory the file goes in: $TMPDIR, or /var/tmp. */
 extern const char *filestore_dir (void);
 
+/* A read-write file with no name in filestore_dir (), as the store's
+ * own (O_TMPFILE, else mkostemp and unlink), for callers that only
+ * need such a file (the gzip and bzip2 filters' decompressed content):
+ * its descriptor, or -1 with errno set.
+ */
+extern int filestore_unnamed_fd (void);
+
 /* Make an empty store (every byte reads as zeroes) in filestore_dir ().
  * NULL with errno set if the file cannot be made.
  */

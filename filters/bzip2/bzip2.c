@@ -31,6 +31,7 @@
 
 #include "checked-overflow.h"
 #include "cleanup.h"
+#include "filestore.h"
 #include "full-rw.h"
 #include "minmax.h"
 
@@ -91,28 +92,6 @@ bzip2_open (nbdkit_next_open *next, nbdkit_context *context,
   if (next (context, 1, exportname) == -1)
     return NULL;
   return NBDKIT_HANDLE_NOT_NEEDED;
-}
-
-/* An unlinked file under $TMPDIR to hold the decompressed content. */
-static int
-make_temp_file (void)
-{
-  const char *dir = getenv ("TMPDIR");
-  if (dir == NULL || *dir == '\0')
-    dir = "/var/tmp";
-  CLEANUP_FREE char *template = NULL;
-  if (asprintf (&template, "%s/nbdkit-bzip2-XXXXXX", dir) == -1) {
-    nbdkit_error ("asprintf: %m");
-    return -1;
-  }
-  int fd = mkostemp (template, O_CLOEXEC);
-  if (fd == -1) {
-    nbdkit_error ("cannot create a temporary file in %s "
-                  "(set TMPDIR?): %m", dir);
-    return -1;
-  }
-  unlink (template);
-  return fd;
 }
 
 static bool
@@ -302,9 +281,13 @@ bzip2_prepare (nbdkit_next *next, void *handle, int readonly)
   if (store.size >= 0)
     return 0;
 
-  int fd = make_temp_file ();
-  if (fd == -1)
+  /* An unnamed file under $TMPDIR holds the decompressed content. */
+  int fd = filestore_unnamed_fd ();
+  if (fd == -1) {
+    nbdkit_error ("cannot create a temporary file in %s (set TMPDIR?): %m",
+                  filestore_dir ());
     return -1;
+  }
   int64_t compressed = 0, streams = 0;
   int64_t size = decompress_all (next, fd, &compressed, &streams);
   if (size == -1) {

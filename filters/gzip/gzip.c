@@ -31,6 +31,7 @@
 
 #include "checked-overflow.h"
 #include "cleanup.h"
+#include "filestore.h"
 #include "full-rw.h"
 #include "minmax.h"
 
@@ -88,28 +89,6 @@ gzip_open (nbdkit_next_open *next, nbdkit_context *context,
   if (next (context, 1, exportname) == -1)
     return NULL;
   return NBDKIT_HANDLE_NOT_NEEDED;
-}
-
-/* An unlinked file under $TMPDIR to hold the inflated content. */
-static int
-make_temp_file (void)
-{
-  const char *dir = getenv ("TMPDIR");
-  if (dir == NULL || *dir == '\0')
-    dir = "/var/tmp";
-  CLEANUP_FREE char *template = NULL;
-  if (asprintf (&template, "%s/nbdkit-gzip-XXXXXX", dir) == -1) {
-    nbdkit_error ("asprintf: %m");
-    return -1;
-  }
-  int fd = mkostemp (template, O_CLOEXEC);
-  if (fd == -1) {
-    nbdkit_error ("cannot create a temporary file in %s "
-                  "(set TMPDIR?): %m", dir);
-    return -1;
-  }
-  unlink (template);
-  return fd;
 }
 
 /* Does BUF (LEN bytes) start like another gzip member? */
@@ -264,9 +243,13 @@ gzip_prepare (nbdkit_next *next, void *handle, int readonly)
   if (store.size >= 0)
     return 0;
 
-  int fd = make_temp_file ();
-  if (fd == -1)
+  /* An unnamed file under $TMPDIR holds the inflated content. */
+  int fd = filestore_unnamed_fd ();
+  if (fd == -1) {
+    nbdkit_error ("cannot create a temporary file in %s (set TMPDIR?): %m",
+                  filestore_dir ());
     return -1;
+  }
   int64_t compressed = 0;
   int64_t size = inflate_all (next, fd, &compressed);
   if (size == -1) {
