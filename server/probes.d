@@ -724,6 +724,10 @@ provider nbdkit {
               int64_t arg1, int64_t arg2, const char *text);
 };
 
+/* The provider as a whole: the weakest stability of its probes.  Each
+ * probe's own stability (the core connection and request probes are
+ * Stable) is in tools/probes.stability and nbdkit-probes(1).
+ */
 #pragma D attributes Evolving/Evolving/Common provider nbdkit provider
 #pragma D attributes Private/Private/Unknown provider nbdkit module
 #pragma D attributes Private/Private/Unknown provider nbdkit function

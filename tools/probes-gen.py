@@ -12,6 +12,13 @@
 #   probes-gen.py [OPTIONS] pod TEMPLATE OUT     nbdkit-probes(1)
 #   probes-gen.py [OPTIONS] check-so BUILDDIR    every built .so's notes
 #       (provider nbdkit) against its declarations, both ways
+#   probes-gen.py [OPTIONS] check-sig FILE    the probes against the
+#       contract in FILE (tools/probes.stability): every probe has a
+#       stability there, and each Stable one the argument types FILE
+#       records for it
+#   probes-gen.py [OPTIONS] sig FILE OUT    FILE rewritten from today's
+#       declarations, keeping each probe's stability (a new probe is
+#       Evolving): how a change to the contract is made on purpose
 #
 # Options: --top DIR (the source tree, default: this script's parent);
 # for stp, where the probed files are: --binary PATH, --plugindir DIR,
@@ -412,7 +419,7 @@ def pod_args (p):
   return "\n".join (out)
 
 
-def pod_modules (mods, kinds):
+def pod_modules (mods, kinds, contract):
   out = []
   for m in mods:
     if m.kind not in kinds:
@@ -440,14 +447,14 @@ def pod_modules (mods, kinds):
       out.append ("=item B<%s> (%s)\n" % (p.name, labels))
       out.append ("\n".join (textwrap.wrap (doc, 72,
                                             break_on_hyphens=False)) + "\n")
-      out.append ("Declared as: C<probe %s (%s)>\n" % (
+      out.append ("Declared as: C<probe %s (%s)>.  Stability: %s.\n" % (
         p.name, ", ".join ("%s%s" % (t if t.endswith ("*") else t + " ", n)
-                           for t, n in p.args)))
+                           for t, n in p.args), stability (p, contract)))
     out.append ("=back\n")
   return "\n".join (out)
 
 
-def gen_pod (mods, template):
+def gen_pod (mods, template, contract):
   text = open (template).read ()
   server = [p for p in mods[0].probes]
   heads = re.findall (r"^=head2 (\w+)\n(?:(?!^=head).)*?^@NBDKIT_PROBE_ARGS@$",
@@ -459,13 +466,99 @@ def gen_pod (mods, template):
                  (template, " ".join (heads), " ".join (names)))
   for p in server:
     table = pod_args (p) if p.args else "No arguments."
+    table += "\n\nStability: %s" % stability (p, contract)
     text = re.sub (r"(^=head2 %s\n(?:(?!^=head).)*?^)@NBDKIT_PROBE_ARGS@$"
                    % p.name, lambda m: m.group (1) + table, text, count=1,
                    flags=re.S | re.M)
   return fill (template, {
-    "NBDKIT_PROBE_PLUGINS": pod_modules (mods, ("common", "plugin")),
-    "NBDKIT_PROBE_FILTERS": pod_modules (mods, ("filter",)),
+    "NBDKIT_PROBE_PLUGINS": pod_modules (mods, ("common", "plugin"),
+                                         contract),
+    "NBDKIT_PROBE_FILTERS": pod_modules (mods, ("filter",), contract),
   }, text)
+
+
+# ---- the stability contract -------------------------------------------
+
+STABILITIES = ("Stable", "Evolving", "Unstable")
+
+
+def read_contract (path):
+  """{probe: (stability, [types] or None)} from tools/probes.stability.
+
+  One probe a line: `STABILITY NAME' or, for a Stable probe, `Stable
+  NAME (TYPE, TYPE, ...)' with the C types of its arguments in order.
+  """
+  out = {}
+  for n, l in enumerate (open (path), 1):
+    l = l.split ("#", 1)[0].strip ()
+    if not l:
+      continue
+    m = re.match (r"^(\w+)\s+(\w+)\s*(?:\((.*)\))?$", l)
+    if not m or m.group (1) not in STABILITIES:
+      raise Error ("%s:%d: cannot read `%s'" % (path, n, l))
+    st, name, types = m.groups ()
+    if name in out:
+      raise Error ("%s:%d: %s is listed twice" % (path, n, name))
+    if st == "Stable" and types is None:
+      raise Error ("%s:%d: Stable %s needs its argument types" %
+                   (path, n, name))
+    if types is not None:
+      types = [" ".join (t.split ()) for t in types.split (",") if t.strip ()]
+    out[name] = (st, types)
+  return out
+
+
+def sig_types (p):
+  return [t for t, _ in p.args]
+
+
+def check_contract (mods, path):
+  contract = read_contract (path)
+  errs = []
+  declared = {p.name: p for m in mods for p in m.probes}
+  for name, p in declared.items ():
+    if name not in contract:
+      errs.append ("%s (%s) has no stability in %s" %
+                   (name, p.module.path, path))
+      continue
+    st, types = contract[name]
+    if st == "Stable" and types != sig_types (p):
+      errs.append ("Stable probe %s changed its arguments: %s declares "
+                   "(%s), the contract says (%s)" %
+                   (name, p.module.path, ", ".join (sig_types (p)),
+                    ", ".join (types)))
+  for name, (st, _) in contract.items ():
+    if name not in declared:
+      errs.append ("%s probe %s is in %s but declared nowhere%s" %
+                   (st, name, path, " (a Stable probe may not go)"
+                    if st == "Stable" else ""))
+  return len (declared), errs
+
+
+def stability (p, contract):
+  return contract.get (p.name, ("Evolving", None))[0]
+
+
+def gen_sig (mods, path):
+  contract = read_contract (path)
+  head = []
+  for l in open (path):
+    if l.startswith ("#") or not l.strip ():
+      head.append (l)
+    else:
+      break
+  out = "".join (head)
+  for m in mods:
+    out += "\n# %s\n" % ("server" if m.kind == "server" else "%s/%s" % (
+      {"plugin": "plugins", "filter": "filters"}.get (m.kind, m.kind),
+      m.name))
+    for p in m.probes:
+      st = stability (p, contract)
+      out += "%-9s %s" % (st, p.name)
+      if st == "Stable":
+        out += " (%s)" % ", ".join (sig_types (p))
+      out += "\n"
+  return out
 
 
 # ---- the built .so files against their declarations ---------------------
@@ -539,8 +632,9 @@ def main ():
   ap.add_argument ("--plugindir")
   ap.add_argument ("--filterdir")
   ap.add_argument ("--build-tree")
+  ap.add_argument ("--stability")
   ap.add_argument ("what", choices=["stp", "dlib", "perf", "pod",
-                                    "check-so"])
+                                    "check-so", "check-sig", "sig"])
   ap.add_argument ("files", nargs="+")
   opts = ap.parse_args ()
   try:
@@ -552,13 +646,23 @@ def main ():
       print ("%s: %d .so files checked, %d problems" % (PROG, checked,
                                                         len (errs)))
       return 1 if errs or not checked else 0
+    if opts.what == "check-sig":
+      checked, errs = check_contract (mods, opts.files[0])
+      for e in errs:
+        print (e)
+      print ("%s: %d probes checked against %s, %d problems" %
+             (PROG, checked, opts.files[0], len (errs)))
+      return 1 if errs or not checked else 0
     if len (opts.files) != 2:
       raise Error ("%s needs TEMPLATE OUT" % opts.what)
     template, out = opts.files
     text = {"stp": lambda: gen_stp (mods, opts, template),
             "dlib": lambda: gen_dlib (mods, template),
             "perf": lambda: gen_perf (mods, template),
-            "pod": lambda: gen_pod (mods, template)}[opts.what] ()
+            "pod": lambda: gen_pod (mods, template, read_contract (
+              opts.stability or os.path.join (opts.top, "tools",
+                                              "probes.stability"))),
+            "sig": lambda: gen_sig (mods, template)}[opts.what] ()
     with open (out + ".tmp", "w") as f:
       f.write (text)
     if opts.what == "perf":
