@@ -199,7 +199,18 @@ print_short_options (void)
 static void
 dump_config (void)
 {
-  printf ("binary=%s/nbdkit\n", SBINDIR);
+  /* The binary that is running (a build tree's, or one moved after
+   * install), as scripts use it to start the same server again; the
+   * configured path only when the kernel cannot say.
+   */
+  char self[PATH_MAX];
+  ssize_t n = readlink ("/proc/self/exe", self, sizeof self - 1);
+  if (n > 0) {
+    self[n] = '\0';
+    printf ("binary=%s\n", self);
+  }
+  else
+    printf ("binary=%s/nbdkit\n", SBINDIR);
   printf ("bindir=%s\n", BINDIR);
   printf ("exit_with_parent=yes\n");
   printf ("filterdir=%s\n", FILTERDIR);

@@ -3,7 +3,8 @@
 # --dump-config prints key=value lines: every key Debian's nbdkit 1.32
 # prints, with this build's values (version 1.32.x, so callers that
 # gate on version_major/version_minor work), plus the keys naming this
-# server; the version agrees with --version.
+# server; the version agrees with --version; binary= names the running
+# server.
 source "$(dirname "$0")/functions.sh"
 
 t "$NBDKIT" --dump-config > "$tmpdir/config"
@@ -44,3 +45,13 @@ extra="$(comm -13 "$tmpdir/debian.keys" "$tmpdir/our.keys" | tr '\n' ' ')"
 
 t "$NBDKIT" --version | grep -qx "nbdkit $(val version)" ||
   fail "--version does not print $(val version)"
+
+# binary= is the server that is running, not the configured sbindir:
+# from the build tree the build tree's binary, and a copy moved
+# elsewhere names itself.
+[ "$(val binary)" = "$(realpath "$abs_top_builddir/server/nbdkit")" ] ||
+  fail "binary= is $(val binary), not the build tree's server/nbdkit"
+cp "$abs_top_builddir/server/nbdkit" "$tmpdir/moved-nbdkit"
+[ "$("$tmpdir/moved-nbdkit" --dump-config | sed -n 's/^binary=//p')" = \
+  "$(realpath "$tmpdir/moved-nbdkit")" ] ||
+  fail "a moved server does not name itself in binary="
