@@ -28,6 +28,13 @@ for f in "$root/sbin/nbdkit" \
   [ -e "$f" ] || fail "make install did not install $f"
 done
 
+# The modules are there as .so files only: no libtool archives (.la)
+# left beside them.
+la=$(find "$dest$libdir/nbdkit" -name '*.la' | head -5)
+[ -z "$la" ] || fail "make install left libtool archives: $la"
+[ "$(find "$dest$libdir/nbdkit/plugins" -name '*.so' | wc -l)" -ge 30 ] ||
+  fail "too few plugins installed"
+
 # All 41 filters of nbdkit 1.32, each with its man page.
 filters="blocksize blocksize-policy cache cacheextents checkwrite cow ddrescue
   delay error exitlast exitwhen exportname ext2 extentlist fua gzip ip limit
