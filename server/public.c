@@ -368,7 +368,11 @@ nbdkit_realpath (const char *path)
     return NULL;
   }
   char *ret = realpath (path, NULL);
-  if (!ret)
+  if (!ret && errno == EACCES)
+    /* realpath needs to search every directory on the way. */
+    nbdkit_error ("realpath: %s: %m (a directory on the path is not "
+                  "searchable by uid %ld)", path, (long) geteuid ());
+  else if (!ret)
     nbdkit_error ("realpath: %s: %m", path);
   return ret;
 }

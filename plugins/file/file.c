@@ -469,6 +469,45 @@ static int uring_done (void *opaque, enum uring_kind kind, char *buf,
                        int32_t res);
 #endif
 
+/* The open of PATH failed with ERR (EACCES, EPERM or EROFS): say what
+ * is wrong in terms the operator can act on.  Suggest -r only when the
+ * file can in fact be read; otherwise say whose the file is and who the
+ * server runs as, since -r would fail the same way.
+ */
+static void
+explain_denied (const char *path, bool readonly, int err)
+{
+  struct stat st;
+  int rfd;
+
+  if (!readonly && err == EROFS) {
+    nbdkit_error ("%s: cannot open for writing: the file system is "
+                  "read-only (use -r to serve it read-only)", path);
+    return;
+  }
+  if (!readonly && (rfd = open (path, O_RDONLY | O_CLOEXEC)) >= 0) {
+    close (rfd);
+    nbdkit_error ("%s: cannot open for writing: %s (it can be read: "
+                  "use -r to serve it read-only)", path, strerror (err));
+    return;
+  }
+  if (stat (path, &st) == -1) {
+    /* Not even stat: a directory on the way cannot be searched. */
+    nbdkit_error ("%s: cannot open: %s (a directory on the path is not "
+                  "searchable by uid %ld)",
+                  path, strerror (err), (long) geteuid ());
+    return;
+  }
+  nbdkit_error ("%s: cannot open for %s: %s (the file is mode %04o, "
+                "owned by uid %ld gid %ld; the server runs as uid %ld "
+                "gid %ld)%s",
+                path, readonly ? "reading" : "reading or writing",
+                strerror (err), (unsigned) (st.st_mode & 07777),
+                (long) st.st_uid, (long) st.st_gid,
+                (long) geteuid (), (long) getegid (),
+                readonly ? "" : ": -r would not help");
+}
+
 static void *
 file_open (int readonly)
 {
@@ -516,9 +555,8 @@ file_open (int readonly)
                 (direct ? O_DIRECT : 0));
   if (h->fd == -1) {
     err = errno;
-    if (!readonly && (err == EACCES || err == EROFS || err == EPERM))
-      nbdkit_error ("%s: cannot open for writing: %m "
-                    "(use -r to serve it read-only)", h->path);
+    if (err == EACCES || err == EROFS || err == EPERM)
+      explain_denied (h->path, readonly, err);
     else if (direct && err == EINVAL)
       nbdkit_error ("%s: open: %m (the file system refuses O_DIRECT: "
                     "leave out direct=true)", h->path);

@@ -3,7 +3,7 @@
 TESTS += test-file-trim.sh test-file-sendfile.sh \
 	test-file-write-alignment.sh test-file-cache-fadvise.sh \
 	test-file-cache-none-reads.sh test-file-directory-zero.sh \
-	test-file-dir-list.sh \
+	test-file-dir-list.sh test-file-permission-errors.sh \
 	test-file-io-uring-bytes.sh test-file-io-uring-overlap.sh \
 	test-file-io-uring-errors.sh test-file-io-uring-disconnect.sh
 EXTRA_DIST += file-io-uring-setup.sh
