@@ -24,7 +24,8 @@ for f in "$root/sbin/nbdkit" \
          "$root/share/man/man1/nbdkit-async.1" \
          "$dest$libdir/pkgconfig/nbdkit.pc" \
          "$root/share/man/man1/nbdkit.1" \
-         "$root/share/man/man1/nbdkit-memory-plugin.1"; do
+         "$root/share/man/man1/nbdkit-memory-plugin.1" \
+         "$root/share/bash-completion/completions/nbdkit"; do
   [ -e "$f" ] || fail "make install did not install $f"
 done
 
