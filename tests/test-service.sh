@@ -4,7 +4,9 @@
 # systemd-analyze verify, and do what nbdkit-service(1) says: the
 # service's ExecStart command line, run by systemd-socket-activate on
 # the socket unit's ListenStream (moved into a private directory),
-# serves its export to nbdinfo and keeps the data between clients.
+# serves its export to nbdinfo and keeps the data between clients, as an
+# unprivileged user without capabilities; and the unit's sandbox rates
+# below 4 in systemd-analyze security.
 source "$(dirname "$0")/functions.sh"
 requires_cmd make nbdinfo nbdsh systemd-socket-activate
 
@@ -62,9 +64,23 @@ if command -v systemd-analyze > /dev/null; then
   if grep -i 'nbdkit\.\(socket\|service\)' "$tmpdir/verify.log"; then
     fail "systemd-analyze verify complained about the units"
   fi
+  # The sandbox: systemd's own rating of the service's exposure (0 is
+  # locked down, 10 is none) stays below 4, "OK".
+  t systemd-analyze security --offline=yes \
+    "$tmpdir/verify/nbdkit.service" > "$tmpdir/security.log" 2>&1 || :
+  exposure=$(sed -n 's/.*Overall exposure level for nbdkit.service: \([0-9.]*\).*/\1/p' \
+               "$tmpdir/security.log")
+  [ -n "$exposure" ] || { cat "$tmpdir/security.log"; fail "no exposure level"; }
+  echo "systemd-analyze security: $exposure"
+  awk -v e="$exposure" 'BEGIN { exit !(e < 4) }' ||
+    { cat "$tmpdir/security.log"; fail "exposure $exposure is not below 4"; }
 else
   echo "systemd-analyze missing: verify step skipped"
 fi
+for d in DynamicUser=yes ProtectSystem=strict ProtectHome=yes \
+         NoNewPrivileges=yes CapabilityBoundingSet= ; do
+  grep -qx "$d" "$service" || fail "nbdkit.service lacks $d"
+done
 
 # The service's command line under socket activation, on the socket's
 # path moved into $tmpdir.  The installed server finds the installed
@@ -72,8 +88,15 @@ fi
 # under DESTDIR).
 sock="$tmpdir/${listen##*/}"
 # (systemd-socket-activate passes on only the variables given with -E.)
+# No systemd runs as PID 1 here to apply the sandbox, so the server runs
+# the way it would under it as far as this machine can: as an
+# unprivileged user of its own (DynamicUser), with no capabilities and
+# no way to gain any (NoNewPrivileges, CapabilityBoundingSet=).
+chmod 755 "$tmpdir"
 systemd-socket-activate -l "$sock" \
-  -E NBDKIT_PLUGINDIR="$dest$libdir/nbdkit/plugins" "$dest$server" "$@" \
+  -E NBDKIT_PLUGINDIR="$dest$libdir/nbdkit/plugins" \
+  setpriv --reuid=61234 --regid=61234 --clear-groups --no-new-privs \
+    --inh-caps=-all --bounding-set=-all "$dest$server" "$@" \
   > "$tmpdir/server.log" 2>&1 &
 pid=$!
 cleanup_fn _kill_pid "$pid"
@@ -87,4 +110,10 @@ t nbdsh -u "$uri" -c 'assert h.pread(7, 4096) == b"service"'
 [ "$(pgrep -c -P "$pid" || :)" -eq 0 ] ||
   fail "the server forked children: expected the activated server itself"
 kill -0 "$pid" || fail "the activated server exited after its clients"
+# ... and it was the unprivileged one.
+spid=$(pgrep -f "^$dest$server" | head -1)
+[ -n "$spid" ] && [ "$(stat -c %u /proc/$spid)" = 61234 ] ||
+  fail "the server did not run as the unprivileged uid"
+grep -q '^CapEff:[[:space:]]*0*$' /proc/$spid/status ||
+  fail "the server has capabilities"
 cat "$tmpdir/server.log"
