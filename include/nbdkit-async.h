@@ -122,7 +122,7 @@ struct nbdkit_async_filter_ops {
  * From any thread, at most once per request, holding any lock of the
  * plugin's: it never waits on the client, only queues the reply.
  */
-NBDKIT_EXTERN_DECL (void, nbdkit_async_complete,
+NBDKIT_EXTENSION_DECL (void, nbdkit_async_complete,
                     (struct nbdkit_async_request *req, int err));
 
 /* The server's event loop, for a plugin that would rather not own a
@@ -137,13 +137,32 @@ NBDKIT_EXTERN_DECL (void, nbdkit_async_complete,
  */
 struct nbdkit_async_watch;
 
-NBDKIT_EXTERN_DECL (struct nbdkit_async_watch *, nbdkit_async_watch,
+NBDKIT_EXTENSION_DECL (struct nbdkit_async_watch *, nbdkit_async_watch,
                     (int fd, int events,
                      void (*cb) (void *opaque, int revents), void *opaque));
-NBDKIT_EXTERN_DECL (int, nbdkit_async_watch_events,
+NBDKIT_EXTENSION_DECL (int, nbdkit_async_watch_events,
                     (struct nbdkit_async_watch *w, int events));
-NBDKIT_EXTERN_DECL (void, nbdkit_async_unwatch,
+NBDKIT_EXTENSION_DECL (void, nbdkit_async_unwatch,
                     (struct nbdkit_async_watch *w));
+
+/* Weak, as this server's other additions (nbdkit-common.h): a plugin
+ * using them still loads in nbdkit, which never calls the callbacks
+ * of struct nbdkit_async_ops, so nbdkit_async_complete is not reached
+ * there.  A watch fails (NULL, or -1) and unwatch does nothing.
+ */
+#if NBDKIT_WEAK_EXTENSIONS
+#define nbdkit_async_complete(req, err) \
+  NBDKIT_CALL_OR_ (nbdkit_async_complete, (req, err), (void) 0)
+#define nbdkit_async_watch(fd, events, cb, opaque) \
+  NBDKIT_CALL_OR_ (nbdkit_async_watch, (fd, events, cb, opaque), \
+                   (nbdkit_missing_ ("nbdkit_async_watch"), \
+                    (struct nbdkit_async_watch *) 0))
+#define nbdkit_async_watch_events(w, events) \
+  NBDKIT_CALL_OR_ (nbdkit_async_watch_events, (w, events), \
+                   nbdkit_missing_ ("nbdkit_async_watch_events"))
+#define nbdkit_async_unwatch(w) \
+  NBDKIT_CALL_OR_ (nbdkit_async_unwatch, (w), (void) 0)
+#endif
 
 #ifdef __cplusplus
 }

@@ -63,6 +63,42 @@ extern "C" {
 #define NBDKIT_EXTERN_DECL(ret, fn, args) extern ret fn args
 #define NBDKIT_DLL_PUBLIC __attribute__ ((__visibility__ ("default")))
 
+/* This server's additions to the interface of nbdkit 1.32 (Debian 12's
+ * nbdkit, the oldest server our plugins load in) are declared with
+ * NBDKIT_EXTENSION_DECL.  A plugin refers to them weakly, so that it
+ * still loads in a server without them: the dynamic linker binds each
+ * to the server's function where there is one and leaves it NULL
+ * otherwise, and the macros of the same names at the end of this
+ * header (and of nbdkit-async.h) then give a fallback instead of
+ * calling NULL: ids 0, probes skipped, ... (nbdkit-plugin(3),
+ * "LOADING IN OTHER NBDKIT SERVERS").  NBDKIT_SERVER_HAS (fn) tells
+ * whether the running server has FN.
+ *
+ * The weak declarations say default visibility outright: a reference
+ * made hidden (a visibility pragma, or an attribute a build adds) and
+ * weak would be settled to 0 by the static linker without a word,
+ * where a strong one fails the link.  -fvisibility=hidden and LTO
+ * leave them as they are.
+ *
+ * Define NBDKIT_REQUIRE_EXTENSIONS before including the header for
+ * ordinary references: the plugin then fails to load ("undefined
+ * symbol") in a server without them.  The server itself, which
+ * defines them, builds with NBDKIT_INTERNAL.
+ */
+#if defined (NBDKIT_INTERNAL) || defined (NBDKIT_REQUIRE_EXTENSIONS) \
+  || !(defined (__GNUC__) || defined (__clang__))
+#define NBDKIT_WEAK_EXTENSIONS 0
+#define NBDKIT_EXTENSION_DECL(ret, fn, args) \
+  NBDKIT_EXTERN_DECL (ret, fn, args)
+#define NBDKIT_SERVER_HAS(fn) 1
+#else
+#define NBDKIT_WEAK_EXTENSIONS 1
+#define NBDKIT_EXTENSION_DECL(ret, fn, args) \
+  extern ret fn args __attribute__ ((__weak__, __visibility__ ("default")))
+/* FN is not followed by "(" here, so its macro does not expand. */
+#define NBDKIT_SERVER_HAS(fn) (&(fn) != 0)
+#endif
+
 /* Messages.  nbdkit_error also records the text for the client where
  * the protocol allows it; nbdkit_debug prints only with -v.
  */
@@ -80,10 +116,10 @@ NBDKIT_EXTERN_DECL (void, nbdkit_vdebug,
  * line headed by PREFIX (may be NULL); hexdiff shows the rows where
  * BUF1 and BUF2 differ as a pair, "-" then "+" (nbdkit 1.46).
  */
-NBDKIT_EXTERN_DECL (void, nbdkit_debug_hexdump,
+NBDKIT_EXTENSION_DECL (void, nbdkit_debug_hexdump,
                     (const void *buf, size_t len, const char *prefix,
                      uint64_t start));
-NBDKIT_EXTERN_DECL (void, nbdkit_debug_hexdiff,
+NBDKIT_EXTENSION_DECL (void, nbdkit_debug_hexdiff,
                     (const void *buf1, const void *buf2, size_t len,
                      const char *prefix, uint64_t start));
 
@@ -114,10 +150,10 @@ NBDKIT_EXTERN_DECL (int, nbdkit_parse_int64_t,
 NBDKIT_EXTERN_DECL (int, nbdkit_parse_uint64_t,
                     (const char *what, const char *str, uint64_t *r));
 /* "0.1", "10%", "1:10", "1/10": a probability, >= 0 (nbdkit 1.36). */
-NBDKIT_EXTERN_DECL (int, nbdkit_parse_probability,
+NBDKIT_EXTENSION_DECL (int, nbdkit_parse_probability,
                     (const char *what, const char *str, double *r));
 /* "1.5", "20ms", "3us", "9ns": a delay for nbdkit_nanosleep (1.40). */
-NBDKIT_EXTERN_DECL (int, nbdkit_parse_delay,
+NBDKIT_EXTENSION_DECL (int, nbdkit_parse_delay,
                     (const char *what, const char *str,
                      unsigned *sec, unsigned *nsec));
 NBDKIT_EXTERN_DECL (int, nbdkit_stdio_safe, (void));
@@ -136,35 +172,35 @@ NBDKIT_EXTERN_DECL (int64_t, nbdkit_peer_gid, (void));
  * as a malloc'd string the caller frees; NULL with an error (errno
  * ENOPROTOOPT) where the kernel gives none.  As in later nbdkit.
  */
-NBDKIT_EXTERN_DECL (char *, nbdkit_peer_security_context, (void));
+NBDKIT_EXTENSION_DECL (char *, nbdkit_peer_security_context, (void));
 /* Who the client proved to be over TLS: the DN of its verified X.509
  * certificate or of the certificate's issuer, or (an extension of this
  * server) its PSK username.  Each returns a malloc'd string the caller
  * frees: "" when there is no such identity, NULL on error.
  */
-NBDKIT_EXTERN_DECL (char *, nbdkit_peer_tls_dn, (void));
-NBDKIT_EXTERN_DECL (char *, nbdkit_peer_tls_issuer_dn, (void));
-NBDKIT_EXTERN_DECL (char *, nbdkit_peer_tls_username, (void));
+NBDKIT_EXTENSION_DECL (char *, nbdkit_peer_tls_dn, (void));
+NBDKIT_EXTENSION_DECL (char *, nbdkit_peer_tls_issuer_dn, (void));
+NBDKIT_EXTENSION_DECL (char *, nbdkit_peer_tls_username, (void));
 NBDKIT_EXTERN_DECL (void, nbdkit_shutdown, (void));
 /* Ends the current connection alone: FORCE cuts it at once (no more
  * replies); otherwise requests in flight finish and later ones fail
  * with ESHUTDOWN until the client disconnects.  As in nbdkit 1.34.
  */
-NBDKIT_EXTERN_DECL (void, nbdkit_disconnect, (int force));
+NBDKIT_EXTENSION_DECL (void, nbdkit_disconnect, (int force));
 
 /* The ids the server's probes carry for the calling thread: the
  * connection's id (0 outside a connection) and the cookie of the
  * request being served (0 outside a request).  Pass them first in a
  * plugin's own probes so a tracer can join them to the server's.
  */
-NBDKIT_EXTERN_DECL (uint64_t, nbdkit_connection_id, (void));
-NBDKIT_EXTERN_DECL (uint64_t, nbdkit_request_cookie, (void));
+NBDKIT_EXTENSION_DECL (uint64_t, nbdkit_connection_id, (void));
+NBDKIT_EXTENSION_DECL (uint64_t, nbdkit_request_cookie, (void));
 
 /* Fire the server's generic probe "user" (id, cookie, name, arg1,
  * arg2, text) from any plugin or filter, whatever its language.
  * NAME and TEXT may be NULL (read as "").  Cheap when untraced.
  */
-NBDKIT_EXTERN_DECL (void, nbdkit_probe,
+NBDKIT_EXTENSION_DECL (void, nbdkit_probe,
                     (const char *name, int64_t arg1, int64_t arg2,
                      const char *text));
 
@@ -194,6 +230,59 @@ NBDKIT_EXTERN_DECL (int, nbdkit_use_default_export,
 
 /* A plugin that keeps no per-connection state returns this from open. */
 #define NBDKIT_HANDLE_NOT_NEEDED (&errno)
+
+#if NBDKIT_WEAK_EXTENSIONS
+/* The extensions' fallbacks where the server lacks them (see
+ * NBDKIT_EXTENSION_DECL).  Each macro calls the server's function when
+ * it is there; its own name inside it is not expanded again.  The
+ * fallback of a call that returns a result fails it as a bad parameter
+ * or a missing peer label would, with errno ENOSYS and this error.
+ */
+static inline int
+nbdkit_missing_ (const char *fn)
+{
+  nbdkit_error ("%s: not in this nbdkit server (it is older than "
+                "the plugin's headers)", fn);
+  errno = ENOSYS;
+  return -1;
+}
+#define NBDKIT_CALL_OR_(fn, args, fallback) \
+  (NBDKIT_SERVER_HAS (fn) ? (fn) args : (fallback))
+
+/* Ids 0, as outside a connection; probes and hexdumps skipped (their
+ * arguments are then not evaluated); disconnect does nothing.
+ */
+#define nbdkit_connection_id() \
+  NBDKIT_CALL_OR_ (nbdkit_connection_id, (), (uint64_t) 0)
+#define nbdkit_request_cookie() \
+  NBDKIT_CALL_OR_ (nbdkit_request_cookie, (), (uint64_t) 0)
+#define nbdkit_probe(name, arg1, arg2, text) \
+  NBDKIT_CALL_OR_ (nbdkit_probe, (name, arg1, arg2, text), (void) 0)
+#define nbdkit_debug_hexdump(buf, len, prefix, start) \
+  NBDKIT_CALL_OR_ (nbdkit_debug_hexdump, (buf, len, prefix, start), \
+                   (void) 0)
+#define nbdkit_debug_hexdiff(buf1, buf2, len, prefix, start) \
+  NBDKIT_CALL_OR_ (nbdkit_debug_hexdiff, \
+                   (buf1, buf2, len, prefix, start), (void) 0)
+#define nbdkit_disconnect(force) \
+  NBDKIT_CALL_OR_ (nbdkit_disconnect, (force), (void) 0)
+/* -1, or NULL, with the error above. */
+#define nbdkit_parse_probability(what, str, r) \
+  NBDKIT_CALL_OR_ (nbdkit_parse_probability, (what, str, r), \
+                   nbdkit_missing_ ("nbdkit_parse_probability"))
+#define nbdkit_parse_delay(what, str, sec, nsec) \
+  NBDKIT_CALL_OR_ (nbdkit_parse_delay, (what, str, sec, nsec), \
+                   nbdkit_missing_ ("nbdkit_parse_delay"))
+#define NBDKIT_NULL_MISSING_(fn) \
+  NBDKIT_CALL_OR_ (fn, (), (nbdkit_missing_ (#fn), (char *) 0))
+#define nbdkit_peer_security_context() \
+  NBDKIT_NULL_MISSING_ (nbdkit_peer_security_context)
+#define nbdkit_peer_tls_dn() NBDKIT_NULL_MISSING_ (nbdkit_peer_tls_dn)
+#define nbdkit_peer_tls_issuer_dn() \
+  NBDKIT_NULL_MISSING_ (nbdkit_peer_tls_issuer_dn)
+#define nbdkit_peer_tls_username() \
+  NBDKIT_NULL_MISSING_ (nbdkit_peer_tls_username)
+#endif /* NBDKIT_WEAK_EXTENSIONS */
 
 #ifdef __cplusplus
 }

@@ -26,6 +26,8 @@
 #include <sys/uio.h>
 
 #define NBDKIT_API_VERSION 2
+/* The server defines the extensions that plugins refer to weakly. */
+#define NBDKIT_INTERNAL
 #include "nbdkit-plugin.h"
 #include "nbdkit-filter.h"
 

@@ -580,21 +580,15 @@ plugin_init (void)
 
 /* --- Helpers called from OCaml ------------------------------------------ */
 
-#pragma weak nbdkit_probe
-#pragma weak nbdkit_connection_id
-#pragma weak nbdkit_request_cookie
-/* nbdkit 1.34..1.40's calls: weak too, so the .so loads in nbdkit 1.32
- * (disconnect then does nothing; the parsers answer -2).
+/* This server's additions to nbdkit 1.32's interface are weak in
+ * <nbdkit-common.h>, so the .so loads in nbdkit 1.32: there the ids
+ * are 0, probe and disconnect do nothing, and the parsers answer -2.
  */
-#pragma weak nbdkit_disconnect
-#pragma weak nbdkit_parse_probability
-#pragma weak nbdkit_parse_delay
 
 value
 ocaml_nbdkit_disconnect (value force)
 {
-  if (nbdkit_disconnect)
-    nbdkit_disconnect (Bool_val (force));
+  nbdkit_disconnect (Bool_val (force));
   return Val_unit;
 }
 
@@ -605,7 +599,7 @@ ocaml_nbdkit_parse_probability (value what, value s)
   CAMLparam2 (what, s);
   CAMLlocal2 (r, d);
   double p = 0;
-  int rc = nbdkit_parse_probability
+  int rc = NBDKIT_SERVER_HAS (nbdkit_parse_probability)
     ? nbdkit_parse_probability (String_val (what), String_val (s), &p) : -2;
   d = caml_copy_double (p);
   r = caml_alloc_tuple (2);
@@ -621,7 +615,7 @@ ocaml_nbdkit_parse_delay (value what, value s)
   CAMLparam2 (what, s);
   CAMLlocal1 (r);
   unsigned sec = 0, nsec = 0;
-  int rc = nbdkit_parse_delay
+  int rc = NBDKIT_SERVER_HAS (nbdkit_parse_delay)
     ? nbdkit_parse_delay (String_val (what), String_val (s), &sec, &nsec)
     : -2;
   r = caml_alloc_tuple (3);
@@ -683,9 +677,8 @@ ocaml_nbdkit_shutdown (value unit)
 value
 ocaml_nbdkit_probe (value name, value a1, value a2, value text)
 {
-  if (nbdkit_probe)
-    nbdkit_probe (String_val (name), Int64_val (a1), Int64_val (a2),
-                  String_val (text));
+  nbdkit_probe (String_val (name), Int64_val (a1), Int64_val (a2),
+                String_val (text));
   return Val_unit;
 }
 
@@ -693,14 +686,12 @@ value
 ocaml_nbdkit_connection_id (value unit)
 {
   CAMLparam1 (unit);
-  CAMLreturn (caml_copy_int64 (nbdkit_connection_id ?
-                               nbdkit_connection_id () : 0));
+  CAMLreturn (caml_copy_int64 (nbdkit_connection_id ()));
 }
 
 value
 ocaml_nbdkit_request_cookie (value unit)
 {
   CAMLparam1 (unit);
-  CAMLreturn (caml_copy_int64 (nbdkit_request_cookie ?
-                               nbdkit_request_cookie () : 0));
+  CAMLreturn (caml_copy_int64 (nbdkit_request_cookie ()));
 }

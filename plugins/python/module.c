@@ -12,7 +12,6 @@
 #include "python.h"
 #include "array-size.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -190,19 +189,18 @@ m_peer_gid (PyObject *self, PyObject *args)
   return peer_id (nbdkit_peer_gid, "peer_gid");
 }
 
-/* nbdkit 1.34..1.40's calls.  Looked up at run time, so that the
+/* nbdkit 1.34..1.40's calls, weak in <nbdkit-common.h> so that the
  * plugin still loads into a server older than they are (Debian's
- * 1.32), where calling one raises NotImplementedError.
+ * 1.32): there calling one raises NotImplementedError rather than
+ * taking the header's fallback.
  */
-static void *
-newer_call (const char *name)
+static int
+newer_call_missing (int present, const char *name)
 {
-  void *fn = dlsym (RTLD_DEFAULT, name);
-  if (!fn)
+  if (!present)
     PyErr_Format (PyExc_NotImplementedError,
-                  "nbdkit.%s: this server has no nbdkit_%s",
-                  name + strlen ("nbdkit_"), name + strlen ("nbdkit_"));
-  return fn;
+                  "nbdkit.%s: this server has no nbdkit_%s", name, name);
+  return !present;
 }
 
 static PyObject *
@@ -213,10 +211,10 @@ m_disconnect (PyObject *self, PyObject *args, PyObject *kwds)
   if (!PyArg_ParseTupleAndKeywords (args, kwds, "|p:disconnect", kwlist,
                                     &force))
     return NULL;
-  void (*fn) (int) = (void (*) (int)) newer_call ("nbdkit_disconnect");
-  if (!fn)
+  if (newer_call_missing (NBDKIT_SERVER_HAS (nbdkit_disconnect),
+                          "disconnect"))
     return NULL;
-  fn (force);
+  nbdkit_disconnect (force);
   Py_RETURN_NONE;
 }
 
@@ -230,12 +228,10 @@ m_parse_probability (PyObject *self, PyObject *args)
   double d;
   if (!PyArg_ParseTuple (args, "ss:parse_probability", &what, &str))
     return NULL;
-  int (*fn) (const char *, const char *, double *) =
-    (int (*) (const char *, const char *, double *))
-    newer_call ("nbdkit_parse_probability");
-  if (!fn)
+  if (newer_call_missing (NBDKIT_SERVER_HAS (nbdkit_parse_probability),
+                          "parse_probability"))
     return NULL;
-  if (fn (what, str, &d) == -1) {
+  if (nbdkit_parse_probability (what, str, &d) == -1) {
     PyErr_Format (PyExc_ValueError,
                   "nbdkit.parse_probability: %s: cannot parse '%s' as a "
                   "probability", what, str);
@@ -251,12 +247,10 @@ m_parse_delay (PyObject *self, PyObject *args)
   unsigned sec, nsec;
   if (!PyArg_ParseTuple (args, "ss:parse_delay", &what, &str))
     return NULL;
-  int (*fn) (const char *, const char *, unsigned *, unsigned *) =
-    (int (*) (const char *, const char *, unsigned *, unsigned *))
-    newer_call ("nbdkit_parse_delay");
-  if (!fn)
+  if (newer_call_missing (NBDKIT_SERVER_HAS (nbdkit_parse_delay),
+                          "parse_delay"))
     return NULL;
-  if (fn (what, str, &sec, &nsec) == -1) {
+  if (nbdkit_parse_delay (what, str, &sec, &nsec) == -1) {
     PyErr_Format (PyExc_ValueError,
                   "nbdkit.parse_delay: %s: cannot parse '%s' as a delay",
                   what, str);

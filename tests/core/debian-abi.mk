@@ -9,4 +9,4 @@ TESTS += test-abi-memory.sh test-abi-file.sh test-abi-pattern.sh \
 	test-debian-filters-control.sh test-filter-debian-no-extents.sh \
 	test-filter-debian-err-null.sh test-filter-debian-tls-fallback.sh \
 	test-filter-debian-extents-api.sh test-filter-debian-retry.sh \
-	test-debian-plugin-answers.sh
+	test-debian-plugin-answers.sh test-debian-nbdkit-loads.sh

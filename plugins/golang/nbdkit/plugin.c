@@ -143,41 +143,24 @@ int go_add_export (void *e, const char *name, const char *desc)
 { return nbdkit_add_export (e, name, desc); }
 int go_use_default_export (void *e) { return nbdkit_use_default_export (e); }
 
-/* This server's additions to nbdkit 1.32's interface, referenced
- * weakly: in nbdkit 1.32 they are absent and these do nothing.
+/* This server's additions to nbdkit 1.32's interface are weak in
+ * <nbdkit-common.h>: in nbdkit 1.32 the ids are 0, probe and
+ * disconnect do nothing, and the parsers here fail with -2.
  */
-#pragma weak nbdkit_probe
-#pragma weak nbdkit_connection_id
-#pragma weak nbdkit_request_cookie
 void
 go_probe (const char *name, int64_t a1, int64_t a2, const char *text)
-{
-  if (nbdkit_probe)
-    nbdkit_probe (name, a1, a2, text);
-}
-uint64_t go_connection_id (void)
-{ return nbdkit_connection_id ? nbdkit_connection_id () : 0; }
-uint64_t go_request_cookie (void)
-{ return nbdkit_request_cookie ? nbdkit_request_cookie () : 0; }
-
-/* nbdkit 1.34..1.40's calls, weak for the same reason: in nbdkit 1.32
- * disconnect does nothing and the parsers fail with -2.
- */
-#pragma weak nbdkit_disconnect
-#pragma weak nbdkit_parse_probability
-#pragma weak nbdkit_parse_delay
-void go_disconnect (int force)
-{
-  if (nbdkit_disconnect)
-    nbdkit_disconnect (force);
-}
+{ nbdkit_probe (name, a1, a2, text); }
+uint64_t go_connection_id (void) { return nbdkit_connection_id (); }
+uint64_t go_request_cookie (void) { return nbdkit_request_cookie (); }
+void go_disconnect (int force) { nbdkit_disconnect (force); }
 int go_parse_probability (const char *what, const char *s, double *r)
 {
-  return nbdkit_parse_probability ? nbdkit_parse_probability (what, s, r)
-    : -2;
+  return NBDKIT_SERVER_HAS (nbdkit_parse_probability)
+    ? nbdkit_parse_probability (what, s, r) : -2;
 }
 int go_parse_delay (const char *what, const char *s, unsigned *sec,
                     unsigned *nsec)
 {
-  return nbdkit_parse_delay ? nbdkit_parse_delay (what, s, sec, nsec) : -2;
+  return NBDKIT_SERVER_HAS (nbdkit_parse_delay)
+    ? nbdkit_parse_delay (what, s, sec, nsec) : -2;
 }
