@@ -7,6 +7,8 @@
 # offset, bytes skipped) or carries on the connection's stream
 # (indexed_gzip_continue: stream offset, bytes skipped), with the point
 # offsets read from the index file the first server wrote.
+# The probes that fire during a request carry its connection id and
+# cookie first: the tracer prints only the lines where both are set.
 source "$(dirname "$0")/functions.sh"
 source "$(dirname "$0")/compress-filters.sh"
 requires_tracer nbdsh gzip
@@ -20,8 +22,10 @@ args=(--filter=indexed-gzip file "$tmpdir/data.gz" gzip-index-path="$idx"
 program="
 usdt:$so:nbdkit:indexed_gzip_index_built { printf(\"built %d %d %d\\n\", arg0, arg1, arg2); }
 usdt:$so:nbdkit:indexed_gzip_index_loaded { printf(\"loaded %d %d\\n\", arg0, arg1); }
-usdt:$so:nbdkit:indexed_gzip_seek { printf(\"seek %d %d %d\\n\", arg0, arg1, arg2); }
-usdt:$so:nbdkit:indexed_gzip_continue { printf(\"continue %d %d\\n\", arg0, arg1); }"
+usdt:$so:nbdkit:indexed_gzip_seek /arg0 > 0 && arg1 > 0/ {
+  printf(\"seek %d %d %d\\n\", arg2, arg3, arg4); }
+usdt:$so:nbdkit:indexed_gzip_continue /arg0 > 0 && arg1 > 0/ {
+  printf(\"continue %d %d\\n\", arg2, arg3); }"
 
 start_server "${args[@]}"
 trace_start "$tmpdir/trace1" "$program"

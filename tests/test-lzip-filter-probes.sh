@@ -6,6 +6,8 @@
 # (member, uncompressed size) for each found in the cache, in the order
 # a client's reads need them, a two-member cache evicting the least
 # recently used member.
+# The probes that fire during a request carry its connection id and
+# cookie first: the tracer prints only the lines where both are set.
 source "$(dirname "$0")/functions.sh"
 source "$(dirname "$0")/compress-filters.sh"
 requires_tracer nbdsh lzip
@@ -24,8 +26,10 @@ p4=$(field 4 2)
 
 start_server --filter=lzip file "$tmpdir/data.lz" lzip-max-depth=2
 trace_start "$tmpdir/trace" "
-usdt:$so:nbdkit:lzip_member_decompress { printf(\"dec %d %d %d\\n\", arg0, arg1, arg2); }
-usdt:$so:nbdkit:lzip_cache_hit { printf(\"hit %d %d\\n\", arg0, arg1); }"
+usdt:$so:nbdkit:lzip_member_decompress /arg0 > 0 && arg1 > 0/ {
+  printf(\"dec %d %d %d\\n\", arg2, arg3, arg4); }
+usdt:$so:nbdkit:lzip_cache_hit /arg0 > 0 && arg1 > 0/ {
+  printf(\"hit %d %d\\n\", arg2, arg3); }"
 t nbdsh -u "$uri" -c - <<PY
 data = open("$tmpdir/data", "rb").read()
 for off, n in [(0, 512), (1000, 512), ($u1 - 50, 100), (0, 10),

@@ -5,7 +5,8 @@
 # each 50 ms), the server fires request_submit and request_complete
 # for each of them (with error 0), at least 32 are in flight at once
 # between the two, and the plugin's nbd_request_done fires for each with
-# the connection id and the request's cookie as on the synchronous path.
+# the connection id, the request's cookie and its count as on the
+# synchronous path (and nbd_request_error never).
 # With -D nbdkit.async=0 request_submit does not fire at all.
 # Catches: the plugin not exporting nbdkit_async_ops (or the server not
 # using them), completions that never reach the server, requests that
@@ -38,8 +39,9 @@ usdt:$server_binary:nbdkit:request_complete {
   @complete[arg2] = count(); @now = @now - 1;
 }
 usdt:$so:nbdkit:nbd_request_done /str(arg2) == "pread"/ {
-  @done[arg0 > 0, arg1 > 0, arg3] = count();
+  @done[arg0 > 0, arg1 > 0, arg5] = count();
 }
+usdt:$so:nbdkit:nbd_request_error { @error = count(); }
 BT
 
 # run ARGS...: the burst through a proxy with server options ARGS,
@@ -61,11 +63,12 @@ grep -qx '@complete\[0\]: 64' "$tmpdir/trace" ||
   fail "request_complete did not fire 64 times with no error"
 most=$(sed -n 's/^@most: //p' "$tmpdir/trace")
 [ "${most:-0}" -ge 32 ] || fail "only ${most:-0} requests were in flight at once"
-grep -qx '@done\[1, 1, 0\]: 64' "$tmpdir/trace" ||
-  fail "nbd_request_done did not fire 64 times with id, cookie and no error"
+grep -qx '@done\[1, 1, 4096\]: 64' "$tmpdir/trace" ||
+  fail "nbd_request_done did not fire 64 times with id, cookie and count"
+! grep -q '^@error: [1-9]' "$tmpdir/trace" || fail "nbd_request_error fired"
 
 run -D nbdkit.async=0
 ! grep -q '^@submit: [1-9]' "$tmpdir/trace" ||
   fail "request_submit fired with -D nbdkit.async=0"
-grep -qx '@done\[1, 1, 0\]: 64' "$tmpdir/trace" ||
+grep -qx '@done\[1, 1, 4096\]: 64' "$tmpdir/trace" ||
   fail "-D nbdkit.async=0: nbd_request_done did not fire 64 times"

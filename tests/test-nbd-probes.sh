@@ -3,10 +3,10 @@
 # The nbd plugin's probes, seen by bpftrace on the plugin's .so:
 # nbd_connect (connection id, upstream, duration, errno) for each
 # connection attempt, nbd_reconnect (id, attempt, errno) before each
-# retry, and nbd_request_done (id, cookie, operation, errno, latency,
-# offset, count) for each request, with the upstream's error (ENOSPC
-# from the error filter) when it fails.  bpftrace 0.17 reads arguments
-# up to arg5, so the count is not checked here.
+# retry, nbd_request_done (id, cookie, operation, latency, offset,
+# count) for each request, and before it nbd_request_error (id, cookie,
+# operation, errno) with the upstream's error (ENOSPC from the error
+# filter) when it fails.
 # Catches: a probe that does not fire, or fires with its arguments out
 # of place (the cookie or errno missing, offset and count swapped).
 source "$(dirname "$0")/functions.sh"
@@ -25,7 +25,9 @@ usdt:$so:nbdkit:nbd_reconnect {
   printf(\"reconnect %d %d %d\\n\", arg0 > 0, arg1, arg2); }
 usdt:$so:nbdkit:nbd_request_done {
   printf(\"request %d %d %s %d %d %d\\n\", arg0 > 0, arg1 > 0, str(arg2),
-         arg3, arg4 > 0, arg5); }" > "$tmpdir/trace.bt"
+         arg3 > 0, arg4, arg5); }
+usdt:$so:nbdkit:nbd_request_error {
+  printf(\"error %d %d %s %d\\n\", arg0 > 0, arg1 > 0, str(arg2), arg3); }" > "$tmpdir/trace.bt"
 start_bpftrace 90 "$tmpdir/trace" "$tmpdir/trace.err" "$tmpdir/trace.bt"
 
 t "$NBDKIT" -U - nbd socket="$up_sock" --run 'nbdsh -u "$uri" -c "
@@ -51,11 +53,14 @@ want ()
   grep -qxF "$1" "$tmpdir/trace" || fail "no probe line: $1"
 }
 want "connect 1 unix:$up_sock 1 0"
-want "request 1 1 pwrite 0 1 8192"
-want "request 1 1 pread 0 1 1024"
-want "request 1 1 flush 0 1 0"
-want "request 1 1 zero 0 1 131072"
-want "request 1 1 pread 28 1 0"
+want "request 1 1 pwrite 1 8192 4096"
+want "request 1 1 pread 1 1024 512"
+want "request 1 1 flush 1 0 0"
+want "request 1 1 zero 1 131072 65536"
+want "request 1 1 pread 1 0 512"
+want "error 1 1 pread 28"
+[ "$(grep -c '^error ' "$tmpdir/trace")" = 1 ] ||
+  fail "nbd_request_error fired for a request that did not fail"
 want "connect 1 unix:$tmpdir/nothing 1 2"
 want "reconnect 1 1 2"
 [ "$(grep -c "^connect 1 unix:$tmpdir/nothing " "$tmpdir/trace")" = 2 ] ||

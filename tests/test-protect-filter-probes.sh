@@ -3,6 +3,8 @@
 # protect_refused fires under bpftrace for each refused request, with
 # its offset, count and command, and not for requests let through
 # (outside the range, or rewriting the same bytes).
+# The probes that fire during a request carry its connection id and
+# cookie first: the tracer prints only the lines where both are set.
 source "$(dirname "$0")/functions.sh"
 requires_root
 requires_cmd bpftrace nbdsh
@@ -15,7 +17,8 @@ import sys
 open(sys.argv[1], "wb").write(bytes(range(1, 256)) * 4112)' "$disk"
 start_server --filter=protect file "$disk" protect=4096-8191
 trace_start "$tmpdir/trace" \
-  "usdt:$so:nbdkit:protect_refused { printf(\"refused %d %d %s\\n\", arg0, arg1, str(arg2)); }"
+  "usdt:$so:nbdkit:protect_refused /arg0 > 0 && arg1 > 0/ {
+    printf(\"refused %d %d %s\\n\", arg2, arg3, str(arg4)); }"
 t nbdsh -u "$uri" -c - <<'PY'
 def refused(fn):
     try:

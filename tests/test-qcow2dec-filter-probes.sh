@@ -5,6 +5,8 @@
 # unallocated, zero, compressed) and where its data is in the image (the
 # offsets qemu-img map and the L2 table give), and qcow2dec_l2_cache
 # misses the one L2 table once, then hits it.
+# The probes that fire during a request carry its connection id and
+# cookie first: the tracer prints only the lines where both are set.
 source "$(dirname "$0")/functions.sh"
 requires_cmd qemu-img qemu-io nbdsh python3
 requires_tracer
@@ -34,8 +36,10 @@ qemu-img map --output=json "$img" | grep -q "\"start\": 0, .*\"offset\": $host0}
 so="$(filter_so qcow2dec)"
 start_server --filter=qcow2dec file "$img"
 trace_start "$tmpdir/trace" "
-usdt:$so:nbdkit:qcow2dec_lookup { printf(\"lookup %d %d %d\\n\", arg0, arg1, arg2); }
-usdt:$so:nbdkit:qcow2dec_l2_cache { printf(\"l2 %d %d\\n\", arg0, arg1); }"
+usdt:$so:nbdkit:qcow2dec_lookup /arg0 > 0 && arg1 > 0/ {
+  printf(\"lookup %d %d %d\\n\", arg2, arg3, arg4); }
+usdt:$so:nbdkit:qcow2dec_l2_cache /arg0 > 0 && arg1 > 0/ {
+  printf(\"l2 %d %d\\n\", arg2, arg3); }"
 t nbdsh -u "$uri" -c '
 assert h.pread(4, 0) == b"\x11" * 4
 buf = h.pread(256 * 1024, 0)

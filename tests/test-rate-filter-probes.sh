@@ -2,6 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # The rate filter's rate_wait probe fires when a request waits, naming
 # the bucket ("total" or "connection"), the nanoseconds and the bytes.
+# The probes that fire during a request carry its connection id and
+# cookie first: the tracer prints only the lines where both are set.
 source "$(dirname "$0")/functions.sh"
 requires_cmd bpftrace nbdsh
 requires_root
@@ -11,8 +13,8 @@ so="$(filter_so rate)"
 # 8 Mibit/s total (1 MiB/s), 4 Mibit/s per connection (512 KiB/s).
 start_server --filter=rate memory 1M rate=8M connection-rate=4M
 out="$tmpdir/trace"
-trace_start "$out" "usdt:$so:nbdkit:rate_wait {
-  printf(\"wait %s %d %d\\n\", str(arg0), arg1, arg2);
+trace_start "$out" "usdt:$so:nbdkit:rate_wait /arg0 > 0 && arg1 > 0/ {
+  printf(\"wait %s %d %d\\n\", str(arg2), arg3, arg4);
 }"
 t nbdsh -u "$uri" -c 'h.pread(65536, 0); h.pwrite(b"x" * 32768, 0)'
 sleep 0.5

@@ -4,6 +4,8 @@
 # request finds the readonly-file newly there (1) or newly gone (0),
 # and readonly_refuse once per refused request with its command, offset
 # and count; writes while the file is absent fire nothing.
+# The probes that fire during a request carry its connection id and
+# cookie first: the tracer prints only the lines where both are set.
 source "$(dirname "$0")/functions.sh"
 requires_tracer nbdsh
 
@@ -11,9 +13,10 @@ so="$(filter_so readonly)"
 ro="$tmpdir/ro"
 start_server --filter=readonly memory 1M readonly-file="$ro"
 out="$tmpdir/trace"
-trace_start "$out" "usdt:$so:nbdkit:readonly_switch { printf(\"switch %d\\n\", arg0); }
-usdt:$so:nbdkit:readonly_refuse {
-  printf(\"refuse %s %d %d\\n\", str(arg0), arg1, arg2);
+trace_start "$out" "usdt:$so:nbdkit:readonly_switch /arg0 > 0 && arg1 > 0/ {
+  printf(\"switch %d\\n\", arg2); }
+usdt:$so:nbdkit:readonly_refuse /arg0 > 0 && arg1 > 0/ {
+  printf(\"refuse %s %d %d\\n\", str(arg2), arg3, arg4);
 }"
 RO="$ro" t nbdsh -u "$uri" -c - <<'PY'
 import os

@@ -3,6 +3,8 @@
 # The spinning filter's spinning_seek probe: one per move longer than a
 # track, with the head, where it was, where it went and the delay from
 # the seek curve (whole disk: max-seek-time; half: half-seek-time).
+# The probes that fire during a request carry its connection id and
+# cookie first: the tracer prints only the lines where both are set.
 source "$(dirname "$0")/functions.sh"
 requires_tracer nbdsh
 
@@ -10,8 +12,8 @@ so="$(filter_so spinning)"
 start_server --filter=spinning memory 64M min-seek-time=10ms \
   half-seek-time=100ms max-seek-time=200ms
 out="$tmpdir/trace"
-trace_start "$out" "usdt:$so:nbdkit:spinning_seek {
-  printf(\"seek %d %d %d %d\\n\", arg0, arg1, arg2, arg3);
+trace_start "$out" "usdt:$so:nbdkit:spinning_seek /arg0 > 0 && arg1 > 0/ {
+  printf(\"seek %d %d %d %d\\n\", arg2, arg3, arg4, arg5);
 }"
 t nbdsh -u "$uri" -c - <<'PY'
 M = 1 << 20

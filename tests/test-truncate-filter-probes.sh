@@ -4,6 +4,8 @@
 # across the plugin's end fires truncate_read_tail with the first byte
 # past the end and the number of zeroes filled in; a non-zero write
 # there fires truncate_write_refused likewise.
+# The probes that fire during a request carry its connection id and
+# cookie first: the tracer prints only the lines where both are set.
 source "$(dirname "$0")/functions.sh"
 requires_root
 requires_cmd bpftrace nbdsh
@@ -12,8 +14,10 @@ tracing_lock
 so="$(filter_so truncate)"
 start_server --filter=truncate memory 10000 truncate=20000
 trace_start "$tmpdir/trace" "
-usdt:$so:nbdkit:truncate_read_tail { printf(\"tail %d %d\\n\", arg0, arg1); }
-usdt:$so:nbdkit:truncate_write_refused { printf(\"refused %d %d\\n\", arg0, arg1); }"
+usdt:$so:nbdkit:truncate_read_tail /arg0 > 0 && arg1 > 0/ {
+  printf(\"tail %d %d\\n\", arg2, arg3); }
+usdt:$so:nbdkit:truncate_write_refused /arg0 > 0 && arg1 > 0/ {
+  printf(\"refused %d %d\\n\", arg2, arg3); }"
 t nbdsh -u "$uri" -c '
 h.pread(4000, 8000)
 h.pread(100, 5000)

@@ -5,6 +5,8 @@
 # read decompresses, xz_cache_hit (block number, uncompressed size) for
 # each block found in the cache, in the order a client's reads need
 # them, with a two-block cache evicting the least recently used block.
+# The probes that fire during a request carry its connection id and
+# cookie first: the tracer prints only the lines where both are set.
 source "$(dirname "$0")/functions.sh"
 requires_root
 requires_cmd bpftrace nbdsh xz
@@ -20,8 +22,10 @@ xz -c --block-size=65536 "$data" > "$tmpdir/data.xz"
 
 start_server --filter=xz file "$tmpdir/data.xz" xz-max-depth=2
 trace_start "$tmpdir/trace" "
-usdt:$so:nbdkit:xz_block_decompress { printf(\"dec %d %d\\n\", arg0, arg1); }
-usdt:$so:nbdkit:xz_cache_hit { printf(\"hit %d %d\\n\", arg0, arg1); }"
+usdt:$so:nbdkit:xz_block_decompress /arg0 > 0 && arg1 > 0/ {
+  printf(\"dec %d %d\\n\", arg2, arg3); }
+usdt:$so:nbdkit:xz_cache_hit /arg0 > 0 && arg1 > 0/ {
+  printf(\"hit %d %d\\n\", arg2, arg3); }"
 t nbdsh -u "$uri" -c - <<PY
 data = open("$data", "rb").read()
 for off, n in [(0, 512), (1000, 512), (65536 - 50, 100), (3 * 65536, 10),

@@ -41,6 +41,8 @@
 # A module's probes take their D view from the arguments, one member
 # per argument; a shared library's probes.d names the modules that
 # link it with `@so nbdkit-NAME-plugin ...' in its first comment.
+# A module's probe has at most six arguments (bpftrace 0.17 reads no
+# further than arg5); every command above fails on one with more.
 
 import argparse
 import glob
@@ -163,6 +165,8 @@ def parse (path, kind, name):
   return mod
 
 
+MAX_MODULE_ARGS = 6
+
 def modules (top):
   mods = [parse (os.path.join (top, "server", "probes.d"), "server", "")]
   for kind, d in (("common", "common"), ("plugin", "plugins"),
@@ -174,6 +178,13 @@ def modules (top):
   seen = {}
   for m in mods:
     for p in m.probes:
+      # bpftrace 0.17 (Debian 12's) reads only arg0..arg5 of a USDT
+      # probe: a module's seventh argument would be out of its reach.
+      if m.kind != "server" and len (p.args) > MAX_MODULE_ARGS:
+        raise Error ("%s: probe %s has %d arguments: a module's probe has "
+                     "at most %d (bpftrace 0.17 reads arg0..arg5); drop, "
+                     "merge or split" % (m.path, p.name, len (p.args),
+                                         MAX_MODULE_ARGS))
       if p.name in seen and (seen[p.name].args != p.args):
         raise Error ("%s: probe %s is also in %s, with other arguments"
                      % (m.path, p.name, seen[p.name].module.path))

@@ -353,11 +353,13 @@ igz_pread (nbdkit_next *next, void *handle, void *buf, uint32_t count,
   /* Carry on from the last read if no seek point lies between. */
   if (h->active && h->pos <= offset &&
       gzi.points[pnum].out <= h->pos)
-    NBDKIT_PROBE (indexed_gzip_continue, h->pos, offset - h->pos);
+    NBDKIT_PROBE (indexed_gzip_continue, nbdkit_connection_id (),
+                  nbdkit_request_cookie (), h->pos, offset - h->pos);
   else {
     if (stream_start (h, next, pnum, err) == -1)
       return -1;
-    NBDKIT_PROBE (indexed_gzip_seek, (uint64_t) pnum,
+    NBDKIT_PROBE (indexed_gzip_seek, nbdkit_connection_id (),
+                  nbdkit_request_cookie (), (uint64_t) pnum,
                   gzi.points[pnum].out, offset - h->pos);
   }
 

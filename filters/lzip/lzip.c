@@ -162,7 +162,8 @@ get_member (struct lzip_handle *h, nbdkit_next *next, uint64_t offset,
   for (size_t i = 0; i < h->cache.len; i++) {
     m = h->cache.ptr[i];
     if (offset >= m.start && offset - m.start < m.size) {
-      NBDKIT_PROBE (lzip_cache_hit, m.number, m.size);
+      NBDKIT_PROBE (lzip_cache_hit, nbdkit_connection_id (),
+                    nbdkit_request_cookie (), m.number, m.size);
       member_cache_remove (&h->cache, i);
       member_cache_insert (&h->cache, m, 0); /* cannot fail: room left */
       return &h->cache.ptr[0];
@@ -172,7 +173,8 @@ get_member (struct lzip_handle *h, nbdkit_next *next, uint64_t offset,
   if (lzipfile_read_member (h->lz, next, offset, &m, &compressed,
                             err) == -1)
     return NULL;
-  NBDKIT_PROBE (lzip_member_decompress, m.number, compressed, m.size);
+  NBDKIT_PROBE (lzip_member_decompress, nbdkit_connection_id (),
+                nbdkit_request_cookie (), m.number, compressed, m.size);
   if (h->cache.len >= max_depth) {
     free (h->cache.ptr[h->cache.len - 1].data);
     h->cache.len--;

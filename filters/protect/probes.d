@@ -9,7 +9,8 @@
  */
 provider nbdkit {
   /* A request fails with EPERM; command is write, zero or trim.
-   * Arguments: offset, count, command. */
-  probe protect_refused (uint64_t offset, uint32_t count,
-                         const char *command);
+   * Fires during that request. Arguments: id, cookie, offset, count,
+   * command. */
+  probe protect_refused (uint64_t id, uint64_t cookie, uint64_t offset,
+                         uint32_t count, const char *command);
 };

@@ -179,7 +179,8 @@ static void
 refuse (const char *what, uint32_t count, uint64_t offset,
         const struct region *r, int *err)
 {
-  NBDKIT_PROBE (protect_refused, offset, count, what);
+  NBDKIT_PROBE (protect_refused, nbdkit_connection_id (),
+                nbdkit_request_cookie (), offset, count, what);
   if (region_end (r) == INT64_MAX)
     nbdkit_error ("%s of %" PRIu32 " bytes at %" PRIu64
                   " would change protected bytes %" PRIu64 "-(end)",

@@ -224,7 +224,8 @@ l2_entry (nbdkit_next *next, struct handle *h, uint64_t l2_offset,
   for (size_t i = 0; i < h->nr_slots; i++) {
     struct l2_slot *s = &h->slots[i];
     if (s->offset == l2_offset) {
-      NBDKIT_PROBE (qcow2dec_l2_cache, l2_offset, 1);
+      NBDKIT_PROBE (qcow2dec_l2_cache, nbdkit_connection_id (),
+                    nbdkit_request_cookie (), l2_offset, 1);
       s->last_use = h->use_counter;
       *entry = be64toh (s->table[index]);
       return 0;
@@ -233,7 +234,8 @@ l2_entry (nbdkit_next *next, struct handle *h, uint64_t l2_offset,
       victim = s;
   }
 
-  NBDKIT_PROBE (qcow2dec_l2_cache, l2_offset, 0);
+  NBDKIT_PROBE (qcow2dec_l2_cache, nbdkit_connection_id (),
+                nbdkit_request_cookie (), l2_offset, 0);
   if (victim->table == NULL) {
     victim->table = malloc (h->img.cluster_size);
     if (victim->table == NULL) {
@@ -280,7 +282,8 @@ lookup (nbdkit_next *next, struct handle *h, uint64_t guest,
     *err = EIO;
     return -1;
   }
-  NBDKIT_PROBE (qcow2dec_lookup, guest & ~(img->cluster_size - 1),
+  NBDKIT_PROBE (qcow2dec_lookup, nbdkit_connection_id (),
+                nbdkit_request_cookie (), guest & ~(img->cluster_size - 1),
                 (int32_t) c->kind, c->host_offset);
   return 0;
 }

@@ -9,7 +9,8 @@
  */
 provider nbdkit {
   /* A read or write must wait for its bucket ("total" or
-   * "connection"), before the sleep. Arguments: bucket, nanoseconds,
-   * bytes. */
-  probe rate_wait (const char *bucket, uint64_t nanoseconds, uint32_t bytes);
+   * "connection"), before the sleep; fires during that request.
+   * Arguments: id, cookie, bucket, nanoseconds, bytes. */
+  probe rate_wait (uint64_t id, uint64_t cookie, const char *bucket,
+                   uint64_t nanoseconds, uint32_t bytes);
 };

@@ -200,7 +200,8 @@ limit (struct bucket *b, struct rate_source *src, const char *name,
   uint64_t ns = bucket_take (b, rate, (uint64_t) count * 8);
   if (ns == 0)
     return 0;
-  NBDKIT_PROBE (rate_wait, name, ns, count);
+  NBDKIT_PROBE (rate_wait, nbdkit_connection_id (), nbdkit_request_cookie (),
+                name, ns, count);
   if (nbdkit_nanosleep (ns / 1000000000, ns % 1000000000) == -1) {
     *err = errno;
     return -1;

@@ -8,15 +8,21 @@
  * the notes in the built .so.
  */
 provider nbdkit {
-  /* The background thread is about to send a prefetch below.
-   * Arguments: offset, count. */
-  probe readahead_issued (uint64_t offset, uint32_t count);
+  /* The background thread is about to send a prefetch below, on
+   * behalf of the client read that asked for it: that read's id and
+   * cookie. Arguments: id, cookie, offset, count. */
+  probe readahead_issued (uint64_t id, uint64_t cookie, uint64_t offset,
+                          uint32_t count);
 
-  /* A client read covers bytes this connection prefetched. Arguments:
-   * offset, count. */
-  probe readahead_used (uint64_t offset, uint64_t count);
+  /* A client read covers bytes this connection prefetched; fires
+   * during that read. Arguments: id, cookie, offset, count. */
+  probe readahead_used (uint64_t id, uint64_t cookie, uint64_t offset,
+                        uint64_t count);
 
   /* Prefetched bytes will not be read (the next read went elsewhere,
-   * or the client left); an estimate. Arguments: offset, count. */
-  probe readahead_wasted (uint64_t offset, uint64_t count);
+   * or the client left); an estimate. Fires during that next read, or
+   * as the connection closes (cookie 0). Arguments: id, cookie, offset,
+   * count. */
+  probe readahead_wasted (uint64_t id, uint64_t cookie, uint64_t offset,
+                          uint64_t count);
 };

@@ -56,6 +56,7 @@ static uint64_t last_readahead = 0;
 struct prefetch {
   uint64_t offset;
   uint32_t count;
+  uint64_t id, cookie;          /* of the read that asked for it */
 };
 DEFINE_VECTOR_TYPE (prefetch_queue, struct prefetch);
 
@@ -125,7 +126,7 @@ prefetch_thread (void *vp)
       prefetch_queue_remove (&h->queue, 0);
     }
 
-    NBDKIT_PROBE (readahead_issued, p.offset, p.count);
+    NBDKIT_PROBE (readahead_issued, p.id, p.cookie, p.offset, p.count);
     /* A failed prefetch costs nothing but speed: the client's own
      * read will see the error, if there is one.
      */
@@ -189,7 +190,8 @@ static void
 ahead_wasted (struct handle *h)
 {
   if (h->ahead_end > h->ahead_start)
-    NBDKIT_PROBE (readahead_wasted, h->ahead_start,
+    NBDKIT_PROBE (readahead_wasted, nbdkit_connection_id (),
+                  nbdkit_request_cookie (), h->ahead_start,
                   h->ahead_end - h->ahead_start);
   h->ahead_start = h->ahead_end;
 }
@@ -232,7 +234,8 @@ account_read (struct handle *h, uint64_t offset, uint64_t end)
      * order; it is counted neither used nor wasted.
      */
     if (s < e) {
-      NBDKIT_PROBE (readahead_used, s, e - s);
+      NBDKIT_PROBE (readahead_used, nbdkit_connection_id (),
+                    nbdkit_request_cookie (), s, e - s);
       h->ahead_start = e;
     }
     else if (offset >= h->ahead_end)
@@ -285,7 +288,9 @@ readahead_pread (nbdkit_next *next, void *handle, void *buf,
     LOCK_FOR_SCOPE (&h->lock);
     account_read (h, offset, end);
     if (ra_count > 0 && h->queue.len < QUEUE_MAX) {
-      struct prefetch p = { .offset = end, .count = ra_count };
+      struct prefetch p = { .offset = end, .count = ra_count,
+                            .id = nbdkit_connection_id (),
+                            .cookie = nbdkit_request_cookie () };
       if (prefetch_queue_append (&h->queue, p) == 0) {
         account_prefetch (h, end, ra_count);
         pthread_cond_signal (&h->cond);

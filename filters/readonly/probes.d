@@ -9,11 +9,12 @@
  */
 provider nbdkit {
   /* A write, zero or trim is refused with EPERM because the
-   * readonly-file exists. Arguments: command, offset, count. */
-  probe readonly_refuse (const char *command, uint64_t offset,
-                         uint32_t count);
+   * readonly-file exists; fires during that request. Arguments: id,
+   * cookie, command, offset, count. */
+  probe readonly_refuse (uint64_t id, uint64_t cookie, const char *command,
+                         uint64_t offset, uint32_t count);
   /* A request saw the readonly-file appear (1: read-only from now on)
-   * or disappear (0: writable again); fires once per change seen.
-   * Arguments: readonly. */
-  probe readonly_switch (int32_t readonly);
+   * or disappear (0: writable again); fires once per change seen,
+   * during that request. Arguments: id, cookie, readonly. */
+  probe readonly_switch (uint64_t id, uint64_t cookie, int32_t readonly);
 };

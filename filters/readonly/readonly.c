@@ -85,11 +85,13 @@ refused (const char *command, uint64_t offset, uint32_t count, int *err)
   if (atomic_exchange (&last_seen, ro) != ro) {
     nbdkit_debug ("readonly: %s %s: now %s", readonly_file,
                   ro ? "exists" : "is gone", ro ? "read-only" : "writable");
-    NBDKIT_PROBE (readonly_switch, ro);
+    NBDKIT_PROBE (readonly_switch, nbdkit_connection_id (),
+                  nbdkit_request_cookie (), ro);
   }
   if (!ro)
     return false;
-  NBDKIT_PROBE (readonly_refuse, command, offset, count);
+  NBDKIT_PROBE (readonly_refuse, nbdkit_connection_id (),
+                nbdkit_request_cookie (), command, offset, count);
   *err = EPERM;
   return true;
 }

@@ -8,8 +8,11 @@
  * keeps them equal to the notes in the built .so.
  */
 provider nbdkit {
-  /* Before each retry's wait (command may be "open"). Arguments:
-   * command, attempt, delay ns. */
-  probe retry_request_attempt (const char *command, uint32_t attempt,
+  /* Before each retry's wait, during the request that failed: its
+   * connection id and cookie. Command "open" is a retry of the
+   * connection's open, outside any request: cookie 0. Arguments: id,
+   * cookie, command, attempt, delay ns. */
+  probe retry_request_attempt (uint64_t id, uint64_t cookie,
+                               const char *command, uint32_t attempt,
                                uint64_t delay_ns);
 };

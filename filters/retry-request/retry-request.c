@@ -71,7 +71,8 @@ again (const char *command, unsigned attempt, int *err)
     return false;
   nbdkit_debug ("retry-request: %s failed (errno %d); retry %u in %u "
                 "seconds", command, *err, attempt + 1, retry_delay);
-  NBDKIT_PROBE (retry_request_attempt, command, attempt + 1,
+  NBDKIT_PROBE (retry_request_attempt, nbdkit_connection_id (),
+                nbdkit_request_cookie (), command, attempt + 1,
                 (uint64_t) retry_delay * 1000000000);
   if (nbdkit_nanosleep (retry_delay, 0) == -1)
     return false;

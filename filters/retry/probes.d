@@ -8,13 +8,15 @@
  * the notes in the built .so.
  */
 provider nbdkit {
-  /* Before each retry's wait (attempts count from 1). Arguments:
-   * command, attempt, delay ns. */
-  probe retry_attempt (const char *command, uint32_t attempt,
-                       uint64_t delay_ns);
+  /* Before each retry's wait (attempts count from 1), during the
+   * request that failed: its connection id and cookie. Arguments: id,
+   * cookie, command, attempt, delay ns. */
+  probe retry_attempt (uint64_t id, uint64_t cookie, const char *command,
+                       uint32_t attempt, uint64_t delay_ns);
 
-  /* After each attempt to reopen the plugin (result 0 or -1).
-   * Arguments: command, reopens, readonly, result. */
-  probe retry_reopen (const char *command, uint32_t reopens, uint8_t readonly,
-                      int32_t result);
+  /* After each attempt to reopen the plugin (result 0 or -1), during
+   * the request that failed. Arguments: id, cookie, command, reopens,
+   * readonly, result. */
+  probe retry_reopen (uint64_t id, uint64_t cookie, const char *command,
+                      uint32_t reopens, uint8_t readonly, int32_t result);
 };

@@ -141,7 +141,8 @@ do_retry (struct retry_handle *h, struct attempt *a, nbdkit_next **next,
     }
     nbdkit_debug ("retry: %s failed (errno %d); retry %u in %u seconds",
                   command, *err, a->retry + 1, a->delay);
-    NBDKIT_PROBE (retry_attempt, command, a->retry + 1,
+    NBDKIT_PROBE (retry_attempt, nbdkit_connection_id (),
+                  nbdkit_request_cookie (), command, a->retry + 1,
                   (uint64_t) a->delay * 1000000000);
     if (nbdkit_nanosleep (a->delay, 0) == -1) {
       if (*err == 0)
@@ -178,7 +179,8 @@ do_retry (struct retry_handle *h, struct attempt *a, nbdkit_next **next,
       nbdkit_next_context_close (n);
       n = NULL;
     }
-    NBDKIT_PROBE (retry_reopen, command, h->reopens, h->readonly,
+    NBDKIT_PROBE (retry_reopen, nbdkit_connection_id (),
+                  nbdkit_request_cookie (), command, h->reopens, h->readonly,
                   n ? 0 : -1);
     if (n == NULL) {
       *err = ESHUTDOWN;

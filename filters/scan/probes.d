@@ -8,7 +8,8 @@
  * the notes in the built .so.
  */
 provider nbdkit {
-  /* The scanning thread is about to prefetch this block. Arguments:
-   * offset, count. */
+  /* The scanning thread is about to prefetch this block. It fires in
+   * the filter's own thread, on behalf of no request: no id, no
+   * cookie. Arguments: offset, count. */
   probe scan_progress (uint64_t offset, uint32_t count);
 };

@@ -10,8 +10,8 @@
 provider nbdkit {
   /* A request moves a simulated head further than a track, and the
    * filter sleeps for the seek before passing it on: from is the disk
-   * offset the head was over, to the request's offset. Arguments:
-   * head, from, to, delay_ns. */
-  probe spinning_seek (uint32_t head, uint64_t from, uint64_t to,
-                       uint64_t delay_ns);
+   * offset the head was over, to the request's offset. Fires during
+   * that request. Arguments: id, cookie, head, from, to, delay_ns. */
+  probe spinning_seek (uint64_t id, uint64_t cookie, uint32_t head,
+                       uint64_t from, uint64_t to, uint64_t delay_ns);
 };

@@ -191,7 +191,8 @@ seek (struct handle *h, uint32_t count, uint64_t offset, int *err)
     if (ns > max_seek)
       ns = max_seek;
     uint64_t delay = ns;
-    NBDKIT_PROBE (spinning_seek, i, base + arm->pos, offset, delay);
+    NBDKIT_PROBE (spinning_seek, nbdkit_connection_id (),
+                  nbdkit_request_cookie (), i, base + arm->pos, offset, delay);
     if (nbdkit_nanosleep (delay / 1000000000, delay % 1000000000) == -1) {
       *err = errno;
       return -1;

@@ -9,10 +9,14 @@
  */
 provider nbdkit {
   /* A read went past the plugin's end: count bytes from offset were
-   * filled with zeroes. Arguments: offset, count. */
-  probe truncate_read_tail (uint64_t offset, uint32_t count);
+   * filled with zeroes. Fires during that read. Arguments: id, cookie,
+   * offset, count. */
+  probe truncate_read_tail (uint64_t id, uint64_t cookie, uint64_t offset,
+                            uint32_t count);
 
   /* A write of non-zero data past the plugin's end failed with ENOSPC
-   * (offset: the first byte past the end). Arguments: offset, count. */
-  probe truncate_write_refused (uint64_t offset, uint32_t count);
+   * (offset: the first byte past the end). Fires during that write.
+   * Arguments: id, cookie, offset, count. */
+  probe truncate_write_refused (uint64_t id, uint64_t cookie,
+                                uint64_t offset, uint32_t count);
 };

@@ -165,7 +165,8 @@ truncate_pread (nbdkit_next *next, void *handle, void *buf, uint32_t count,
   if (n > 0 && next->pread (next, buf, n, offset, flags, err) == -1)
     return -1;
   if (n < count) {
-    NBDKIT_PROBE (truncate_read_tail, offset + n, count - n);
+    NBDKIT_PROBE (truncate_read_tail, nbdkit_connection_id (),
+                  nbdkit_request_cookie (), offset + n, count - n);
     memset ((char *) buf + n, 0, count - n);
   }
   return 0;
@@ -180,7 +181,8 @@ truncate_pwrite (nbdkit_next *next, void *handle, const void *buf,
 
   /* Check the tail first, so a refused write changes nothing. */
   if (n < count && !is_zero ((const char *) buf + n, count - n)) {
-    NBDKIT_PROBE (truncate_write_refused, offset + n, count - n);
+    NBDKIT_PROBE (truncate_write_refused, nbdkit_connection_id (),
+                  nbdkit_request_cookie (), offset + n, count - n);
     nbdkit_debug ("non-zero write past the end of the plugin "
                   "(offset %" PRIu64 ")", offset + n);
     *err = ENOSPC;

@@ -9,12 +9,15 @@
  */
 provider nbdkit {
   /* A block missing from the connection's cache has been decompressed
-   * (blocks count from 1, as xz --list -vv shows). Arguments: block
-   * number, uncompressed size. */
-  probe xz_block_decompress (uint64_t block_number,
+   * (blocks count from 1, as xz --list -vv shows), during the read
+   * that needed it. Arguments: id, cookie, block number, uncompressed
+   * size. */
+  probe xz_block_decompress (uint64_t id, uint64_t cookie,
+                             uint64_t block_number,
                              uint64_t uncompressed_size);
 
   /* A read finds a block it needs in the cache (once per block a read
-   * touches). Arguments: block number, uncompressed size. */
-  probe xz_cache_hit (uint64_t block_number, uint64_t uncompressed_size);
+   * touches). Arguments: id, cookie, block number, uncompressed size. */
+  probe xz_cache_hit (uint64_t id, uint64_t cookie, uint64_t block_number,
+                      uint64_t uncompressed_size);
 };

@@ -163,7 +163,8 @@ get_block (struct xz_handle *h, nbdkit_next *next, uint64_t offset,
   for (size_t i = 0; i < h->cache.len; i++) {
     blk = h->cache.ptr[i];
     if (offset >= blk.start && offset - blk.start < blk.size) {
-      NBDKIT_PROBE (xz_cache_hit, blk.number, blk.size);
+      NBDKIT_PROBE (xz_cache_hit, nbdkit_connection_id (),
+                    nbdkit_request_cookie (), blk.number, blk.size);
       block_list_remove (&h->cache, i);
       block_list_insert (&h->cache, blk, 0); /* cannot fail: room left */
       return &h->cache.ptr[0];
@@ -172,7 +173,8 @@ get_block (struct xz_handle *h, nbdkit_next *next, uint64_t offset,
 
   if (xzfile_read_block (h->xz, next, offset, &blk, err) == -1)
     return NULL;
-  NBDKIT_PROBE (xz_block_decompress, blk.number, blk.size);
+  NBDKIT_PROBE (xz_block_decompress, nbdkit_connection_id (),
+                nbdkit_request_cookie (), blk.number, blk.size);
   if (h->cache.len >= max_depth) {
     free (h->cache.ptr[h->cache.len - 1].data);
     h->cache.len--;

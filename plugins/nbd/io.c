@@ -26,7 +26,7 @@
  * poller returns.  An upstream silent for request-timeout= seconds with
  * a request outstanding has its socket shut down, which fails them all
  * the same way.  Each completed request fires the probe
- * nbd_request_done.
+ * nbd_request_done (a failed one nbd_request_error first).
  *
  * Lock order: libnbd's handle lock (held while it runs a completion),
  * then up->lock, then the server's own (nbdkit_async_complete).  No
@@ -62,6 +62,15 @@
 #include "now-ns.h"
 
 NBDKIT_PROBE_SEMAPHORE (nbd_request_done);
+NBDKIT_PROBE_SEMAPHORE (nbd_request_error);
+
+/* Whether a request must note its ids and start for the probes. */
+static bool
+tracing_requests (void)
+{
+  return NBDKIT_PROBE_ENABLED (nbd_request_done) ||
+    NBDKIT_PROBE_ENABLED (nbd_request_error);
+}
 
 /* The most requests one client connection has in flight on the
  * asynchronous path (the server's own default).  Spread over the
@@ -415,11 +424,13 @@ static void
 probe_done (uint64_t conn_id, uint64_t cookie, const char *op, int err,
             uint64_t start_ns, uint64_t offset, uint32_t count)
 {
-  /* errno and latency before offset and count: bpftrace 0.17 reads
-   * only a USDT probe's first six arguments.
+  /* The errno has a probe of its own: bpftrace 0.17 reads only a
+   * USDT probe's first six arguments.
    */
-  NBDKIT_PROBE (nbd_request_done, conn_id, cookie, op, (int64_t) err,
-                now_ns () - start_ns, offset, (uint64_t) count);
+  if (err)
+    NBDKIT_PROBE (nbd_request_error, conn_id, cookie, op, (int64_t) err);
+  NBDKIT_PROBE (nbd_request_done, conn_id, cookie, op, now_ns () - start_ns,
+                offset, (uint64_t) count);
 }
 
 /* --- The synchronous path ------------------------------------------------ */
@@ -443,7 +454,7 @@ request_init (struct request *r, enum op op, uint64_t offset,
   r->op = op_name[op];
   r->offset = offset;
   r->count = count;
-  r->start_ns = NBDKIT_PROBE_ENABLED (nbd_request_done) ? now_ns () : 0;
+  r->start_ns = tracing_requests () ? now_ns () : 0;
 }
 
 /* libnbd calls this in the poller (or, if the command fails at once,
@@ -668,7 +679,7 @@ track (struct upstream *up, struct nbdkit_async_request *req, enum op op,
   a->offset = offset;
   a->start_ns = up->request_timeout > 0 ? coarse_ns () : 0;
   a->trace_ns = 0;
-  if (NBDKIT_PROBE_ENABLED (nbd_request_done)) {
+  if (tracing_requests ()) {
     a->conn_id = nbdkit_connection_id ();
     a->cookie = nbdkit_request_cookie ();
     a->trace_ns = now_ns ();

@@ -10,16 +10,23 @@
 provider nbdkit {
   /* The server has joined the Ceph cluster (image is "") or opened an
    * image, or failed to; result is 0 or a negative errno from librados
-   * or librbd. Arguments: pool, image, duration ns, result. */
+   * or librbd. Fires at start-up or while a connection opens, outside
+   * any request. Arguments: pool, image, duration ns, result. */
   probe rbd_connect (const char *pool, const char *image,
                      uint64_t duration_ns, int32_t result);
 
   /* A librbd call made for a request has completed: op is read, write,
    * discard, write_zeroes, flush or diff_iterate; latency runs from
-   * the call to librbd's completion; result is librbd's (bytes or 0,
-   * or a negative errno). Arguments: id, cookie, op, offset, count,
-   * latency ns, result. */
+   * the call to librbd's completion. librbd's result is not here (six
+   * arguments are all bpftrace 0.17 reads): rbd_op_error carries it,
+   * just before, when it is an error. Arguments: id, cookie, op,
+   * offset, count, latency ns. */
   probe rbd_op_done (uint64_t id, uint64_t cookie, const char *op,
-                     uint64_t offset, uint64_t count, uint64_t latency_ns,
-                     int64_t result);
+                     uint64_t offset, uint64_t count, uint64_t latency_ns);
+
+  /* The same librbd call failed: fires just before its rbd_op_done,
+   * with librbd's result (a negative errno). Arguments: id, cookie,
+   * op, result. */
+  probe rbd_op_error (uint64_t id, uint64_t cookie, const char *op,
+                      int64_t result);
 };

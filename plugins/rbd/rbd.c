@@ -592,17 +592,18 @@ plugin_can_write (void *handle)
 
 /* --- Results, shared by both paths ----------------------------------- */
 
-/* rbd_op_done has this one site, not one per caller: perf probe makes
- * one event of it.  The ids are passed in: librbd's callback thread
- * has no current request.
+/* rbd_op_done and rbd_op_error have this one site, not one per
+ * caller: perf probe makes one event of each.  The ids are passed in:
+ * librbd's callback thread has no current request.
  */
 static void __attribute__ ((noinline))
 fire_op_done (uint64_t id, uint64_t cookie, const char *op,
               uint64_t offset, uint64_t count, uint64_t latency_ns,
               int64_t result)
 {
-  NBDKIT_PROBE (rbd_op_done, id, cookie, op, offset, count,
-                latency_ns, result);
+  if (result < 0)
+    NBDKIT_PROBE (rbd_op_error, id, cookie, op, result);
+  NBDKIT_PROBE (rbd_op_done, id, cookie, op, offset, count, latency_ns);
 }
 
 /* The errno a client gets for librbd's result R of OP over [offset,
