@@ -7,8 +7,11 @@
 # cache-on-read, a hit); connection B reads another block (a miss).
 # Each event must carry the id and cookie of its own read: A's miss
 # those of A's first read, A's hit those of A's second, B's miss those
-# of B's read, and B's id is not A's.  Only arg0 and arg1 of
-# request_start are read (its later arguments are not this test's).
+# of B's read, and B's id is not A's.  Then, where the file plugin has
+# io_uring, the same for a miss the filter decides as the read is
+# passed on to an asynchronous plugin (cache-on-read off).  Only arg0
+# and arg1 of request_start are read (its later arguments are not this
+# test's).
 source "$(dirname "$0")/functions.sh"
 requires_tracer nbdsh
 
@@ -62,3 +65,20 @@ expect "hit $ida ${a[1]} $((3 * 65536)) 4096"
 expect "miss $idb ${b[0]} $((9 * 65536)) 4096"
 [ "$(grep -c '^miss' "$out")" -eq 2 ] || fail "expected exactly 2 misses"
 [ "$(grep -c '^hit' "$out")" -eq 1 ] || fail "expected exactly 1 hit"
+stop_server
+
+# The asynchronous path: the miss fires as the read is passed on.
+"$NBDKIT" file --dump-plugin | grep -q '^file_io_uring=yes' || {
+  echo "$0: the file plugin has no io_uring: asynchronous path not tested"
+  exit 0
+}
+truncate -s 1M "$tmpdir/disk"
+start_server --filter=cache file "$tmpdir/disk" aio=io_uring
+trace_start "$out" "$(cat "$out.bt")"
+t nbdsh -u "$uri" -c 'h.pread(4096, 5 * 65536)'
+trace_stop
+cat "$out"
+start="$(awk '$1 == "start" { print $2, $3 }' "$out")"
+[ "$(wc -l <<< "$start")" -eq 1 ] && [ -n "$start" ] ||
+  fail "expected one read: $start"
+expect "miss $start $((5 * 65536)) 4096"
