@@ -286,6 +286,10 @@ submit (struct nbdkit_async_request *areq, enum kind kind, const char *buf,
   struct wop *op;
 
   /* The objects touched: a trim only the whole ones. */
+  if (count == 0) {
+    nbdkit_async_complete (areq, 0);
+    return 0;
+  }
   if (kind == TRIM) {
     first = (offset + os - 1) / os;
     last = end / os;
@@ -375,10 +379,6 @@ s3_async_pwrite (void *handle, struct nbdkit_async_request *areq,
 {
   (void) handle;
   (void) flags;                 /* FUA: every write is in the store */
-  if (count == 0) {
-    nbdkit_async_complete (areq, 0);
-    return 0;
-  }
   return submit (areq, WRITE, buf, count, offset);
 }
 
@@ -388,10 +388,6 @@ s3_async_zero (void *handle, struct nbdkit_async_request *areq,
 {
   (void) handle;
   (void) flags;                 /* as the synchronous zero */
-  if (count == 0) {
-    nbdkit_async_complete (areq, 0);
-    return 0;
-  }
   return submit (areq, ZERO, NULL, count, offset);
 }
 
@@ -401,10 +397,6 @@ s3_async_trim (void *handle, struct nbdkit_async_request *areq,
 {
   (void) handle;
   (void) flags;
-  if (count == 0) {
-    nbdkit_async_complete (areq, 0);
-    return 0;
-  }
   return submit (areq, TRIM, NULL, count, offset);
 }
 
