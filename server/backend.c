@@ -45,8 +45,7 @@ layer_trace_start (const struct connection *conn, const struct layer *l,
   if (NBDKIT_LAYER_CALL_START_ENABLED ())
     NBDKIT_LAYER_CALL_START (conn_id (conn),
                              probe_u64 (layer_current_cookie ()),
-                             (uint64_t) l->depth, l->name, cb, offset,
-                             count);
+                             l->name, cb, offset, count);
 }
 
 __attribute__ ((noinline)) void

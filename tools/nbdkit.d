@@ -20,16 +20,20 @@
 
 dtrace:::BEGIN
 {
+	/* NBD_CMD_*: request_start carries the command's code only. */
+	nbd_cmd[0] = "read"; nbd_cmd[1] = "write"; nbd_cmd[2] = "disc";
+	nbd_cmd[3] = "flush"; nbd_cmd[4] = "trim"; nbd_cmd[5] = "cache";
+	nbd_cmd[6] = "write_zeroes"; nbd_cmd[7] = "block_status";
 	printf("Tracing nbdkit... Hit Ctrl-C to end.\n");
 }
 
 nbdkit*:::request_start
 /arg2 != 2/
 {
-	/* id, cookie, command, name, flags, offset, count */
+	/* id, cookie, command, offset, count, flags */
 	start[pid, arg0, arg1] = timestamp;
-	cmd[pid, arg0, arg1] = copyinstr(arg3);
-	@size[copyinstr(arg3)] = quantize(arg6);
+	cmd[pid, arg0, arg1] = arg2 <= 7 ? nbd_cmd[arg2] : "unknown";
+	@size[cmd[pid, arg0, arg1]] = quantize(arg4);
 }
 
 nbdkit*:::request_dispatch
