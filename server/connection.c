@@ -330,7 +330,7 @@ conn_handle (const struct config *cfg, int sockin, int sockout,
   bool serialize = cfg->thread_model ==
     NBDKIT_THREAD_MODEL_SERIALIZE_CONNECTIONS;
   if (serialize)
-    pthread_mutex_lock (&one_connection_lock);
+    lock_or_wait (&one_connection_lock, conn->id, 0, "serialize_conn");
 
   if (!registered) {
     NBDKIT_HANDSHAKE_FAIL (conn->id, "out of memory");

@@ -704,6 +704,42 @@ provider nbdkit {
    */
   probe limit_hit (uint64_t id, const char *kind);
 
+  /* ---- waits ---- */
+
+  /* A thread must wait for a lock of the server that another thread
+   * holds: id, cookie (0 when it waits for no one request), which lock.
+   * Fires only when the lock is taken: an uncontended lock fires
+   * nothing.
+   *
+   * @d reqinfo rq_id rq_cookie rq_lock
+   * @stap.alias wait.start ?
+   * @arg id connection id
+   * @arg cookie the cookie of the request that waits; 0 for "read" (the
+   *     next request is not read yet), "serialize_conn", a "write" of
+   *     replies held back from several requests, and "serialize_all" taken
+   *     for a call outside a request (open, close, the handshake's
+   *     questions)
+   * @arg lock "serialize_conn" (the thread model serialize_connections: a
+   *     connection waits, before its handshake, for the one being served to
+   *     end), "serialize_all" (serialize_all_requests or
+   *     serialize_connections: a call waits for another connection's call
+   *     into the plugin and filters), "write" (a reply waits for another
+   *     worker's reply to go out), "read" (a worker waits for another to
+   *     read a request; that one may itself be waiting for the client)
+   */
+  probe wait_start (uint64_t id, uint64_t cookie, const char *lock);
+  /* The lock of wait_start is taken: id, cookie, lock, ns waited.
+   *
+   * @d reqinfo rq_id rq_cookie rq_lock rq_wait_ns
+   * @stap.alias wait.done ?: wait_us = wait_ns / 1000
+   * @arg id connection id
+   * @arg cookie as in wait_start
+   * @arg lock as in wait_start
+   * @arg wait_ns nanoseconds since wait_start
+   */
+  probe wait_done (uint64_t id, uint64_t cookie, const char *lock,
+                   uint64_t wait_ns);
+
   /* ---- probes from plugins and scripts ---- */
 
   /* A plugin, filter or script fired the generic probe (nbdkit_probe,

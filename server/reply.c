@@ -207,7 +207,8 @@ tx_flush_replies (struct connection *conn, struct worker *w)
 {
   if (w->out.len == 0)
     return 0;
-  LOCK_FOR_SCOPE (&conn->write_lock);
+  /* Held replies of several requests: cookie 0. */
+  WAIT_LOCK_FOR_SCOPE (&conn->write_lock, conn->id, 0, "write");
   return flush_locked (conn, w, 0, NULL, NULL, 0, NULL);
 }
 
@@ -339,7 +340,7 @@ send_fd (struct connection *conn, struct worker *w,
   uint64_t count = 1 + w->out_n;
 
   w->fd_pending = false;
-  LOCK_FOR_SCOPE (&conn->write_lock);
+  WAIT_LOCK_FOR_SCOPE (&conn->write_lock, conn->id, req->cookie, "write");
   uint64_t t0 = NBDKIT_REPLY_WRITTEN_ENABLED () ? now_ns () : 0;
   w->out_n = 0;
   if (held)
@@ -561,7 +562,7 @@ send_reply (struct connection *conn, struct worker *w,
 
   if (hold && hold_reply (conn, w, req, iov, n, &simple))
     return 0;
-  LOCK_FOR_SCOPE (&conn->write_lock);
+  WAIT_LOCK_FOR_SCOPE (&conn->write_lock, conn->id, req->cookie, "write");
   return flush_locked (conn, w, 1, req, iov, n, &simple);
 }
 

@@ -9,7 +9,8 @@
  *    and the end of its drain (nbdkit_nanosleep wakes on that);
  *  - what this thread is serving: its connection and the cookie of the
  *    request it runs (both thread-local);
- *  - the thread model's lock around calls into the layers.
+ *  - the thread model's lock around calls into the layers, and the
+ *    wait probes of every lock a request may wait for.
  *
  * This file calls no other file of the server (a connection's closing
  * flag, which runtime.h declares with the rest, is inline in conn.h).
@@ -173,11 +174,17 @@ serialize_all (void)
     cfg->thread_model <= NBDKIT_THREAD_MODEL_SERIALIZE_ALL_REQUESTS;
 }
 
-void
-layer_requests_lock (void)
+bool
+layer_requests_trylock (void)
 {
-  if (requests_lock_depth++ == 0 && serialize_all ())
-    pthread_mutex_lock (&all_requests_lock);
+  return requests_lock_depth++ != 0 || !serialize_all () ||
+    pthread_mutex_trylock (&all_requests_lock) == 0;
+}
+
+void
+layer_requests_wait (uint64_t id, uint64_t cookie)
+{
+  lock_wait (&all_requests_lock, id, cookie, "serialize_all");
 }
 
 void
@@ -186,4 +193,20 @@ layer_requests_unlock (void)
   assert (requests_lock_depth > 0);
   if (--requests_lock_depth == 0 && serialize_all ())
     pthread_mutex_unlock (&all_requests_lock);
+}
+
+/* ---- waiting for a lock ---- */
+
+void
+lock_wait (pthread_mutex_t *m, uint64_t id, uint64_t cookie,
+           const char *lock)
+{
+  if (!NBDKIT_WAIT_START_ENABLED () && !NBDKIT_WAIT_DONE_ENABLED ()) {
+    pthread_mutex_lock (m);
+    return;
+  }
+  uint64_t t0 = now_ns ();
+  NBDKIT_WAIT_START (id, cookie, lock);
+  pthread_mutex_lock (m);
+  NBDKIT_WAIT_DONE (id, cookie, lock, now_ns () - t0);
 }

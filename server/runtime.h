@@ -187,9 +187,39 @@ extern int runtime_contain_open_crashes;
  */
 extern int runtime_async;
 
-/* The thread model's lock around calls into the layers (runtime.c). */
-extern void layer_requests_lock (void);
+/* The thread model's lock around calls into the layers (runtime.c).
+ * layer_requests_trylock counts the call and answers false only when
+ * the lock is needed and another thread holds it: the caller then
+ * waits for it with layer_requests_wait, which fires the wait probes
+ * for connection ID and request COOKIE.
+ */
+extern bool layer_requests_trylock (void);
+extern void layer_requests_wait (uint64_t id, uint64_t cookie);
 extern void layer_requests_unlock (void);
+
+/* Take mutex M, which guards what LOCK names in the wait probes
+ * ("write", "read", ...), for request COOKIE (0 for none) of
+ * connection ID.  Only a real wait, when another thread holds M, fires
+ * wait_start and wait_done (lock_wait, out of line so that each probe
+ * has one site); the uncontended path costs one trylock, as much as
+ * the lock it replaces.
+ */
+extern void lock_wait (pthread_mutex_t *m, uint64_t id, uint64_t cookie,
+                       const char *lock);
+
+static inline void
+lock_or_wait (pthread_mutex_t *m, uint64_t id, uint64_t cookie,
+              const char *lock)
+{
+  if (__builtin_expect (pthread_mutex_trylock (m) != 0, 0))
+    lock_wait (m, id, cookie, lock);
+}
+
+/* LOCK_FOR_SCOPE (utils/cleanup.h), with lock_or_wait's probes. */
+#define WAIT_LOCK_FOR_SCOPE(m, id, cookie, lock)                        \
+  __attribute__ ((cleanup (cleanup_unlock), unused)) pthread_mutex_t *  \
+  CLEANUP_CAT (scope_lock_, __LINE__) =                                 \
+    (lock_or_wait ((m), (id), (cookie), (lock)), (m))
 
 /* ---- helpers ---- */
 #include "include/now-ns.h"

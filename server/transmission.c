@@ -238,7 +238,8 @@ tx_worker_loop (void *arg)
     if (w->index >= pool->active && !pool_park (pool, w))
       break;
 
-    pthread_mutex_lock (&conn->read_lock);
+    /* No request in hand yet: cookie 0. */
+    lock_or_wait (&conn->read_lock, conn->id, 0, "read");
     if (conn_is_closing (conn)) {
       pthread_mutex_unlock (&conn->read_lock);
       break;
@@ -263,7 +264,8 @@ tx_worker_loop (void *arg)
       continue;
     if (err == 0) {
       /* SERIALIZE_ALL_REQUESTS: one request at a time, server-wide. */
-      layer_requests_lock ();
+      if (!layer_requests_trylock ())
+        layer_requests_wait (conn->id, req.cookie);
       tx_trace_dispatch (conn, &req);
       uint64_t t0 = 0;
       struct pool_sample s0 = { .cpu_ns = UINT64_MAX };

@@ -5,3 +5,5 @@ TESTS += test-probes-stages-requests.sh test-probes-stages-workers.sh \
 	test-probes-stages-config.sh test-probes-stages-origin.sh \
 	test-probes-stages-tls.sh test-probes-stages-bigreads.sh
 
+# Locks a request waited for (wait_start, wait_done).
+TESTS += test-wait-probes.sh
