@@ -8,7 +8,8 @@
 #     0.4 s; A's read fires no wait.
 #  2. serialize_connections: a second client, 0.2 s after the first,
 #     waits before its handshake on "serialize_conn" (cookie 0) until
-#     the first, whose read takes 600 ms, is gone.
+#     the first, whose read takes 600 ms, is gone; seen through
+#     tools/nbdkit-trace's waits view, which also counts the waits.
 #  3. parallel: one read alone fires no wait probe at all; then slow
 #     writes grow the pool, and 4 MiB reads that the client does not
 #     read back for 0.5 s leave one worker blocked writing its reply:
@@ -93,27 +94,29 @@ then
 fi
 pairs serialize_all
 
-# ---- 2. serialize_conn ----
+# ---- 2. serialize_conn, through nbdkit-trace's waits view ----
 start_server --filter=noparallel --filter=delay memory 1M \
   serialize=connections rdelay=600ms
-trace_start "$tmpdir/out" "$program"
+start_tool "$tmpdir/waits" '^TIME' \
+  "$abs_top_srcdir/tools/nbdkit-trace" -p "$server_pid" waits
 t nbdsh -u "$uri" -c 'h.pread(512, 0)' &
 first=$!
 sleep 0.2
 t nbdsh -u "$uri" -c 'h.pread(512, 0)'
 wait "$first"
-trace_until_closed 2
+interrupt_tracer "$tool"
 stop_server
-second="$(awk '$1 == "accept" { id = $2 } END { print id }' "$tmpdir/got")"
-grep -qx "ws $second 0 serialize_conn" "$tmpdir/got" ||
-  fail "no wait_start ($second, 0, serialize_conn)"
-ns="$(awk -v c="$second" '$1 == "wd" && $2 == c &&
-                          $4 == "serialize_conn" { print $5 }' "$tmpdir/got")"
-[ -n "$ns" ] || fail "no wait_done ($second, 0, serialize_conn)"
-(( ns > 100000000 && ns < 2000000000 )) ||
-  fail "serialize_conn wait of $ns ns, not about 0.4 s"
-[ "$(grep -c serialize_conn "$tmpdir/got")" -eq 2 ] ||
-  fail "the first connection waited on serialize_conn"
+cat "$tmpdir/waits"
+# TIME CONN COOKIE REQUEST LOCK WAIT_us: connection 2 (ids start at 1
+# in each server) waited, and only it.
+awk '$1 ~ /^[0-9]+$/ {
+       n++
+       if ($2 == 2 && $3 == 0 && $4 == "-" && $5 == "serialize_conn" &&
+           $6 > 100000 && $6 < 2000000) ok++ }
+     END { exit !(n == 1 && ok == 1) }' "$tmpdir/waits" ||
+  fail "not one serialize_conn wait of connection 2 of about 0.4 s"
+grep -q '^@waits\[serialize_conn\]: 1$' "$tmpdir/waits" ||
+  fail "no @waits[serialize_conn]: 1"
 
 # ---- 3. parallel: nothing waits, then write and read ----
 start_server --threads 8 --filter=delay memory 64M wdelay=20ms
