@@ -582,7 +582,7 @@ static void *
 replier (void *arg)
 {
   struct async_conn *a = arg;
-  conn_set_current (a->conn);
+  conn_set_current (a->conn, a->conn->id);
   pthread_mutex_lock (&a->lock);
   for (;;) {
     while (!a->done_head && !a->stopping)
@@ -596,7 +596,7 @@ replier (void *arg)
     pthread_mutex_lock (&a->lock);
   }
   pthread_mutex_unlock (&a->lock);
-  conn_set_current (NULL);
+  conn_set_current (NULL, 0);
   return NULL;
 }
 

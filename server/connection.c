@@ -319,7 +319,7 @@ conn_handle (const struct config *cfg, int sockin, int sockout,
   pthread_mutex_init (&conn->intern_lock, NULL);
   conn->peer_pid = conn->peer_uid = -1;
   describe_peer (conn);
-  conn_set_current (conn);
+  conn_set_current (conn, conn->id);
   bool registered = registry_add (conn);
 
   NBDKIT_CONNECTION_ACCEPT (conn->id, (int64_t) sockin, conn->peer,
@@ -385,7 +385,7 @@ conn_handle (const struct config *cfg, int sockin, int sockout,
   close (sockin);
   if (sockout != sockin)
     close (sockout);
-  conn_set_current (NULL);
+  conn_set_current (NULL, 0);
   public_free_interned (conn);
   layer_forget_default_exports (conn);
   free (conn->nego.exportname);

@@ -41,10 +41,9 @@ struct call_scope {
 static inline struct call_scope
 enter (const struct layer *l)
 {
-  struct connection *conn = conn_current ();
-  struct call_scope s = { .locked = conn != NULL };
-  if (s.locked && !layer_requests_trylock ())
-    layer_requests_wait (conn->id, layer_current_cookie ());
+  struct call_scope s = { .locked = conn_current () != NULL };
+  if (s.locked)
+    layer_requests_lock ();
   s.outer_name = log_swap_layer_name (l->name);
   return s;
 }

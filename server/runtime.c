@@ -122,6 +122,7 @@ int runtime_async = 1;
 /* ---- what this thread serves ---- */
 
 static __thread struct connection *current;
+static __thread uint64_t current_id;     /* its id, for the wait probes */
 
 /* The cookie of the request this thread is running, 0 outside one. */
 static __thread uint64_t call_cookie;
@@ -133,9 +134,10 @@ conn_current (void)
 }
 
 void
-conn_set_current (struct connection *conn)
+conn_set_current (struct connection *conn, uint64_t id)
 {
   current = conn;
+  current_id = id;
 }
 
 void
@@ -174,17 +176,12 @@ serialize_all (void)
     cfg->thread_model <= NBDKIT_THREAD_MODEL_SERIALIZE_ALL_REQUESTS;
 }
 
-bool
-layer_requests_trylock (void)
-{
-  return requests_lock_depth++ != 0 || !serialize_all () ||
-    pthread_mutex_trylock (&all_requests_lock) == 0;
-}
-
 void
-layer_requests_wait (uint64_t id, uint64_t cookie)
+layer_requests_lock (void)
 {
-  lock_wait (&all_requests_lock, id, cookie, "serialize_all");
+  if (requests_lock_depth++ == 0 && serialize_all ())
+    lock_or_wait (&all_requests_lock, current_id, call_cookie,
+                  "serialize_all");
 }
 
 void

@@ -165,12 +165,13 @@ extern bool server_drain_over (void);
 extern int server_drain_fd (void);
 extern void server_end_drain (void);
 
-/* What this thread serves: its connection and the cookie of the
- * request it runs (0 outside one).
+/* What this thread serves: its connection (with its id, which the
+ * wait probes of runtime.c report) and the cookie of the request it
+ * runs (0 outside one).
  */
 struct connection;
 extern struct connection *conn_current (void);
-extern void conn_set_current (struct connection *conn);
+extern void conn_set_current (struct connection *conn, uint64_t id);
 extern void layer_set_cookie (uint64_t cookie);
 extern uint64_t layer_current_cookie (void);
 
@@ -188,13 +189,10 @@ extern int runtime_contain_open_crashes;
 extern int runtime_async;
 
 /* The thread model's lock around calls into the layers (runtime.c).
- * layer_requests_trylock counts the call and answers false only when
- * the lock is needed and another thread holds it: the caller then
- * waits for it with layer_requests_wait, which fires the wait probes
- * for connection ID and request COOKIE.
+ * A wait for it fires the wait probes with this thread's connection
+ * and cookie.
  */
-extern bool layer_requests_trylock (void);
-extern void layer_requests_wait (uint64_t id, uint64_t cookie);
+extern void layer_requests_lock (void);
 extern void layer_requests_unlock (void);
 
 /* Take mutex M, which guards what LOCK names in the wait probes

@@ -114,7 +114,7 @@ static void *
 flusher_loop (void *arg)
 {
   struct pool *pool = arg;
-  conn_set_current (pool->conn);
+  conn_set_current (pool->conn, pool->conn->id);
   pthread_mutex_lock (&pool->lock);
   for (;;) {
     while (!pool->flush_w && !pool->done)

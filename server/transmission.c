@@ -218,7 +218,7 @@ tx_worker_loop (void *arg)
   struct worker *w = arg;
   struct pool *pool = w->pool;
   struct connection *conn = w->conn;
-  conn_set_current (conn);
+  conn_set_current (conn, conn->id);
   w->tid = gettid ();
   if (NBDKIT_WORKER_START_ENABLED ())
     NBDKIT_WORKER_START (conn->id, (uint64_t) w->index,
@@ -263,9 +263,11 @@ tx_worker_loop (void *arg)
         tx_async_submit (conn, w, &req, &err))
       continue;
     if (err == 0) {
-      /* SERIALIZE_ALL_REQUESTS: one request at a time, server-wide. */
-      if (!layer_requests_trylock ())
-        layer_requests_wait (conn->id, req.cookie);
+      /* SERIALIZE_ALL_REQUESTS: one request at a time, server-wide.
+       * The cookie is set first, for the wait probes.
+       */
+      layer_set_cookie (req.cookie);
+      layer_requests_lock ();
       tx_trace_dispatch (conn, &req);
       uint64_t t0 = 0;
       struct pool_sample s0 = { .cpu_ns = UINT64_MAX };
@@ -281,7 +283,6 @@ tx_worker_loop (void *arg)
         !(w->zerocopy && req.type == NBD_CMD_READ &&
           req.count > MAX_HELD_REPLY);
       uint64_t ran = pool_run_start (w, lend);
-      layer_set_cookie (req.cookie);
       log_clear_last_error ();
       err = tx_layer_error_for_reply (run (conn, w, &req, &ndesc), req.flags);
       w->errmsg = err ? log_last_error () : NULL;
