@@ -379,7 +379,13 @@ tx_async_submit (struct connection *conn, struct worker *w,
   struct async_path path = { .n = 0 };
 
   if (a->filtered) {
-    switch (walk_filters (a, cmd, &count, &offset, &flags, &path, err)) {
+    /* The filters' probes fired as they decide (the cache filter's
+     * cache_miss, cow's cow_read_through) name this request.
+     */
+    layer_set_cookie (req->cookie);
+    int walked = walk_filters (a, cmd, &count, &offset, &flags, &path, err);
+    layer_set_cookie (0);
+    switch (walked) {
     case -1:
       *err = tx_layer_error_for_reply (*err, req->flags);
       return false;

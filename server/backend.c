@@ -41,12 +41,15 @@ __attribute__ ((noinline)) void
 layer_trace_start (const struct connection *conn, const struct layer *l,
                    const char *cb, uint64_t offset, uint64_t count)
 {
-  log_layer_call (conn, l, cb, offset, count);
+  /* The probe first, so that the log call is a tail call: the other
+   * order keeps the five arguments alive across it, which cost about
+   * 20 instructions a layer call with nobody tracing.
+   */
   if (NBDKIT_LAYER_CALL_START_ENABLED ())
     NBDKIT_LAYER_CALL_START (conn_id (conn),
                              probe_u64 (layer_current_cookie ()),
-                             (uint64_t) l->depth, l->name, cb, offset,
-                             count);
+                             l->name, cb, offset, count);
+  log_layer_call (conn, l, cb, offset, count);
 }
 
 __attribute__ ((noinline)) void

@@ -16,10 +16,12 @@
  * nbdkit-perf-events and the argument tables of nbdkit-probes(1).  The
  * lines of a probe's comment that begin with `@' are for it: @d (the D
  * view and the member each argument fills), @d+ (a computed member),
- * @stap (flags of the tapset's alias), @stap.alias (the hierarchical
- * alias and its extra variables), @arg (a row of the manual's table).
+ * @stap (flags of the tapset's alias), @stap+ (a computed variable of
+ * the flat alias), @stap.alias (the hierarchical alias and its extra
+ * variables), @arg (a row of the manual's table).
  * A test keeps this file and the binary's .note.stapsdt equal.  bpftrace 0.17 reads only arg0..arg5:
- * the arguments an operator needs most come first.
+ * no probe here has more than six arguments (probes-gen.py refuses
+ * one), and the arguments an operator needs most come first.
  */
 provider nbdkit {
   /* ---- server ---- */
@@ -321,27 +323,28 @@ provider nbdkit {
 
   /* ---- requests ---- */
 
-  /* A request was decoded: id, cookie, command code, command name,
-   * flags, offset, count.
+  /* A request was decoded: id, cookie, command code, offset, count,
+   * flags.  Six arguments, so bpftrace 0.17 reads them all; the
+   * command's name is the tracer's to compute from its code.
    *
-   * @d reqinfo rq_id rq_cookie rq_cmd rq_cmdname rq_flags rq_offset
-   *     rq_count
-   * @d+ rq_flagstr = nbdkit_cmd_flags_string[arg4]
+   * @d reqinfo rq_id rq_cookie rq_cmd rq_offset rq_count rq_flags
+   * @d+ rq_cmdname = nbdkit_cmd_string[arg2]
+   * @d+ rq_flagstr = nbdkit_cmd_flags_string[arg5]
+   * @stap+ name = nbdkit_cmd_str(command)
    * @stap.alias request.start: cmd = name; flags_str =
    *     nbdkit_cmd_flags_str(flags); peer = nbdkit_conn_peer(id); export =
    *     nbdkit_conn_export(id); transport = nbdkit_conn_transport(id)
    * @arg id connection id
    * @arg cookie the request's cookie
-   * @arg command the NBD_CMD_* code
-   * @arg name "read", "write", "disc", "flush", "trim", "cache",
-   *     "write_zeroes", "block_status", or "unknown"
-   * @arg flags the NBD_CMD_FLAG_* bits as sent
+   * @arg command the NBD_CMD_* code: 0 read, 1 write, 2 disc, 3 flush,
+   *     4 trim, 5 cache, 6 write_zeroes, 7 block_status
    * @arg offset offset in bytes
-   * @arg count length in bytes (out of bpftrace 0.17's reach)
+   * @arg count length in bytes
+   * @arg flags the NBD_CMD_FLAG_* bits as sent: 1 fua, 2 no_hole, 4 df,
+   *     8 req_one, 0x10 fast_zero, 0x20 payload_len
    */
   probe request_start (uint64_t id, uint64_t cookie, uint64_t command,
-                       const char *name, uint64_t flags, uint64_t offset,
-                       uint64_t count);
+                       uint64_t offset, uint64_t count, uint64_t flags);
   /* A valid request goes down the chain: id, cookie, ns since its
    * header was read (payload and queueing), requests in flight on the
    * connection (read, reply not yet written; this one included).
@@ -594,11 +597,11 @@ provider nbdkit {
   /* ---- layers ---- */
 
   /* A plugin or filter callback is called: id, cookie (0 outside a
-   * request), depth (0 = outermost), layer name, callback name, offset,
-   * count (0 and 0 for calls without a range).
+   * request), layer name, callback name, offset, count (0 and 0 for
+   * calls without a range).  No depth: six arguments fit bpftrace
+   * 0.17, and layer_call_done, on the same thread, carries it.
    *
-   * @d layerinfo ly_id ly_cookie ly_depth ly_name ly_callback ly_offset
-   *     ly_count
+   * @d layerinfo ly_id ly_cookie ly_name ly_callback ly_offset ly_count
    * @stap defined
    * @stap.alias layer.call
    * @arg id connection id, 0 for calls outside a connection (config,
@@ -606,8 +609,6 @@ provider nbdkit {
    *     a filter opened shared)
    * @arg cookie the request's cookie, 0 outside a request (negotiation,
    *     close) or on a thread of the layer's own
-   * @arg depth 0 for the outermost layer, one more for each layer further
-   *     in (the plugin is deepest)
    * @arg layer the plugin's or filter's name
    * @arg callback the callback: "config", "config_complete", "get_ready",
    *     "after_fork", "preconnect", "list_exports", "default_export", "open",
@@ -618,14 +619,15 @@ provider nbdkit {
    *     "cache", "finalize", "close", "cleanup", "unload"
    * @arg offset offset of pread, pwrite, trim, zero, extents and cache; 0
    *     for other calls
-   * @arg count their length; 0 for other calls (out of bpftrace 0.17's
-   *     reach)
+   * @arg count their length; 0 for other calls
    */
-  probe layer_call_start (uint64_t id, uint64_t cookie, uint64_t depth,
-                          const char *layer, const char *callback,
-                          uint64_t offset, uint64_t count);
+  probe layer_call_start (uint64_t id, uint64_t cookie, const char *layer,
+                          const char *callback, uint64_t offset,
+                          uint64_t count);
   /* The same callback returned: id, cookie, depth, layer name, callback
-   * name, errno (0 for success).
+   * name, errno (0 for success).  Only this probe has the depth: its
+   * layer_call_start is the latest one on the same thread with the
+   * same layer and callback and no done yet.
    *
    * @d layerinfo ly_id ly_cookie ly_depth ly_name ly_callback ly_error
    * @d+ ly_errname = nbdkit_errno_string[arg5]
@@ -634,7 +636,8 @@ provider nbdkit {
    *     nbdkit_errno_str(error) : ""
    * @arg id connection id (0 as for layer_call_start)
    * @arg cookie the request's cookie, or 0
-   * @arg depth the layer's depth
+   * @arg depth 0 for the outermost layer, one more for each layer further
+   *     in (the plugin is deepest)
    * @arg layer the plugin's or filter's name
    * @arg callback the callback's name
    * @arg error 0 for success; for a failed data callback its errno (EIO if

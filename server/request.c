@@ -22,6 +22,9 @@
 #include "protocol.h"
 #include "tx.h"
 
+/* The command's name, the word the tracing tools print for its code
+ * (tools/probes-check.py holds their tables to this switch).
+ */
 const char *
 tx_command_name (uint16_t cmd)
 {
@@ -250,8 +253,8 @@ tx_recv_request (struct connection *conn, struct worker *w,
     NBDKIT_REQUEST_DISPATCH_ENABLED () ? now_ns () : 0;
   if (NBDKIT_REQUEST_START_ENABLED ())
     NBDKIT_REQUEST_START (conn->id, req->cookie, (uint64_t) req->type,
-                          tx_command_name (req->type), (uint64_t) req->flags,
-                          req->offset, req->count);
+                          req->offset, (uint64_t) req->count,
+                          (uint64_t) req->flags);
 
   if (req->type == NBD_CMD_DISC) {
     /* No reply, but the request is complete: pair its start. */

@@ -76,12 +76,15 @@ s3_new_bucket ()
 # s3_fake_start: a small fake store (Python) on 127.0.0.1:$fake_port,
 # for what radosgw cannot be made to do.  The disk is key d in bucket
 # b, size=1M object-size=64K: object N (the path's last 16 hex digits)
-# is all byte N.  Files in $tmpdir/fake/ steer it, read at each GET:
+# is all byte N until it is PUT (then it holds what was put, in the
+# store's memory) or DELETEd (then it is missing: 404 NoSuchKey).
+# Files in $tmpdir/fake/ steer it, read at each GET, PUT and DELETE:
 #   slow     "SECS N": objects below N wait SECS before the reply
 #   status   200, 403, 404 (NoSuchKey), 404bucket (NoSuchBucket), 500,
-#            or 500once (each object's first GET after the file
-#            changed is a 500)
+#            quota (403 QuotaExceeded), or 500once (each object's first
+#            request after the file changed is a 500)
 #   gets     one line per object GET it got (written by it)
+#   log      "METHOD N" per object request it got (written by it)
 # Listings are empty.  Sets $fake_port, $fake (its pid, killed at
 # exit) and $fake_args (the plugin's arguments for it); s3_fake_start
 # again restarts it on the same port.
@@ -97,6 +100,7 @@ import http.server, os, re, sys, threading, time
 port, d = int(sys.argv[1]), sys.argv[2]
 lock = threading.Lock()
 seen, stamp = set(), [None]
+objects = {}                    # N: bytes put, or None once deleted
 def read(name):
     return open(os.path.join(d, name)).read().split()
 class H(http.server.BaseHTTPRequestHandler):
@@ -110,13 +114,14 @@ class H(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
     def error(self, code, name):
         self.reply(code, b"<Error><Code>%s</Code></Error>" % name.encode())
-    def do_GET(self):
-        if "list-type=2" in self.path:
-            return self.reply(200, b"<ListBucketResult><IsTruncated>false"
-                              b"</IsTruncated></ListBucketResult>")
-        n = int(self.path[-16:], 16)
+    # The steering files for one request on object N: False if it was
+    # answered with an error.
+    def steer(self, n):
         with lock:
-            open(os.path.join(d, "gets"), "a").write("%d\n" % n)
+            if self.command == "GET":
+                open(os.path.join(d, "gets"), "a").write("%d\n" % n)
+            open(os.path.join(d, "log"), "a").write(
+                "%s %d\n" % (self.command, n))
             st = os.stat(os.path.join(d, "status")).st_mtime_ns
             if stamp[0] != st:
                 stamp[0] = st
@@ -127,17 +132,45 @@ class H(http.server.BaseHTTPRequestHandler):
         if n < int(below):
             time.sleep(float(secs))
         status = read("status")[0]
-        if status == "403":
-            return self.error(403, "AccessDenied")
-        if status == "404":
+        errors = {"403": (403, "AccessDenied"), "404": (404, "NoSuchKey"),
+                  "404bucket": (404, "NoSuchBucket"),
+                  "quota": (403, "QuotaExceeded"),
+                  "500": (500, "InternalError")}
+        if status == "500once" and first:
+            status = "500"
+        if status in errors:
+            self.error(*errors[status])
+            return False
+        return True
+    def do_GET(self):
+        if "list-type=2" in self.path:
+            return self.reply(200, b"<ListBucketResult><IsTruncated>false"
+                              b"</IsTruncated></ListBucketResult>")
+        n = int(self.path[-16:], 16)
+        if not self.steer(n):
+            return
+        with lock:
+            data = objects.get(n, bytes([n]) * 65536)
+        if data is None:
             return self.error(404, "NoSuchKey")
-        if status == "404bucket":
-            return self.error(404, "NoSuchBucket")
-        if status == "500" or (status == "500once" and first):
-            return self.error(500, "InternalError")
         a, b = map(int, re.match(r"bytes=(\d+)-(\d+)",
                                  self.headers["Range"]).groups())
-        self.reply(206, bytes([n]) * (b - a + 1))
+        if a >= len(data):
+            return self.error(416, "InvalidRange")
+        self.reply(206, data[a:b + 1])
+    def do_PUT(self):
+        n = int(self.path[-16:], 16)
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        if self.steer(n):
+            with lock:
+                objects[n] = body
+            self.reply(200, b"")
+    def do_DELETE(self):
+        n = int(self.path[-16:], 16)
+        if self.steer(n):
+            with lock:
+                objects[n] = None
+            self.reply(204, b"")
     def log_message(self, *a):
         pass
 http.server.ThreadingHTTPServer.allow_reuse_address = True

@@ -478,7 +478,7 @@ user_probe_program ()
   local b="$server_binary"
   cat <<BT
 usdt:$b:nbdkit:request_start {
-  printf("%llu start %d %d %d %d\n", nsecs, arg0, arg1, arg2, arg5);
+  printf("%llu start %d %d %d %d\n", nsecs, arg0, arg1, arg2, arg3);
 }
 usdt:$b:nbdkit:user {
   printf("%llu user %d %d %s %d %d [%s]\n", nsecs, arg0, arg1, str(arg2),

@@ -8,8 +8,13 @@
 # on that one plugin thread, carry the connection id and cookie of the
 # read they serve (saved at hand-over: the loop thread has none), and
 # at least 12 are in flight at once.  With -D nbdkit.async=0 nothing is
-# submitted.  It would catch reads taken synchronously, GETs run one
-# at a time, and probes fired with the loop thread's ids (0).
+# submitted.  Then 8 partial writes in flight, two on each of objects 0
+# to 3, with a pool of 2 connections: each fires s3_rmw once with its
+# own id, cookie, object and range, and a GET and a PUT of its object
+# on the loop thread with its id and cookie; those that waited for a
+# connection fire s3_pool_wait with theirs.  It would catch reads or
+# writes taken synchronously, requests run one at a time, and probes
+# fired with the loop thread's ids (0) or another request's.
 source "$(dirname "$0")/functions.sh"
 requires_tracer nbdsh
 so="$abs_top_builddir/plugins/S3/.libs/nbdkit-S3-plugin.so"
@@ -74,3 +79,59 @@ trace_stop
 grep -q ' submit ' "$tmpdir/out2" && fail "-D nbdkit.async=0 submitted"
 [ "$(grep -c ' get ' "$tmpdir/out2")" = 16 ] ||
   fail "not 16 GETs with -D nbdkit.async=0"
+
+# --- Writes: s3_rmw, the GET and PUT of each, pool waits.
+echo "0.2 16" > "$tmpdir/fake/slow"
+wprogram="
+usdt:$server_binary:nbdkit:request_submit {
+  printf(\"%lld submit %d %d %d\\n\", nsecs, arg0, arg1, tid); }
+usdt:$so:nbdkit:s3_rmw {
+  printf(\"%lld rmw %d %d %d %d %d %d\\n\", nsecs, arg0, arg1, arg2, arg3,
+         arg4, tid); }
+usdt:$so:nbdkit:s3_request_start {
+  printf(\"%lld req %d %d %s %s %d\\n\", nsecs, arg0, arg1, str(arg2),
+         str(arg3), tid); }
+usdt:$so:nbdkit:s3_pool_wait {
+  printf(\"%lld wait %d %d\\n\", nsecs, arg0, arg1); }
+"
+start_server "${fake_args[@]}" connections=2
+trace_start "$tmpdir/out3" "$wprogram"
+t nbdsh -u "$uri" -c '
+for i in range(8):
+    h.aio_pwrite(bytes([i]) * 4096, 65536 * (i % 4) + 4096 * (i // 4) + 100)
+while h.aio_in_flight() > 0:
+    h.poll(-1)
+'
+trace_stop
+t nbdsh -u "$uri" -c '
+for i in range(8):
+    assert h.pread(4096, 65536 * (i % 4) + 4096 * (i // 4) + 100) == \
+        bytes([i]) * 4096, i
+'
+stop_server
+trace_in_order "$tmpdir/out3" > "$tmpdir/got3"
+cat "$tmpdir/got3"
+awk '
+  $1 == "submit" { k = $2 " " $3; s[k] = $4; ns++ }
+  $1 == "rmw" { k = $2 " " $3; nr++
+    if (!(k in s)) { print "s3_rmw without a submitted write: " k; bad = 1 }
+    if (k in r) { print "two s3_rmw for " k; bad = 1 }
+    r[k] = $4
+    if ($6 != 4096 || $5 != 100 && $5 != 4196) { print "range " $5 " " $6; bad = 1 } }
+  $1 == "req" && ($4 == "GET" || $4 == "PUT") { k = $2 " " $3
+    if (!(k in s)) { print "request without a submitted write: " k; bad = 1 }
+    else if (s[k] == $6) { print "request on the worker thread"; bad = 1 }
+    n[$4]++; obj[k " " $4] = substr($5, length($5) - 15) + 0 }
+  $1 == "wait" { nw++
+    if (!($2 " " $3 in s)) { print "pool wait of no write"; bad = 1 } }
+  END {
+    for (k in r)
+      if (obj[k " GET"] != r[k] || obj[k " PUT"] != r[k]) {
+        print "object of " k ": rmw " r[k] ", GET " obj[k " GET"] \
+          ", PUT " obj[k " PUT"]; bad = 1 }
+    printf "%d writes, %d s3_rmw, %d GETs, %d PUTs, %d pool waits\n",
+      ns, nr, n["GET"], n["PUT"], nw
+    if (ns != 8 || nr != 8 || n["GET"] != 8 || n["PUT"] != 8) bad = 1
+    if (nw < 1) { print "no pool wait with 2 connections"; bad = 1 }
+    exit bad
+  }' "$tmpdir/got3" || fail "the writes' probes are wrong"

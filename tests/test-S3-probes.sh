@@ -27,7 +27,7 @@ start_server S3 endpoint-url="$S3_ENDPOINT" bucket="$bucket" key=disk \
   size=1M object-size=64K connections=1
 trace_start "$tmpdir/trace" "
 usdt:$server_binary:nbdkit:request_start {
-  printf(\"%lld start %d %d\\n\", nsecs, arg1, arg5); }
+  printf(\"%lld start %d %d\\n\", nsecs, arg1, arg3); }
 usdt:$so:nbdkit:s3_request_start {
   printf(\"%lld req %d %d %s %s %d %d\\n\", nsecs, arg0 > 0, arg1,
          str(arg2), str(arg3), arg4, arg5); }

@@ -14,8 +14,8 @@ tracing_lock
 so="$(filter_so blocksize)"
 start_server --filter=blocksize memory 1M minblock=4k maxdata=8k
 trace_start "$tmpdir/trace" "
-usdt:$so:nbdkit:blocksize_split { printf(\"split %d %d %d\n\", arg0, arg1, arg2); }
-usdt:$so:nbdkit:blocksize_rmw { printf(\"rmw %d %d\n\", arg0, arg1); }"
+usdt:$so:nbdkit:blocksize_split /arg0 != 0 && arg1 != 0/ { printf(\"split %d %d %d\n\", arg2, arg3, arg4); }
+usdt:$so:nbdkit:blocksize_rmw /arg0 != 0 && arg1 != 0/ { printf(\"rmw %d %d\n\", arg2, arg3); }"
 t nbdsh -u "$uri" -c '
 h.pread(1, 5)
 h.pwrite(b"a" * 4096, 8192)

@@ -12,8 +12,8 @@ so="$(filter_so blocksize-policy)"
 start_server --filter=blocksize-policy memory 1M \
   blocksize-error-policy=error blocksize-minimum=512 blocksize-maximum=4096
 trace_start "$tmpdir/trace" "
-usdt:$so:nbdkit:blocksize_policy_reject {
-  printf(\"reject %d %d %s\n\", arg0, arg1, str(arg2)); }"
+usdt:$so:nbdkit:blocksize_policy_reject /arg0 != 0 && arg1 != 0/ {
+  printf(\"reject %d %d %s\n\", arg2, arg3, str(arg4)); }"
 t nbdsh -u "$uri" -c '
 h.set_strict_mode(0)
 h.pread(512, 1024)

@@ -26,11 +26,11 @@ start_server --filter=cache file "$disk" cache-on-read=true \
   cache-max-size=1M cache-high-threshold=99 cache-low-threshold=20
 out="$tmpdir/trace"
 trace_start "$out" "
-usdt:$so:nbdkit:cache_hit { printf(\"hit %d %d\\n\", arg0, arg1); }
-usdt:$so:nbdkit:cache_miss { printf(\"miss %d %d\\n\", arg0, arg1); }
-usdt:$so:nbdkit:cache_fill { printf(\"fill %d %d %d\\n\", arg0, arg1, arg2); }
-usdt:$so:nbdkit:cache_evict { printf(\"evict %d %d %d %d\\n\", arg0, arg1, arg2, arg3); }
-usdt:$so:nbdkit:cache_flush { printf(\"flush %d %d\\n\", arg0, arg1); }
+usdt:$so:nbdkit:cache_hit /arg0 != 0 && arg1 != 0/ { printf(\"hit %d %d\\n\", arg2, arg3); }
+usdt:$so:nbdkit:cache_miss /arg0 != 0 && arg1 != 0/ { printf(\"miss %d %d\\n\", arg2, arg3); }
+usdt:$so:nbdkit:cache_fill /arg0 != 0 && arg1 != 0/ { printf(\"fill %d %d %d\\n\", arg2, arg3, arg4); }
+usdt:$so:nbdkit:cache_evict /arg0 != 0 && arg1 != 0/ { printf(\"evict %d %d %d %d\\n\", arg2, arg3, arg4, arg5); }
+usdt:$so:nbdkit:cache_flush /arg0 != 0 && arg1 != 0/ { printf(\"flush %d %d\\n\", arg2, arg3); }
 "
 t nbdsh -u "$uri" -c '
 h.pread(100, 65536 * 5 + 10)       # miss, fill block 5

@@ -15,8 +15,8 @@ make_pattern "$disk" $((1024 * 1024))
 so="$(filter_so cacheextents)"
 start_server --filter=cacheextents file "$disk"
 trace_start "$tmpdir/trace" "
-usdt:$so:nbdkit:cacheextents_hit { printf(\"hit %d %d\n\", arg0, arg1); }
-usdt:$so:nbdkit:cacheextents_miss { printf(\"miss %d %d\n\", arg0, arg1); }"
+usdt:$so:nbdkit:cacheextents_hit /arg0 != 0 && arg1 != 0/ { printf(\"hit %d %d\n\", arg2, arg3); }
+usdt:$so:nbdkit:cacheextents_miss /arg0 != 0 && arg1 != 0/ { printf(\"miss %d %d\n\", arg2, arg3); }"
 t nbdsh --base-allocation -u "$uri" -c '
 def bs(count, offset):
     h.block_status(count, offset, lambda *a: 0, nbd.CMD_FLAG_REQ_ONE)

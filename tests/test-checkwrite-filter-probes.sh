@@ -17,8 +17,8 @@ sys.stdout.buffer.write(bytes(65536) + b"\1" * 65536 + bytes(65536))
 
 start_server --filter=checkwrite file "$disk"
 so="$(filter_so checkwrite)"
-trace_start "$tmpdir/trace" "usdt:$so:nbdkit:checkwrite_mismatch {
-  printf(\"mismatch %d %d\\n\", arg0, arg1); }"
+trace_start "$tmpdir/trace" "usdt:$so:nbdkit:checkwrite_mismatch /arg0 != 0 && arg1 != 0/ {
+  printf(\"mismatch %d %d\\n\", arg2, arg3); }"
 t nbdsh -u "$uri" -c '
 def fails(fn):
     try:

@@ -23,9 +23,9 @@ import sys; sys.stdout.buffer.write(bytes(i % 251 for i in range(1 << 20)))
 start_server --filter=cow file "$disk"
 out="$tmpdir/trace"
 trace_start "$out" "
-usdt:$so:nbdkit:cow_copy_up { printf(\"copy_up %d %d %d\\n\", arg0, arg1, arg2); }
-usdt:$so:nbdkit:cow_read_through { printf(\"read_through %d %d\\n\", arg0, arg1); }
-usdt:$so:nbdkit:cow_read_overlay { printf(\"read_overlay %d %d\\n\", arg0, arg1); }
+usdt:$so:nbdkit:cow_copy_up /arg0 != 0 && arg1 != 0/ { printf(\"copy_up %d %d %d\\n\", arg2, arg3, arg4); }
+usdt:$so:nbdkit:cow_read_through /arg0 != 0 && arg1 != 0/ { printf(\"read_through %d %d\\n\", arg2, arg3); }
+usdt:$so:nbdkit:cow_read_overlay /arg0 != 0 && arg1 != 0/ { printf(\"read_overlay %d %d\\n\", arg2, arg3); }
 "
 t nbdsh -u "$uri" -c '
 h.pwrite(b"x" * 100, 131072 + 10)
@@ -50,9 +50,9 @@ stop_server
 start_server --filter=cow file "$disk" cow-on-read=true
 out="$tmpdir/trace2"
 trace_start "$out" "
-usdt:$so:nbdkit:cow_copy_up { printf(\"copy_up %d %d %d\\n\", arg0, arg1, arg2); }
-usdt:$so:nbdkit:cow_read_through { printf(\"read_through %d %d\\n\", arg0, arg1); }
-usdt:$so:nbdkit:cow_read_overlay { printf(\"read_overlay %d %d\\n\", arg0, arg1); }
+usdt:$so:nbdkit:cow_copy_up /arg0 != 0 && arg1 != 0/ { printf(\"copy_up %d %d %d\\n\", arg2, arg3, arg4); }
+usdt:$so:nbdkit:cow_read_through /arg0 != 0 && arg1 != 0/ { printf(\"read_through %d %d\\n\", arg2, arg3); }
+usdt:$so:nbdkit:cow_read_overlay /arg0 != 0 && arg1 != 0/ { printf(\"read_overlay %d %d\\n\", arg2, arg3); }
 "
 t nbdsh -u "$uri" -c '
 assert h.pread(10, 196608 + 5) == bytes((196613 + i) % 251 for i in range(10))

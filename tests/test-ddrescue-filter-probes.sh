@@ -12,8 +12,8 @@ printf '0x10000 -\n0x0 0x10000 +\n0x10000 0x1000 -\n0x11000 0xf000 +\n' \
   > "$tmpdir/disk.map"
 start_server --filter=ddrescue memory 1M ddrescue-mapfile="$tmpdir/disk.map"
 so="$(filter_so ddrescue)"
-trace_start "$tmpdir/trace" "usdt:$so:nbdkit:ddrescue_refused {
-  printf(\"refused %d %d\\n\", arg0, arg1); }"
+trace_start "$tmpdir/trace" "usdt:$so:nbdkit:ddrescue_refused /arg0 != 0 && arg1 != 0/ {
+  printf(\"refused %d %d\\n\", arg2, arg3); }"
 t nbdsh -u "$uri" -c '
 def refused(count, offset):
     try:

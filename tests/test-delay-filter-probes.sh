@@ -12,8 +12,13 @@ so="$(filter_so delay)"
 start_server --filter=delay memory 1M rdelay=50ms delay-zero=20ms \
   delay-open=10ms delay-close=1
 out="$tmpdir/trace"
-trace_start "$out" "usdt:$so:nbdkit:delay_sleep {
-  printf(\"sleep %s %d\\n\", str(arg0), arg1);
+# Request delays carry the connection id and the request's cookie; the
+# open and close delays the id alone (cookie 0: no request).
+trace_start "$out" "usdt:$so:nbdkit:delay_sleep /arg0 != 0 && arg1 != 0/ {
+  printf(\"sleep %s %d\\n\", str(arg2), arg3);
+}
+usdt:$so:nbdkit:delay_sleep /arg0 != 0 && arg1 == 0/ {
+  printf(\"sleep %s %d outside\\n\", str(arg2), arg3);
 }"
 t nbdsh -u "$uri" -c - <<'PY'
 h.pread(512, 0)
@@ -28,5 +33,5 @@ cat "$out"
 [ "$(grep -c '^sleep' "$out")" -eq 5 ] || fail "expected 5 delay_sleep"
 [ "$(grep -cx 'sleep read 50000000' "$out")" -eq 2 ] || fail "reads"
 grep -qx 'sleep zero 20000000' "$out" || fail "no zero 20 ms"
-grep -qx 'sleep open 10000000' "$out" || fail "no open 10 ms"
-grep -qx 'sleep close 1000000000' "$out" || fail "no close 1 s"
+grep -qx 'sleep open 10000000 outside' "$out" || fail "no open 10 ms"
+grep -qx 'sleep close 1000000000 outside' "$out" || fail "no close 1 s"

@@ -12,8 +12,8 @@ so="$(filter_so error)"
 start_server --filter=error memory 1M error=ENOSPC error-pwrite-rate=1 \
   error-trim-rate=1 error-trim=EPERM
 out="$tmpdir/trace"
-trace_start "$out" "usdt:$so:nbdkit:error_injected {
-  printf(\"injected %s %d %d %d\\n\", str(arg0), arg1, arg2, arg3);
+trace_start "$out" "usdt:$so:nbdkit:error_injected /arg0 != 0 && arg1 != 0/ {
+  printf(\"injected %s %d %d %d\\n\", str(arg2), arg3, arg4, arg5);
 }"
 t nbdsh -u "$uri" -c - <<'PY'
 for off, n in ((8192, 4096), (12345, 100)):

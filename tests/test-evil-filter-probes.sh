@@ -10,8 +10,8 @@ requires_tracer nbdsh
 so="$(filter_so evil)"
 start_server --filter=evil memory 1M evil-probability=1e-4 evil-seed=5
 out="$tmpdir/trace"
-trace_start "$out" "usdt:$so:nbdkit:evil_corrupt {
-  printf(\"corrupt %s %d %d %d\\n\", str(arg0), arg1, arg2, arg3);
+trace_start "$out" "usdt:$so:nbdkit:evil_corrupt /arg0 != 0 && arg1 != 0/ {
+  printf(\"corrupt %s %d %d %d\\n\", str(arg2), arg3, arg4, arg5);
 }"
 # The memory plugin's disk reads as zeroes: every changed bit is a 1.
 off=4099

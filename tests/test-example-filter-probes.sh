@@ -18,7 +18,7 @@ start_server --filter=example --filter=error example 1M \
   error-pwrite=ENOSPC error-pwrite-rate=1
 trace_start "$tmpdir/out" "
 usdt:$b:nbdkit:request_start {
-  printf(\"%llu start %d %d %d %d\n\", nsecs, arg0, arg1, arg2, arg5);
+  printf(\"%llu start %d %d %d %d\n\", nsecs, arg0, arg1, arg2, arg3);
 }
 usdt:$so:nbdkit:example_filter_open {
   printf(\"%llu open %d '%s' %d\n\", nsecs, arg0, str(arg1), arg2);

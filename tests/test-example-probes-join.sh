@@ -26,8 +26,8 @@ done
 
 cat > "$tmpdir/trace.bt" <<BT
 usdt:$b:nbdkit:request_start {
-  @off[arg0, arg1] = arg5 + 1;
-  printf("%llu start %d %d %d %d\n", nsecs, arg0, arg1, arg2, arg5);
+  @off[arg0, arg1] = arg3 + 1;
+  printf("%llu start %d %d %d %d\n", nsecs, arg0, arg1, arg2, arg3);
 }
 usdt:$so:nbdkit:example_read {
   printf("%llu read %d %d %d %d %d\n", nsecs, arg0, arg1, arg2, arg3,

@@ -12,9 +12,9 @@ tracing_lock
 
 so="$(filter_so fua)"
 prog="
-usdt:$so:nbdkit:fua_forced { printf(\"forced %d %d\\n\", arg0, arg1); }
-usdt:$so:nbdkit:fua_discarded { printf(\"discarded %d %d\\n\", arg0, arg1); }
-usdt:$so:nbdkit:fua_flush_ignored { printf(\"flush ignored\\n\"); }
+usdt:$so:nbdkit:fua_forced /arg0 != 0 && arg1 != 0/ { printf(\"forced %d %d\\n\", arg2, arg3); }
+usdt:$so:nbdkit:fua_discarded /arg0 != 0 && arg1 != 0/ { printf(\"discarded %d %d\\n\", arg2, arg3); }
+usdt:$so:nbdkit:fua_flush_ignored /arg0 != 0 && arg1 != 0/ { printf(\"flush ignored\\n\"); }
 usdt:$so:nbdkit:fua_flush_on_close { printf(\"flush on close %d\\n\", arg0); }"
 
 start_server --filter=fua memory 1M fuamode=force

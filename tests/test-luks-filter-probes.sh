@@ -35,7 +35,7 @@ so="$(filter_so luks)"
 start_server --filter=luks file "$img" passphrase=second-pass
 trace_start "$tmpdir/trace" "
 usdt:$so:nbdkit:luks_unlock { printf(\"unlock %d %d\\n\", arg0, arg1); }
-usdt:$so:nbdkit:luks_rmw { printf(\"rmw %d %d\\n\", arg0, arg1); }"
+usdt:$so:nbdkit:luks_rmw /arg0 != 0 && arg1 != 0/ { printf(\"rmw %d %d\\n\", arg2, arg3); }"
 t nbdinfo --size "$uri" > /dev/null
 # 600 bytes at 1000: 24 bytes at the end of sector 1, sector 2 whole,
 # 64 bytes at the start of sector 3.  Then an aligned write: no rmw.

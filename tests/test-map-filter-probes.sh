@@ -12,7 +12,7 @@ so="$(filter_so map)"
 start_server --filter=map memory 1M map=4096-8191:65536 \
   map=0-16383:131072
 trace_start "$tmpdir/trace" "
-usdt:$so:nbdkit:map_piece { printf(\"piece %d %d %d %d\\n\", arg0, arg1, arg2, arg3); }"
+usdt:$so:nbdkit:map_piece /arg0 != 0 && arg1 != 0/ { printf(\"piece %d %d %d %d\\n\", arg2, arg3, arg4, arg5); }"
 t nbdsh -u "$uri" -c 'h.pread(20000, 2000)'
 trace_stop
 

@@ -16,8 +16,8 @@ tracing_lock
 so="$abs_top_builddir/plugins/memory/.libs/nbdkit-memory-plugin.so"
 start_server memory 64M allocator=zstd
 trace_start "$tmpdir/bt" "
-usdt:$so:nbdkit:allocator_zstd_compress { printf(\"compress %d %d %d\\n\", arg0, arg1, arg2); }
-usdt:$so:nbdkit:allocator_zstd_decompress { printf(\"decompress %d %d %d\\n\", arg0, arg1, arg2); }"
+usdt:$so:nbdkit:allocator_zstd_compress /arg0 != 0 && arg1 != 0/ { printf(\"compress %d %d %d\\n\", arg2, arg3, arg4); }
+usdt:$so:nbdkit:allocator_zstd_decompress /arg0 != 0 && arg1 != 0/ { printf(\"decompress %d %d %d\\n\", arg2, arg3, arg4); }"
 t nbdsh -u "$uri" -c '
 h.pwrite(b"a" * 4096, 0)
 assert h.pread(4096, 0) == b"a" * 4096

@@ -10,7 +10,7 @@ tracing_lock
 so="$(filter_so nocache)"
 start_server --filter=nocache memory 1M cachemode=nop
 trace_start "$tmpdir/trace" "
-usdt:$so:nbdkit:nocache_dropped { printf(\"dropped %d %d\\n\", arg0, arg1); }"
+usdt:$so:nbdkit:nocache_dropped /arg0 != 0 && arg1 != 0/ { printf(\"dropped %d %d\\n\", arg2, arg3); }"
 t nbdsh -u "$uri" -c '
 h.pread(4096, 0)
 h.cache(8192, 4096)

@@ -11,8 +11,8 @@ tracing_lock
 so="$(filter_so nozero)"
 start_server --filter=nozero memory 1M zeromode=emulate
 trace_start "$tmpdir/trace" "
-usdt:$so:nbdkit:nozero_emulated { printf(\"emulated %d %d\\n\", arg0, arg1); }
-usdt:$so:nbdkit:nozero_fast_refused { printf(\"refused %d %d\\n\", arg0, arg1); }"
+usdt:$so:nbdkit:nozero_emulated /arg0 != 0 && arg1 != 0/ { printf(\"emulated %d %d\\n\", arg2, arg3); }
+usdt:$so:nbdkit:nozero_fast_refused /arg0 != 0 && arg1 != 0/ { printf(\"refused %d %d\\n\", arg2, arg3); }"
 t nbdsh -u "$uri" -c '
 h.pwrite(b"x" * 4096, 0)
 h.zero(12288, 4096)

@@ -13,7 +13,7 @@ cat > "$tmpdir/trace.bt" <<BT
 usdt:$b:nbdkit:connection_accept { printf("%llu accept %d\n", nsecs, arg0); }
 usdt:$b:nbdkit:handshake_done { printf("%llu handshake_done %d\n", nsecs, arg0); }
 usdt:$b:nbdkit:request_start {
-  printf("%llu request_start %d %d %d %d\n", nsecs, arg0, arg1, arg2, arg5);
+  printf("%llu request_start %d %d %d %d\n", nsecs, arg0, arg1, arg2, arg3);
 }
 usdt:$b:nbdkit:request_done {
   printf("%llu request_done %d %d %d %d %d\n", nsecs, arg0, arg1, arg2, arg3,

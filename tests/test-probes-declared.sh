@@ -27,10 +27,11 @@ top="$tmpdir/top"
     cp "$abs_top_srcdir/$f" "$top/$f"
   done
 # cache_miss left out, cache_hit's last argument dropped.
-sed -i -e '/probe cache_miss (/d' \
-       -e 's/probe cache_hit (uint64_t offset, uint64_t count);/probe cache_hit (uint64_t offset);/' \
+sed -i -e '/probe cache_miss (/{N;d}' \
+       -e '/probe cache_hit (/{N;s/,\n *uint64_t count);/);/}' \
   "$top/filters/cache/probes.d"
-grep -q 'probe cache_hit (uint64_t offset);' "$top/filters/cache/probes.d" ||
+grep -q 'probe cache_hit (uint64_t id, uint64_t cookie, uint64_t offset);' \
+     "$top/filters/cache/probes.d" ||
   fail "the test's edit of cache_hit did not apply"
 # A probe that no .so fires.
 sed -i 's/^};$/  \/* Never fired. *\/\n  probe delay_never (uint64_t x);\n};/' \
@@ -40,7 +41,7 @@ python3 "$gen" --top "$top" check-so "$abs_top_builddir" > "$tmpdir/out" &&
 cat "$tmpdir/out"
 grep -q 'probe cache_miss is not declared' "$tmpdir/out" ||
   fail "the check missed an undeclared probe"
-grep -q 'probe cache_hit has 2 arguments, cache_hit declares 1' "$tmpdir/out" ||
+grep -q 'probe cache_hit has 4 arguments, cache_hit declares 3' "$tmpdir/out" ||
   fail "the check missed an argument count"
 grep -q 'declares delay_never, which is not in' "$tmpdir/out" ||
   fail "the check missed a declared probe that is not in the .so"

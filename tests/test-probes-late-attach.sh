@@ -51,7 +51,7 @@ usdt:$b:nbdkit:connection_info {
   @export[arg0] = str(arg1);
 }
 usdt:$b:nbdkit:request_start {
-  printf(\"request %d %s offset=%d export=%s\n\", arg0, str(arg3), arg5,
+  printf(\"request %d command=%d offset=%d export=%s\n\", arg0, arg2, arg3,
          @export[arg0]);
 }
 END { clear(@export); clear(@t0); clear(@first); clear(@hs); }
@@ -147,7 +147,7 @@ wait_for_output "$tmpdir/two" "pid=$b_pid " "$two" 10 ||
 # Now A reads: both tracers must name its export on the request.
 touch "$tmpdir/a.go"
 for out in one two; do
-  wait_for_output "$tmpdir/$out" '^request [0-9]+ read offset=8192 ' \
+  wait_for_output "$tmpdir/$out" '^request [0-9]+ command=0 offset=8192 ' \
     "${!out}" 10 ||
     { cat "$tmpdir/$out"; fail "tracer $out: no request_start for A's read"; }
 done
@@ -173,7 +173,7 @@ for out in one two; do
   [ "$(info_line "$tmpdir/$out" "$b_id")" = \
     "info $b_id export= peer=unix transport=unix pid=$b_pid uid=0" ] ||
     fail "tracer $out: wrong connection_info for B (still negotiating)"
-  grep -q "^request $a_id read offset=8192 export=foo\$" "$tmpdir/$out" ||
+  grep -q "^request $a_id command=0 offset=8192 export=foo\$" "$tmpdir/$out" ||
     fail "tracer $out: A's read does not join to export foo"
   # The promise is 0.5 s (a tick of 0.2 s for the first tracer, a
   # repeat every 0.4 s for the next); 1 s leaves room for a loaded

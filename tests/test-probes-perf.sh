@@ -55,13 +55,14 @@ grep -q 'sdt_nbdkit:connection_accept' "$tmpdir/script" ||
   fail "connection_accept did not fire"
 grep -q 'sdt_nbdkit:connection_close' "$tmpdir/script" ||
   fail "connection_close did not fire"
-# request_start (id, cookie, command, name, flags, offset, count): the read
-# is command 0 at offset 12288 for 4096 bytes, the write command 1, 512.
+# request_start (id, cookie, command, offset, count, flags), perf's arg1
+# to arg6: the read is command 0 at offset 12288 for 4096 bytes, the
+# write command 1, 512.
 read_line="$(grep 'sdt_nbdkit:request_start' "$tmpdir/script" |
-             grep -E ' arg3=0 .*arg6=12288 arg7=4096( |$)' | head -1)"
+             grep -E ' arg3=0 arg4=12288 arg5=4096 arg6=0( |$)' | head -1)"
 [ -n "$read_line" ] || fail "no request_start: read at offset 12288 count 4096"
 grep 'sdt_nbdkit:request_start' "$tmpdir/script" |
-  grep -Eq ' arg3=1 .*arg6=12288 arg7=512( |$)' ||
+  grep -Eq ' arg3=1 arg4=12288 arg5=512 arg6=[0-9]+( |$)' ||
   fail "no request_start with offset 12288 count 512 (the write)"
 cookie="$(echo "$read_line" | grep -Eo 'arg2=[0-9a-fx]+' || :)"
 if [ -n "$cookie" ]; then

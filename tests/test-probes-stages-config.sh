@@ -24,7 +24,7 @@ usdt:$b:nbdkit:config { printf("%llu %d config %s %s %s\n", nsecs, pid, str(arg0
 usdt:$b:nbdkit:filter_unload { printf("%llu %d filter_unload %s\n", nsecs, pid, str(arg0)); }
 usdt:$b:nbdkit:plugin_unload { printf("%llu %d plugin_unload %s\n", nsecs, pid, str(arg0)); }
 usdt:$b:nbdkit:connection_accept { printf("%llu %d accept %d\n", nsecs, pid, arg0); }
-usdt:$b:nbdkit:request_start { printf("%llu %d request %d %d %d %d\n", nsecs, pid, arg0, arg1, arg2, arg5); }
+usdt:$b:nbdkit:request_start { printf("%llu %d request %d %d %d %d\n", nsecs, pid, arg0, arg1, arg2, arg3); }
 usdt:$b:nbdkit:log {
   printf("%llu %d log|%s|%s|%d|%d|%s|%s\n", nsecs, pid, str(arg0), str(arg1),
          arg3, arg4, str(arg5), str(arg2));

@@ -54,7 +54,7 @@ usdt:$bin:nbdkit:connection_accept
 usdt:$bin:nbdkit:handshake_option
 { printf("option|%s\n", str(arg2)); }
 usdt:$bin:nbdkit:layer_call_start
-{ printf("call|%s|%s\n", str(arg3), str(arg4)); }
+{ printf("call|%s|%s\n", str(arg2), str(arg3)); }
 usdt:$bin:nbdkit:layer_call_done
 { printf("done|%s|%s\n", str(arg3), str(arg4)); }
 usdt:$bin:nbdkit:reply_send

@@ -29,7 +29,7 @@ usdt:$rbd_so:nbdkit:rbd_op_done {
   printf("%lld op %d %d %s %d %d %d\n", nsecs, arg0, arg1, str(arg2),
          arg3, arg4, arg5 > 0); }
 usdt:$server_binary:nbdkit:request_start {
-  printf("%lld req %d %d %s %d\n", nsecs, arg0, arg1, str(arg3), arg5); }
+  printf("%lld req %d %d %d %d\n", nsecs, arg0, arg1, arg2, arg3); }
 usdt:$server_binary:nbdkit:connection_close {
   printf("%lld close %d\n", nsecs, arg0); }
 EOT
@@ -86,7 +86,10 @@ kind = {"write": "write", "read": "read", "discard": "trim",
 for line in open(sys.argv[1]):
     f = line.split()
     if f[0] == "req":
-        reqs[(f[1], f[2])] = f[3].lower()
+        # request_start's command code, as its name
+        reqs[(f[1], f[2])] = {"0": "read", "1": "write", "3": "flush",
+                              "4": "trim", "6": "write_zeroes",
+                              "7": "block_status"}.get(f[3], f[3])
 for line in open(sys.argv[1]):
     f = line.split()
     if f[0] != "op":

@@ -57,7 +57,7 @@ grep -q "pread: nbdkit-probe: 12abc: not an integer" "$tmpdir/untraced.err" ||
 start_server sh "$script"
 trace_start "$tmpdir/out" "
 usdt:$b:nbdkit:request_start {
-  printf(\"%llu start %d %d %d %d\n\", nsecs, arg0, arg1, arg2, arg5);
+  printf(\"%llu start %d %d %d %d\n\", nsecs, arg0, arg1, arg2, arg3);
 }
 usdt:$b:nbdkit:user {
   printf(\"%llu user %d %d %s %d %d [%s]\n\", nsecs, arg0, arg1, str(arg2),

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # tools/nbdkit.d, the DTrace script for illumos, FreeBSD and macOS,
-# against server/probes.d (there is no DTrace on Linux to run it): every
-# nbdkit*:::NAME clause names a real probe, reads only arguments that
+# against server/probes.d, as text only (there is no DTrace on Linux to
+# compile or run it): every clause is on nbdkit$target (one server),
+# every nbdkit$target:::NAME clause names a real probe, reads only arguments that
 # exist, reads string arguments with copyinstr() and only those
 # (tools/probes-check.py).  The same check covers the bpftrace scripts
 # (str() for strings, nothing beyond arg5).  The D library
@@ -21,6 +22,11 @@ probes_d="$abs_top_srcdir/server/probes.d"
 
 python3 "$check" "$probes_d" d "$abs_top_srcdir/tools/nbdkit.d" ||
   fail "nbdkit.d and probes.d disagree"
+# nbdkit.d watches one server (dtrace -p PID or -c CMD): every clause
+# is on nbdkit$target, none on every server of the machine.
+grep -q '^nbdkit\$target:::' "$abs_top_srcdir/tools/nbdkit.d" &&
+  ! grep -En '^nbdkit(\*|[0-9]*):::' "$abs_top_srcdir/tools/nbdkit.d" ||
+  fail "nbdkit.d has clauses not scoped to nbdkit\$target"
 python3 "$check" "$probes_d" bt "$abs_top_srcdir"/tools/nbdkit-*.bt ||
   fail "a bpftrace script and probes.d disagree"
 

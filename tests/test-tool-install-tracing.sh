@@ -55,6 +55,11 @@ fi
   fail "make install did not install $prefix/share/nbdkit/probes.d"
 cmp "$abs_top_srcdir/server/probes.d" "$dest$prefix/share/nbdkit/probes.d" ||
   fail "installed probes.d differs from server/probes.d"
+# The installed nbdkit-trace has its version written in (no configure.ac
+# beside it to read it from).
+v="$(sed -n 's/^#define PACKAGE_VERSION "\(.*\)"$/\1/p' "$abs_top_builddir/config.h")"
+[ "$("$dest$prefix/bin/nbdkit-trace" --version)" = "nbdkit-trace (nbdkit) $v" ] ||
+  fail "the installed nbdkit-trace --version does not print $v"
 
 # The installed tapset elaborates (against the build's server: the
 # installed one is under DESTDIR, not at the path the tapset names).

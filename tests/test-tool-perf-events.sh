@@ -4,7 +4,7 @@
 # plugin .so into named, typed perf events whose strings perf decodes:
 # add them, record a captive server that nbdsh reads 4096 bytes at
 # offset 1 MiB from, and perf script must show the read as
-#   request_start: ... id=1 cookie=1 command=0 name="read" ... offset=1048576 count=4096
+#   request_start: ... id=1 cookie=1 command=0 offset=1048576 count=4096 flags=0
 # with the strings of connection_accept and export_select decoded, and
 # the example plugin's own probes named from a declaration file.  Then
 # `del' must remove every event.
@@ -23,17 +23,20 @@ requires test -e /sys/kernel/tracing/uprobe_events
 tool="$abs_top_builddir/tools/nbdkit-perf-events"
 
 # Installed, the tool finds the installed probes.d by itself: its dry
-# run names request_start's fields (argN if probes.d was not installed
-# or not found).  Done before taking the tracing lock, as it is slow.
+# run names request_start's and layer_call_start's fields (argN if
+# probes.d was not installed or not found).  Done before taking the tracing lock, as it is slow.
 install_to_destdir
 installed="$dest$prefix/bin/nbdkit-perf-events"
 [ -x "$installed" ] || fail "$installed was not installed"
 [ -f "$dest$prefix/share/nbdkit/probes.d" ] || fail "probes.d was not installed"
-"$installed" add -n -b "$server_binary" request_start > "$tmpdir/dry" 2>&1 ||
+"$installed" add -n -b "$server_binary" request_start layer_call_start \
+  > "$tmpdir/dry" 2>&1 ||
   { cat "$tmpdir/dry"; fail "installed nbdkit-perf-events add -n failed"; }
 cat "$tmpdir/dry"
-grep -Eq '^p:nbdkit/request_start .*:0x[0-9a-f]+\(0x[0-9a-f]+\) id=.* name=\+0\(.*\):string .* count=[^ ]*:u64$' \
+grep -Eq '^p:nbdkit/request_start .*:0x[0-9a-f]+\(0x[0-9a-f]+\) id=.* count=[^ ]*:u64 flags=[^ ]*:u64$' \
   "$tmpdir/dry" || fail "installed tool: request_start is not named and typed"
+grep -Eq '^p:nbdkit/layer_call_start .* layer=\+0\(.*\):string .* count=[^ ]*:u64$' \
+  "$tmpdir/dry" || fail "installed tool: layer_call_start's strings are not typed"
 
 tracing_lock
 example="$abs_top_builddir/plugins/example/.libs/nbdkit-example-plugin.so"
@@ -57,7 +60,7 @@ t "$tool" --group "$g" add -b "$server_binary" -b "$example" \
   -d "$tmpdir/example.d" > "$tmpdir/add" 2>&1 ||
   { cat "$tmpdir/add"; fail "nbdkit-perf-events add failed"; }
 cat "$tmpdir/add"
-grep -q "^$g:request_start (1 site) id cookie command name flags offset count$" \
+grep -q "^$g:request_start (1 site) id cookie command offset count flags$" \
   "$tmpdir/add" || fail "add did not report request_start with its fields"
 grep -q "perf record -e '$g:\*'" "$tmpdir/add" ||
   fail "add did not print the perf command"
@@ -89,9 +92,9 @@ perf script -i "$tmpdir/perf.data" > "$tmpdir/script" 2>&1
 cat "$tmpdir/script"
 
 read_line="$(grep " $g:request_start: " "$tmpdir/script" |
-             grep ' command=0 name="read" ' | head -1)"
-[ -n "$read_line" ] || fail "no request_start with name=\"read\""
-echo "$read_line" | grep -Eq ' flags=0 offset=1048576 count=4096$' ||
+             grep ' command=0 ' | head -1)"
+[ -n "$read_line" ] || fail "no request_start with command=0 (read)"
+echo "$read_line" | grep -Eq ' offset=1048576 count=4096 flags=0$' ||
   fail "request_start: offset and count are not 1048576 and 4096"
 id_cookie="$(echo "$read_line" | grep -Eo 'id=[0-9]+ cookie=[0-9]+')"
 grep " $g:request_done: " "$tmpdir/script" |

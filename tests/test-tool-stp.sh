@@ -49,14 +49,13 @@ grep -q 'user.probe is on optional nbdkit.user without' \
 requires_cmd stap
 requires_probes
 
-# The same tapset on this build tree's server and .so files.
-mkdir "$tmpdir/tapset"
-python3 "$abs_top_srcdir/tools/probes-gen.py" --top "$abs_top_srcdir" \
-  --build-tree "$abs_top_builddir" stp "$abs_top_srcdir/tools/nbdkit.stp.in" \
-  "$tmpdir/tapset/nbdkit.stp" || fail "probes-gen.py stp failed"
-sed "s|@NBDKIT_BINARY@|$server_binary|g" \
-  "$abs_top_srcdir/tools/nbdkit_conninfo.stp.in" \
-  > "$tmpdir/tapset/nbdkit_conninfo.stp"
+# The same tapset on this build tree's server and .so files, as the
+# build made it for `stap -I tools/build-tapset' (nbdkit-tracing(1)).
+tapset_dir="$abs_top_builddir/tools/build-tapset"
+grep -q "process(\"$server_binary\")" "$tapset_dir/nbdkit.stp" ||
+  fail "$tapset_dir/nbdkit.stp does not name this build's $server_binary"
+[ -f "$tapset_dir/nbdkit_conninfo.stp" ] ||
+  fail "$tapset_dir has no nbdkit_conninfo.stp"
 stap_r=()
 if [ ! -e "/lib/modules/$(uname -r)/build/.config" ]; then
   k="$tmpdir/kernel"
@@ -71,7 +70,7 @@ fi
 filter () { grep -Ev '^(Parse error:|[[:space:]]+-?[0-9]+@|-*\^$)' || :; }
 
 # 2a. Every alias and every variable elaborate.
-if ! stap -p2 "${stap_r[@]}" -I "$tmpdir/tapset" \
+if ! stap -p2 "${stap_r[@]}" -I "$tapset_dir" \
        -e 'probe nbdkit.* { printf("%s %s\n", probe_name, argstr) }' \
        > "$tmpdir/p2" 2> "$tmpdir/p2.err"; then
   filter < "$tmpdir/p2.err"
@@ -83,7 +82,7 @@ echo "$0: stap -p2 resolved $n_aliases aliases to $n_sites probe sites"
 
 # 2b. Every hierarchical alias, and the symbolic variables of the main
 # ones (the conninfo tapset comes in with peer, export, transport).
-if ! stap -p2 "${stap_r[@]}" -I "$tmpdir/tapset" -e '
+if ! stap -p2 "${stap_r[@]}" -I "$tapset_dir" -e '
 probe nbdkit.*.*, nbdkit.*.*.* ? { printf("%s %s\n", probe_name, argstr) }
 probe nbdkit.request.start {
   printf("%s %s %s %s %s\n", cmd, flags_str, peer, export, transport) }
@@ -132,7 +131,7 @@ requires_cmd nbdsh
 requires_root
 tracing_lock
 start_server memory 64M
-timeout -k 120 120 stap -I "$tmpdir/tapset" -x "$server_pid" -e '
+timeout -k 120 120 stap -I "$tapset_dir" -x "$server_pid" -e '
 probe begin { printf("READY\n") }
 probe nbdkit.request_done { n[command] <<< bytes }
 probe nbdkit.request.done { s[cmd, peer] <<< latency_us }

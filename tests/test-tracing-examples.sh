@@ -17,6 +17,9 @@
 # for it.  Each NAME has a check_NAME function below that runs the
 # example against a live server and a real client and checks its output;
 # a marked example without one, or a check whose example has gone, fails.
+# Throughout, a neighbour (a second server from the same binary) serves
+# reads, writes and flushes of its own: the examples are scoped to one
+# process, so none of its requests may show in what they count or record.
 source "$(dirname "$0")/functions.sh"
 requires_cmd perf bpftrace nbdsh nbdinfo timeout
 requires_root
@@ -103,14 +106,50 @@ stop_tracer ()
   grep -v RLIMIT_MEMLOCK "$tmpdir/$1.err" >&2 || :
 }
 
+# The neighbour: the same binary, a read, a write and a flush every few
+# ms and a short second connection every 0.2 s, until the test ends (at
+# most 280 s).
+"$NBDKIT" -U - memory 1G --run 'nbdsh -u "$uri" -c "
+import time
+end = time.monotonic() + 280
+i = 0
+while time.monotonic() < end:
+    h.pread(4096, 1048576); h.pwrite(b\"n\" * 512, 0); h.flush()
+    i += 1
+    if i % 40 == 0:
+        g = nbd.NBD(); g.connect_uri(\"$uri\"); g.pread(512, 0); g.shutdown()
+    time.sleep(0.005)
+"' > "$tmpdir/neighbour.log" 2>&1 9>&- &
+neighbour=$!
+cleanup_fn _kill_pid "$neighbour"
+
+# Start a server (ARGS) for example $1 to trace: PID in the example
+# becomes its process id; the client reaches it at $uri.
+serve_for ()
+{
+  local name=$1
+  shift
+  start_server "$@"
+  sed -i "s/\bPID\b/$(cat "$pidfile")/g" "$tmpdir/ex/$name.sh"
+}
+
 # The client for the bpftrace examples: 3 reads, 2 writes, 1 flush.
 client ()
 {
-  t "$NBDKIT" -U - memory 1G --run 'nbdsh -u "$uri" -c "
+  t nbdsh -u "$uri" -c "
 for i in range(3): h.pread(4096, 65536 * i)
 for i in range(2): h.pwrite(b\"w\" * 512, 1048576 * i)
 h.flush()
-"'
+"
+}
+
+# What perf recorded for example $1 came from one process (its server),
+# not from the neighbour too.
+perf_one_process ()
+{
+  local n
+  n="$(cd "$run" && perf script -F pid 2>/dev/null | sort -u | wc -l)"
+  [ "$n" -eq 1 ] || fail "example $1 recorded probes of $n processes, not 1"
 }
 
 # Sum the counts of histogram MAP from bpftrace output file $2.
@@ -161,12 +200,13 @@ check_perf_record ()
   ( cd "$run" && perf script ) > "$tmpdir/script" 2>&1 || :
   # nbdinfo reads 8192 bytes at offset 0: command 0, offset 0, count 8192.
   grep 'sdt_nbdkit:request_start:' "$tmpdir/perf-record.out" |
-    grep -Eq ' arg3=0 .*arg6=0 arg7=8192( |$)' ||
+    grep -Eq ' arg3=0 arg4=0 arg5=8192 arg6=[0-9]+( |$)' ||
     fail "perf script shows no request_start for nbdinfo's read"
   grep -q 'sdt_nbdkit:connection_accept:' "$tmpdir/perf-record.out" ||
     fail "perf script shows no connection_accept"
   grep -q 'sdt_nbdkit:connection_close:' "$tmpdir/perf-record.out" ||
     fail "perf script shows no connection_close"
+  perf_one_process perf-record
 }
 
 check_perf_record_nbdsh ()
@@ -174,7 +214,7 @@ check_perf_record_nbdsh ()
   run_example perf-record-nbdsh
   local line cookie
   line="$(grep 'sdt_nbdkit:request_start:' "$tmpdir/perf-record-nbdsh.out" |
-          grep -E ' arg3=0 .*arg6=1048576 arg7=4096( |$)' | head -1)"
+          grep -E ' arg3=0 arg4=1048576 arg5=4096 arg6=[0-9]+( |$)' | head -1)"
   [ -n "$line" ] ||
     fail "no request_start for the read of 4096 bytes at 1048576"
   cookie="$(echo "$line" | grep -Eo ' arg1=[0-9]+ arg2=[0-9]+ ')"
@@ -182,6 +222,7 @@ check_perf_record_nbdsh ()
   grep 'sdt_nbdkit:request_done:' "$tmpdir/perf-record-nbdsh.out" |
     grep -q "${cookie}arg3=0 arg4=0 arg5=4096 " ||
     fail "no request_done for the read (${cookie}) with 4096 bytes"
+  perf_one_process perf-record-nbdsh
 }
 
 check_perf_remove ()
@@ -205,12 +246,9 @@ check_bpftrace_list ()
 
 check_bpftrace_list_pid ()
 {
-  start_server memory 1M
+  serve_for bpftrace-list-pid memory 1M
   local pid
   pid="$(cat "$pidfile")"
-  sed "s/\bPID\b/$pid/g" "$tmpdir/ex/bpftrace-list-pid.sh" \
-    > "$tmpdir/ex/bpftrace-list-pid.tmp"
-  mv "$tmpdir/ex/bpftrace-list-pid.tmp" "$tmpdir/ex/bpftrace-list-pid.sh"
   run_example bpftrace-list-pid
   stop_server
   # With -p, the plugin's own probes (the memory plugin's page store)
@@ -226,26 +264,34 @@ check_bpftrace_list_pid ()
 
 check_bpftrace_count ()
 {
+  serve_for bpftrace-count memory 1G
   start_tracer bpftrace-count
   client
   stop_tracer bpftrace-count
+  stop_server
   local o="$tmpdir/bpftrace-count.out"
-  grep -q '^@requests\[read\]: 3$' "$o" || fail "expected 3 reads counted"
-  grep -q '^@requests\[write\]: 2$' "$o" || fail "expected 2 writes counted"
-  grep -q '^@requests\[flush\]: 1$' "$o" || fail "expected 1 flush counted"
+  # Commands by code: 0 read, 1 write, 3 flush.
+  grep -q '^@requests\[0\]: 3$' "$o" || fail "expected 3 reads counted"
+  grep -q '^@requests\[1\]: 2$' "$o" || fail "expected 2 writes counted"
+  grep -q '^@requests\[3\]: 1$' "$o" || fail "expected 1 flush counted"
+  # request_start's count (arg4), 6th argument: bpftrace 0.17 reads it.
+  grep -q '^@bytes\[0\]: 12288$' "$o" || fail "expected 3 x 4096 bytes read"
+  grep -q '^@bytes\[1\]: 1024$' "$o" || fail "expected 2 x 512 bytes written"
 }
 
 check_bpftrace_latency ()
 {
+  serve_for bpftrace-latency memory 1G
   start_tracer bpftrace-latency
   client
   stop_tracer bpftrace-latency
+  stop_server
   local o="$tmpdir/bpftrace-latency.out" n
-  n="$(hist_total '@usecs[read]' "$o")"
+  n="$(hist_total '@usecs[0]' "$o")"
   [ "$n" -eq 3 ] || fail "latency histogram of reads holds $n, not 3"
-  n="$(hist_total '@usecs[write]' "$o")"
+  n="$(hist_total '@usecs[1]' "$o")"
   [ "$n" -eq 2 ] || fail "latency histogram of writes holds $n, not 2"
-  n="$(hist_total '@usecs[flush]' "$o")"
+  n="$(hist_total '@usecs[3]' "$o")"
   [ "$n" -eq 1 ] || fail "latency histogram of flushes holds $n, not 1"
   ! grep -q '^@start\|^@command' "$o" ||
     fail "the END clause left @start or @command behind"
@@ -253,9 +299,11 @@ check_bpftrace_latency ()
 
 check_bpftrace_layers ()
 {
+  serve_for bpftrace-layers memory 1G
   start_tracer bpftrace-layers
   client
   stop_tracer bpftrace-layers
+  stop_server
   local o="$tmpdir/bpftrace-layers.out"
   grep -q '^@calls\[memory, pread\]: 3$' "$o" ||
     fail "expected 3 pread calls into the memory plugin"
@@ -267,11 +315,12 @@ check_bpftrace_layers ()
 
 check_bpftrace_slow ()
 {
+  serve_for bpftrace-slow memory 1G
   start_tracer bpftrace-slow
   # A 32 MiB write takes well over the example's 1000 us threshold.
-  t "$NBDKIT" -U - memory 1G --run \
-    'nbdsh -u "$uri" -c "h.pwrite(b\"s\" * 33554432, 0); h.pread(512, 0)"'
+  t nbdsh -u "$uri" -c 'h.pwrite(b"s" * 33554432, 0); h.pread(512, 0)'
   stop_tracer bpftrace-slow
+  stop_server
   grep -Eq '^conn [0-9]+ cookie [0-9]+ command 1 errno 0 bytes 33554432: [0-9]+ us$' \
     "$tmpdir/bpftrace-slow.out" ||
     fail "the 32 MiB write was not reported as slow"
@@ -279,17 +328,19 @@ check_bpftrace_slow ()
 
 check_bpftrace_busy_poll ()
 {
+  serve_for bpftrace-busy-poll --busy-poll=10000 memory 1M
   start_tracer bpftrace-busy-poll
   # A 10 ms window: back-to-back reads are caught, and the wait before
   # each read that comes 100 ms later runs the window out.
-  t "$NBDKIT" -U - --busy-poll=10000 memory 1M --run 'nbdsh -u "$uri" -c "
+  t nbdsh -u "$uri" -c "
 import time
 for i in range(200): h.pread(512, 0)
 for i in range(2):
     time.sleep(0.1)
     h.pread(512, 0)
-"'
+"
   stop_tracer bpftrace-busy-poll
+  stop_server
   local o="$tmpdir/bpftrace-busy-poll.out" n
   n="$(sed -n 's/^@windows\[caught\]: //p' "$o")"
   [ "${n:-0}" -ge 100 ] || fail "only ${n:-0} of 200 back-to-back reads caught"
@@ -305,10 +356,14 @@ for i in range(2):
 
 check_probes_connections ()
 {
+  serve_for probes-connections memory 1M
   start_tracer probes-connections
-  t "$NBDKIT" -U - memory 1M --run 'nbdsh -u "$uri" -c "h.pread(512, 0)"'
+  t nbdsh -u "$uri" -c "h.pread(512, 0)"
   stop_tracer probes-connections
+  stop_server
   local o="$tmpdir/probes-connections.out" id
+  [ "$(grep -c ' from unix over unix$' "$o")" -eq 1 ] ||
+    fail "expected the one connection_accept of the traced server"
   id="$(sed -n 's/^\([0-9]*\): from unix over unix$/\1/p' "$o" | head -1)"
   [ -n "$id" ] || fail "no connection_accept line"
   grep -q "^$id: export \"\", 1048576 bytes\$" "$o" ||
@@ -328,4 +383,8 @@ diff -u "$tmpdir/known" "$tmpdir/names" ||
 for name in $order; do
   "check_${name//-/_}"
 done
+kill -0 "$neighbour" 2>/dev/null || {
+  cat "$tmpdir/neighbour.log"
+  fail "the neighbour server stopped during the test"
+}
 echo "all $(echo $order | wc -w) examples ok"

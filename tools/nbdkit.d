@@ -3,9 +3,11 @@
  * nbdkit.d: request latency, sizes and errors by command, and the life
  * of connections, for nbdkit on systems with DTrace (illumos, FreeBSD,
  * macOS).  Uses the USDT probes of provider "nbdkit" (server/probes.d).
+ * Untested: this build gives a native DTrace no probes, and no D
+ * compiler has read this file (nbdkit-tracing(1), DTRACE).
  *
- *   dtrace -qs nbdkit.d                   every nbdkit process
- *   dtrace -qs nbdkit.d -p PID            one server (use nbdkit$target)
+ *   dtrace -qs nbdkit.d -p PID            one server (nbdkit$target)
+ *   dtrace -qs nbdkit.d -c 'nbdkit ...'   a server it starts
  *
  * Every 10 seconds and at ^C it prints, per command: requests, errors,
  * payload bytes, and latency distributions (us) for the request's whole
@@ -20,19 +22,23 @@
 
 dtrace:::BEGIN
 {
+	/* NBD_CMD_*: request_start carries the command's code only. */
+	nbd_cmd[0] = "read"; nbd_cmd[1] = "write"; nbd_cmd[2] = "disc";
+	nbd_cmd[3] = "flush"; nbd_cmd[4] = "trim"; nbd_cmd[5] = "cache";
+	nbd_cmd[6] = "write_zeroes"; nbd_cmd[7] = "block_status";
 	printf("Tracing nbdkit... Hit Ctrl-C to end.\n");
 }
 
-nbdkit*:::request_start
+nbdkit$target:::request_start
 /arg2 != 2/
 {
-	/* id, cookie, command, name, flags, offset, count */
+	/* id, cookie, command, offset, count, flags */
 	start[pid, arg0, arg1] = timestamp;
-	cmd[pid, arg0, arg1] = copyinstr(arg3);
-	@size[copyinstr(arg3)] = quantize(arg6);
+	cmd[pid, arg0, arg1] = arg2 <= 7 ? nbd_cmd[arg2] : "unknown";
+	@size[cmd[pid, arg0, arg1]] = quantize(arg4);
 }
 
-nbdkit*:::request_dispatch
+nbdkit$target:::request_dispatch
 /start[pid, arg0, arg1]/
 {
 	/* id, cookie, queue_ns */
@@ -40,7 +46,7 @@ nbdkit*:::request_dispatch
 	@queue_us[cmd[pid, arg0, arg1]] = quantize(arg2 / 1000);
 }
 
-nbdkit*:::request_done
+nbdkit$target:::request_done
 /start[pid, arg0, arg1]/
 {
 	/* id, cookie, command, error, bytes, duration_ns */
@@ -50,7 +56,7 @@ nbdkit*:::request_done
 	@errors[this->c] = sum(arg3 != 0);
 }
 
-nbdkit*:::request_done
+nbdkit$target:::request_done
 /dispatch[pid, arg0, arg1]/
 {
 	@layer_us[cmd[pid, arg0, arg1]] =
@@ -58,7 +64,7 @@ nbdkit*:::request_done
 	dispatch[pid, arg0, arg1] = 0;
 }
 
-nbdkit*:::reply_send
+nbdkit$target:::reply_send
 /start[pid, arg0, arg1]/
 {
 	/* id, cookie, kind, bytes, chunks */
@@ -68,27 +74,27 @@ nbdkit*:::reply_send
 	cmd[pid, arg0, arg1] = "";
 }
 
-nbdkit*:::connection_accept
+nbdkit$target:::connection_accept
 {
 	/* id, fd, peer, transport, pid, uid */
 	@accepted[copyinstr(arg3)] = count();
 }
 
-nbdkit*:::handshake_done
+nbdkit$target:::handshake_done
 {
 	/* id, export, structured, extended */
 	export[pid, arg0] = copyinstr(arg1);
 	known[pid, arg0] = 1;
 }
 
-nbdkit*:::handshake_fail
+nbdkit$target:::handshake_fail
 {
 	/* id, reason */
 	printf("%Y pid %d conn %d handshake failed: %s\n", walltimestamp, pid,
 	    arg0, copyinstr(arg1));
 }
 
-nbdkit*:::connection_close
+nbdkit$target:::connection_close
 {
 	/* id, reason, requests, bytes_in, bytes_out, lifetime_ns */
 	printf("%Y pid %d conn %d export \"%s\" closed (%s): %d requests, "

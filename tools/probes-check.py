@@ -364,7 +364,7 @@ def main ():
     elif sys.argv[2] == "names":
       errs += check_names (sys.argv[1], path)
     elif sys.argv[2] == "d":
-      errs += check_args ("d", probes, path, r"nbdkit\*?:::(\w+)",
+      errs += check_args ("d", probes, path, r"nbdkit(?:\*|\$target)?:::(\w+)",
                           "copyinstr", None)
     else:
       errs += check_args ("bt", probes, path, r"usdt:[^:\s]+:nbdkit:(\w+)",

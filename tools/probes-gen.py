@@ -35,9 +35,13 @@
 #   @d+ MEMBER = EXPR   D: a member computed from the arguments
 #   @stap FLAG...       the tapset's alias: `optional' (marked `?'),
 #                       `defined' (every argument read under @defined)
+#   @stap+ NAME = EXPR  the flat alias: a variable computed from the
+#                       arguments (request_start's command name)
 #   @stap.alias A.B [?][: STMT; ...]   a hierarchical alias nbdkit.A.B
 #                       on the flat one, with more variables
 # A line that starts with more blank space goes on the one before.
+# A server probe has at most six arguments (MAX_SERVER_ARGS): bpftrace
+# 0.17 reads no further than arg5 on x86_64.
 # A module's probes take their D view from the arguments, one member
 # per argument; a shared library's probes.d names the modules that
 # link it with `@so nbdkit-NAME-plugin ...' in its first comment.
@@ -165,10 +169,20 @@ def parse (path, kind, name):
   return mod
 
 
-MAX_MODULE_ARGS = 6
+# bpftrace 0.17 (Debian 12) reads only arg0..arg5 of a USDT probe on
+# x86_64 and refuses a script that names arg6: a server probe with a
+# seventh argument would hide it from bpftrace users.
+MAX_SERVER_ARGS = 6
+MAX_MODULE_ARGS = MAX_SERVER_ARGS
 
 def modules (top):
   mods = [parse (os.path.join (top, "server", "probes.d"), "server", "")]
+  for p in mods[0].probes:
+    if len (p.args) > MAX_SERVER_ARGS:
+      raise Error ("%s: probe %s has %d arguments; bpftrace 0.17 reads "
+                   "only %d (arg0..arg%d): drop or move the least needed"
+                   % (mods[0].path, p.name, len (p.args), MAX_SERVER_ARGS,
+                      MAX_SERVER_ARGS - 1))
   for kind, d in (("common", "common"), ("plugin", "plugins"),
                   ("filter", "filters")):
     for p in sorted (glob.glob (os.path.join (top, d, "*", "probes.d")),
@@ -262,6 +276,8 @@ def stp_flat (p, paths):
       v = "@defined(%s) ? %s : -1" % (a, a) if defined else a
       fmts.append ("%s=%%%s" % (n, "d" if p.is_signed (i) else "u"))
     out += "  %s = %s\n" % (n, v)
+  for e in p.tag ("stap+"):
+    out += "  %s\n" % e.strip ()
   if p.args:
     out += '  argstr = sprintf("%s",\n                   %s)\n' % (
       " ".join (fmts), ", ".join (n for _, n in p.args))

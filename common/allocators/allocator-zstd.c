@@ -38,6 +38,16 @@
  */
 #include <nbdkit-probe.h>
 
+/* The connection and request the probes fire for.  Weak, because this
+ * library knows nothing of the server: its unit tests link no server,
+ * and a server without these extensions (nbdkit's own) has none; both
+ * read as 0, as outside a request.
+ */
+extern uint64_t nbdkit_connection_id (void) __attribute__ ((weak));
+extern uint64_t nbdkit_request_cookie (void) __attribute__ ((weak));
+#define PROBE_ID (nbdkit_connection_id ? nbdkit_connection_id () : 0)
+#define PROBE_COOKIE (nbdkit_request_cookie ? nbdkit_request_cookie () : 0)
+
 #ifndef HAVE_LIBZSTD
 
 struct allocator *
@@ -158,7 +168,8 @@ get_page (struct zstd_allocator *za, uint64_t page, unsigned char *out)
   if (ZSTD_isError (r) || r != ZPAGE_SIZE)
     abort ();
   uint64_t off = page << ZPAGE_SHIFT, clen = b->len;
-  NBDKIT_PROBE (allocator_zstd_decompress, off, clen, (uint64_t) ZPAGE_SIZE);
+  NBDKIT_PROBE (allocator_zstd_decompress, PROBE_ID, PROBE_COOKIE, off, clen,
+                (uint64_t) ZPAGE_SIZE);
 }
 
 /* Store IN (ZPAGE_SIZE bytes) as page PAGE, or drop the page if IN is
@@ -195,7 +206,8 @@ put_page (struct zstd_allocator *za, uint64_t page, const unsigned char *in,
   b->len = n;
   memcpy (b->data, za->cbuf, n);
   uint64_t off = page << ZPAGE_SHIFT, clen = n;
-  NBDKIT_PROBE (allocator_zstd_compress, off, (uint64_t) ZPAGE_SIZE, clen);
+  NBDKIT_PROBE (allocator_zstd_compress, PROBE_ID, PROBE_COOKIE, off,
+                (uint64_t) ZPAGE_SIZE, clen);
   drop_blob (za, slot);
   *slot = b;
   za->pages++;

@@ -13,12 +13,18 @@
 provider nbdkit {
   /* With allocator=zstd (the memory and data plugins), a 32 KiB page
    * was compressed to be stored (a page written all zero is dropped
-   * instead). Arguments: offset, size, compressed size. */
-  probe allocator_zstd_compress (uint64_t offset, uint64_t size,
+   * instead).  Request-time: id and cookie are the connection and
+   * request it serves (0 when the data plugin builds its disk before
+   * any connection). Arguments: id, cookie, offset, size, compressed
+   * size. */
+  probe allocator_zstd_compress (uint64_t id, uint64_t cookie,
+                                 uint64_t offset, uint64_t size,
                                  uint64_t compressed_size);
 
   /* With allocator=zstd, a stored page was decompressed, for a read or
-   * a partial write. Arguments: offset, compressed size, size. */
-  probe allocator_zstd_decompress (uint64_t offset, uint64_t compressed_size,
+   * a partial write.  Request-time, as allocator_zstd_compress.
+   * Arguments: id, cookie, offset, compressed size, size. */
+  probe allocator_zstd_decompress (uint64_t id, uint64_t cookie,
+                                   uint64_t offset, uint64_t compressed_size,
                                    uint64_t size);
 };

@@ -173,7 +173,8 @@ check_policy (nbdkit_next *next, void *handle, const char *command,
   else
     return 0;
 
-  NBDKIT_PROBE (blocksize_policy_reject, offset, count, command);
+  NBDKIT_PROBE (blocksize_policy_reject, nbdkit_connection_id (),
+                nbdkit_request_cookie (), offset, count, command);
   nbdkit_error ("client %s request rejected (%" PRIu32 " bytes at offset %"
                 PRIu64 "): %s (minimum %" PRIu32 ", maximum %" PRIu32 ")",
                 command, count, offset, why, minimum, maximum);

@@ -8,9 +8,10 @@
  * keeps them equal to the notes in the built .so.
  */
 provider nbdkit {
-  /* A request is refused under blocksize-error-policy=error; command
-   * is pread, pwrite, zero, trim, cache or extents. Arguments: offset,
-   * count, command. */
-  probe blocksize_policy_reject (uint64_t offset, uint32_t count,
-                                 const char *command);
+  /* A request is refused under blocksize-error-policy=error; command is
+   * pread, pwrite, zero, trim, cache or extents. Request-time: id and
+   * cookie are those of the request it serves. Arguments: id, cookie,
+   * offset, count, command. */
+  probe blocksize_policy_reject (uint64_t id, uint64_t cookie, uint64_t offset,
+                                 uint32_t count, const char *command);
 };

@@ -217,7 +217,8 @@ static void
 report_split (uint64_t offset, uint32_t count, unsigned pieces)
 {
   if (pieces > 1)
-    NBDKIT_PROBE (blocksize_split, offset, count, pieces);
+    NBDKIT_PROBE (blocksize_split, nbdkit_connection_id (),
+                  nbdkit_request_cookie (), offset, count, pieces);
 }
 
 static int
@@ -292,7 +293,8 @@ rmw_block (nbdkit_next *next, struct handle *h, uint8_t *block,
 {
   int r;
 
-  NBDKIT_PROBE (blocksize_rmw, start + skip, n);
+  NBDKIT_PROBE (blocksize_rmw, nbdkit_connection_id (),
+                nbdkit_request_cookie (), start + skip, n);
   WRITE_LOCK_FOR_SCOPE (&rmw_lock);
   r = next->pread (next, block, h->minblock, start, 0, err);
   if (r == 0) {

@@ -9,10 +9,14 @@
  */
 provider nbdkit {
   /* A client request sent below as more than one piece has ended (also
-   * on error). Arguments: offset, count, pieces. */
-  probe blocksize_split (uint64_t offset, uint32_t count, uint32_t pieces);
+   * on error). Request-time: id and cookie are those of the request it
+   * serves. Arguments: id, cookie, offset, count, pieces. */
+  probe blocksize_split (uint64_t id, uint64_t cookie, uint64_t offset,
+                         uint32_t count, uint32_t pieces);
 
   /* A partial block is read, modified and written back; the request's
-   * bytes in that block. Arguments: offset, count. */
-  probe blocksize_rmw (uint64_t offset, uint32_t count);
+   * bytes in that block. Request-time: id and cookie are those of the
+   * request it serves. Arguments: id, cookie, offset, count. */
+  probe blocksize_rmw (uint64_t id, uint64_t cookie, uint64_t offset,
+                       uint32_t count);
 };

@@ -375,8 +375,9 @@ fill_block (nbdkit_next *next, uint64_t blk, uint8_t *buf, int *err)
     if (store_write (buf, cache.blksize, blk_offset (blk), false, err) == -1)
       return -1;
     set_state_locked (blk, CLEAN);
-    NBDKIT_PROBE (cache_fill, blk_offset (blk), UINT64_C (1) << cache.shift,
-                  blk);
+    NBDKIT_PROBE (cache_fill, nbdkit_connection_id (),
+                  nbdkit_request_cookie (), blk_offset (blk),
+                  UINT64_C (1) << cache.shift, blk);
   }
   return 0;
 }
@@ -452,12 +453,14 @@ cache_pread (nbdkit_next *next, void *handle, void *buf, uint32_t count,
         o += m;
       }
       if (o > offset)
-        NBDKIT_PROBE (cache_hit, offset, o - offset);
+        NBDKIT_PROBE (cache_hit, nbdkit_connection_id (),
+                      nbdkit_request_cookie (), offset, o - offset);
       e = o;
       n = e - offset;
     }
     else {
-      NBDKIT_PROBE (cache_miss, offset, n);
+      NBDKIT_PROBE (cache_miss, nbdkit_connection_id (),
+                    nbdkit_request_cookie (), offset, n);
       if (on_read) {
         if (fill_range (next, p, n, offset, err) == -1)
           return -1;
@@ -518,8 +521,9 @@ write_back_block (nbdkit_next *next, uint64_t blk, uint64_t blkoffs,
     if (store_write (block, cache.blksize, blk_offset (blk), false,
                      err) == -1)
       return -1;
-    NBDKIT_PROBE (cache_fill, blk_offset (blk), UINT64_C (1) << cache.shift,
-                  blk);
+    NBDKIT_PROBE (cache_fill, nbdkit_connection_id (),
+                  nbdkit_request_cookie (), blk_offset (blk),
+                  UINT64_C (1) << cache.shift, blk);
   }
   else if (store_write (buf, count, offset, true, err) == -1)
     return -1;
@@ -693,7 +697,8 @@ cache_flush (nbdkit_next *next, void *handle, uint32_t flags, int *err)
   uint64_t written;
   if (wb_flush_dirty (next, &written, err) == -1)
     return -1;
-  NBDKIT_PROBE (cache_flush, written, written << cache.shift);
+  NBDKIT_PROBE (cache_flush, nbdkit_connection_id (), nbdkit_request_cookie (),
+                written, written << cache.shift);
   if (next->can_flush (next) > 0)
     return next->flush (next, 0, err);
   return 0;
@@ -761,7 +766,8 @@ cache_async_prepare (nbdkit_next *next, void *handle, int cmd,
       run_end (false, *offset, end) < end)
     return NBDKIT_ASYNC_SYNC;
   /* Fired as the read is passed on (see cow.c for the same). */
-  NBDKIT_PROBE (cache_miss, *offset, *count);
+  NBDKIT_PROBE (cache_miss, nbdkit_connection_id (), nbdkit_request_cookie (),
+                *offset, *count);
   return NBDKIT_ASYNC_PASS;
 }
 

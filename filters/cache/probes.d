@@ -8,23 +8,33 @@
  * the notes in the built .so.
  */
 provider nbdkit {
-  /* A run of a read was served from the cache. Arguments: offset,
+  /* A run of a read was served from the cache. Request-time: id and
+   * cookie are those of the request it serves. Arguments: id, cookie,
+   * offset, count. */
+  probe cache_hit (uint64_t id, uint64_t cookie, uint64_t offset,
+                   uint64_t count);
+
+  /* A run of a read went to the plugin. Request-time: id and cookie are
+   * those of the request it serves. Arguments: id, cookie, offset,
    * count. */
-  probe cache_hit (uint64_t offset, uint64_t count);
+  probe cache_miss (uint64_t id, uint64_t cookie, uint64_t offset,
+                    uint32_t count);
 
-  /* A run of a read went to the plugin. Arguments: offset, count. */
-  probe cache_miss (uint64_t offset, uint32_t count);
-
-  /* A block read from the plugin was put in the cache. Arguments:
-   * offset, count, blocknum. */
-  probe cache_fill (uint64_t offset, uint64_t count, uint64_t blocknum);
+  /* A block read from the plugin was put in the cache. Request-time: id
+   * and cookie are those of the request it serves. Arguments: id,
+   * cookie, offset, count, blocknum. */
+  probe cache_fill (uint64_t id, uint64_t cookie, uint64_t offset,
+                    uint64_t count, uint64_t blocknum);
 
   /* A block was evicted; dirty is 1 if it was written back first.
-   * Arguments: offset, count, blocknum, dirty. */
-  probe cache_evict (uint64_t offset, uint64_t count, uint64_t blocknum,
-                     int32_t dirty);
+   * Request-time: id and cookie are those of the request it serves.
+   * Arguments: id, cookie, offset, count, blocknum, dirty. */
+  probe cache_evict (uint64_t id, uint64_t cookie, uint64_t offset,
+                     uint64_t count, uint64_t blocknum, int32_t dirty);
 
   /* A flush wrote back this many dirty blocks (0 when none; never with
-   * cache=unsafe). Arguments: blocks, bytes. */
-  probe cache_flush (uint64_t blocks, uint64_t bytes);
+   * cache=unsafe). Request-time: id and cookie are those of the request
+   * it serves. Arguments: id, cookie, blocks, bytes. */
+  probe cache_flush (uint64_t id, uint64_t cookie, uint64_t blocks,
+                     uint64_t bytes);
 };

@@ -49,8 +49,9 @@ evict_locked (nbdkit_next *next, uint64_t blk, uint8_t *bounce, int *err)
   filestore_discard (cache.store, cache.blksize, blk_offset (blk));
   set_state_locked (blk, NOT_CACHED);
   ++*gen (blk);
-  NBDKIT_PROBE (cache_evict, blk_offset (blk), UINT64_C (1) << cache.shift,
-                blk, st == DIRTY);
+  NBDKIT_PROBE (cache_evict, nbdkit_connection_id (), nbdkit_request_cookie (),
+                blk_offset (blk), UINT64_C (1) << cache.shift, blk,
+                st == DIRTY);
   return 0;
 }
 

@@ -170,12 +170,14 @@ cacheextents_extents (nbdkit_next *next, void *handle, uint32_t count,
   {
     LOCK_FOR_SCOPE (&lock);
     if (cache_covers (h, offset)) {
-      NBDKIT_PROBE (cacheextents_hit, offset, count);
+      NBDKIT_PROBE (cacheextents_hit, nbdkit_connection_id (),
+                    nbdkit_request_cookie (), offset, count);
       return answer_from_cache (count, offset, flags, extents, err);
     }
     gen = generation;
   }
-  NBDKIT_PROBE (cacheextents_miss, offset, count);
+  NBDKIT_PROBE (cacheextents_miss, nbdkit_connection_id (),
+                nbdkit_request_cookie (), offset, count);
 
   /* Ask for everything the plugin will tell: without REQ_ONE, and up
    * to the end of the disk, not just of the request.

@@ -8,11 +8,15 @@
  * the notes in the built .so.
  */
 provider nbdkit {
-  /* A block status request is answered from the cache. Arguments:
-   * offset, count. */
-  probe cacheextents_hit (uint64_t offset, uint32_t count);
+  /* A block status request is answered from the cache. Request-time: id
+   * and cookie are those of the request it serves. Arguments: id,
+   * cookie, offset, count. */
+  probe cacheextents_hit (uint64_t id, uint64_t cookie, uint64_t offset,
+                          uint32_t count);
 
-  /* A block status request falls outside the cache; the plugin's
-   * answer replaces it. Arguments: offset, count. */
-  probe cacheextents_miss (uint64_t offset, uint32_t count);
+  /* A block status request falls outside the cache; the plugin's answer
+   * replaces it. Request-time: id and cookie are those of the request it
+   * serves. Arguments: id, cookie, offset, count. */
+  probe cacheextents_miss (uint64_t id, uint64_t cookie, uint64_t offset,
+                           uint32_t count);
 };

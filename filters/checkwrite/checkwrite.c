@@ -83,7 +83,8 @@ checkwrite_can_multi_conn (nbdkit_next *next, void *handle)
 static int
 mismatch (uint32_t count, uint64_t offset, int *err)
 {
-  NBDKIT_PROBE (checkwrite_mismatch, offset, count);
+  NBDKIT_PROBE (checkwrite_mismatch, nbdkit_connection_id (),
+                nbdkit_request_cookie (), offset, count);
   nbdkit_error ("data written does not match expected");
   *err = EIO;
   return -1;

@@ -9,6 +9,8 @@
  */
 provider nbdkit {
   /* A write, zero or trim that does not match the plugin's data is
-   * refused with EIO. Arguments: offset, count. */
-  probe checkwrite_mismatch (uint64_t offset, uint32_t count);
+   * refused with EIO. Request-time: id and cookie are those of the
+   * request it serves. Arguments: id, cookie, offset, count. */
+  probe checkwrite_mismatch (uint64_t id, uint64_t cookie, uint64_t offset,
+                             uint32_t count);
 };

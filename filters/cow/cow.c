@@ -353,7 +353,8 @@ plugin_block (nbdkit_next *next, uint64_t blk, uint8_t *buf, int *err)
   if (next->pread (next, buf, n, offset, 0, err) == -1)
     return -1;
   memset (buf + n, 0, cow.blksize - n);
-  NBDKIT_PROBE (cow_read_through, offset, n);
+  NBDKIT_PROBE (cow_read_through, nbdkit_connection_id (),
+                nbdkit_request_cookie (), offset, n);
   return 0;
 }
 
@@ -384,8 +385,8 @@ copy_up (nbdkit_next *next, uint64_t blk, uint8_t *bounce, int *err)
     return 0;
   if (store_block_locked (blk, bounce, err) == -1)
     return -1;
-  NBDKIT_PROBE (cow_copy_up, blk << cow.shift, UINT64_C (1) << cow.shift,
-                blk);
+  NBDKIT_PROBE (cow_copy_up, nbdkit_connection_id (), nbdkit_request_cookie (),
+                blk << cow.shift, UINT64_C (1) << cow.shift, blk);
   return 0;
 }
 
@@ -426,8 +427,9 @@ write_part (nbdkit_next *next, uint64_t blk, uint64_t blkoffs,
   if (now == BLK_TRIMMED)
     memset (block, 0, cow.blksize);
   else
-    NBDKIT_PROBE (cow_copy_up, blk << cow.shift, UINT64_C (1) << cow.shift,
-                blk);
+    NBDKIT_PROBE (cow_copy_up, nbdkit_connection_id (),
+                  nbdkit_request_cookie (), blk << cow.shift,
+                  UINT64_C (1) << cow.shift, blk);
   memcpy (block + blkoffs, buf, count);
   return store_block_locked (blk, block, err);
 }
@@ -548,11 +550,13 @@ cow_pread (nbdkit_next *next, void *handle, void *buf, uint32_t count,
     case BLK_OVERLAY:
       if (overlay_pread (p, n, offset, err) == -1)
         return -1;
-      NBDKIT_PROBE (cow_read_overlay, offset, n);
+      NBDKIT_PROBE (cow_read_overlay, nbdkit_connection_id (),
+                    nbdkit_request_cookie (), offset, n);
       break;
     case BLK_TRIMMED:
       memset (p, 0, n);
-      NBDKIT_PROBE (cow_read_overlay, offset, n);
+      NBDKIT_PROBE (cow_read_overlay, nbdkit_connection_id (),
+                    nbdkit_request_cookie (), offset, n);
       break;
     default:
       if (on_read) {
@@ -563,7 +567,8 @@ cow_pread (nbdkit_next *next, void *handle, void *buf, uint32_t count,
         /* Only the bytes asked for: the plugin's blocks stay put. */
         if (next->pread (next, p, n, offset, 0, err) == -1)
           return -1;
-        NBDKIT_PROBE (cow_read_through, offset, n);
+        NBDKIT_PROBE (cow_read_through, nbdkit_connection_id (),
+                      nbdkit_request_cookie (), offset, n);
       }
     }
     p += n;
@@ -679,7 +684,8 @@ cow_async_prepare (nbdkit_next *next, void *handle, int cmd,
   /* Fired as the read is passed on: should the plugin's own stack
    * send it the synchronous way after all, it fires again there.
    */
-  NBDKIT_PROBE (cow_read_through, *offset, *count);
+  NBDKIT_PROBE (cow_read_through, nbdkit_connection_id (),
+                nbdkit_request_cookie (), *offset, *count);
   return NBDKIT_ASYNC_PASS;
 }
 

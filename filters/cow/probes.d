@@ -8,15 +8,22 @@
  * the notes in the built .so.
  */
 provider nbdkit {
-  /* A block was copied from the plugin into the overlay (partial
-   * write, cow-on-read or cow-on-cache); once per block. Arguments:
+  /* A block was copied from the plugin into the overlay (partial write,
+   * cow-on-read or cow-on-cache); once per block. Request-time: id and
+   * cookie are those of the request it serves. Arguments: id, cookie,
    * offset, count, blocknum. */
-  probe cow_copy_up (uint64_t offset, uint64_t count, uint64_t blocknum);
+  probe cow_copy_up (uint64_t id, uint64_t cookie, uint64_t offset,
+                     uint64_t count, uint64_t blocknum);
 
-  /* Bytes were read from the plugin. Arguments: offset, count. */
-  probe cow_read_through (uint64_t offset, uint64_t count);
+  /* Bytes were read from the plugin. Request-time: id and cookie are
+   * those of the request it serves. Arguments: id, cookie, offset,
+   * count. */
+  probe cow_read_through (uint64_t id, uint64_t cookie, uint64_t offset,
+                          uint64_t count);
 
   /* A run of written or trimmed blocks was served from the overlay.
-   * Arguments: offset, count. */
-  probe cow_read_overlay (uint64_t offset, uint32_t count);
+   * Request-time: id and cookie are those of the request it serves.
+   * Arguments: id, cookie, offset, count. */
+  probe cow_read_overlay (uint64_t id, uint64_t cookie, uint64_t offset,
+                          uint32_t count);
 };

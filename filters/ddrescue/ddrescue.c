@@ -256,7 +256,8 @@ ddrescue_pread (nbdkit_next *next, void *handle, void *buf, uint32_t count,
                 uint64_t offset, uint32_t flags, int *err)
 {
   if (!is_finished (offset, count)) {
-    NBDKIT_PROBE (ddrescue_refused, offset, count);
+    NBDKIT_PROBE (ddrescue_refused, nbdkit_connection_id (),
+                  nbdkit_request_cookie (), offset, count);
     nbdkit_debug ("ddrescue: read at %" PRIu64 " for %" PRIu32
                   " bytes touches unrescued data: EIO", offset, count);
     *err = EIO;

@@ -9,6 +9,8 @@
  */
 provider nbdkit {
   /* A read touching data not marked finished is refused with EIO.
-   * Arguments: offset, count. */
-  probe ddrescue_refused (uint64_t offset, uint32_t count);
+   * Request-time: id and cookie are those of the request it serves.
+   * Arguments: id, cookie, offset, count. */
+  probe ddrescue_refused (uint64_t id, uint64_t cookie, uint64_t offset,
+                          uint32_t count);
 };

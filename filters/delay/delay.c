@@ -126,7 +126,8 @@ do_delay (int which, int *err)
 
   if (ms == 0)
     return 0;
-  NBDKIT_PROBE (delay_sleep, names[which], (uint64_t) ms * 1000000);
+  NBDKIT_PROBE (delay_sleep, nbdkit_connection_id (), nbdkit_request_cookie (),
+                names[which], (uint64_t) ms * 1000000);
   if (nbdkit_nanosleep (ms / 1000, (ms % 1000) * 1000000) == -1) {
     *err = errno;
     return -1;

@@ -9,6 +9,9 @@
  */
 provider nbdkit {
   /* Before each delay (read, write, zero, trim, extents, cache, open,
-   * close). Arguments: command, nanoseconds. */
-  probe delay_sleep (const char *command, uint64_t nanoseconds);
+   * close). Request-time: id and cookie are those of the request it
+   * serves (at open and close, the connection's id and cookie 0).
+   * Arguments: id, cookie, command, nanoseconds. */
+  probe delay_sleep (uint64_t id, uint64_t cookie, const char *command,
+                     uint64_t nanoseconds);
 };

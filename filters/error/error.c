@@ -223,7 +223,8 @@ inject (int cmd, uint64_t offset, uint32_t count, int *err)
     if (x >= s->rate)
       return false;
   }
-  NBDKIT_PROBE (error_injected, s->cmd, s->error, offset, count);
+  NBDKIT_PROBE (error_injected, nbdkit_connection_id (),
+                nbdkit_request_cookie (), s->cmd, s->error, offset, count);
   nbdkit_error ("injecting %s error into %s", errno_name (s->error), s->cmd);
   *err = s->error;
   return true;

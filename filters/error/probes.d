@@ -8,8 +8,9 @@
  * the notes in the built .so.
  */
 provider nbdkit {
-  /* A request is failed on purpose (command as a string). Arguments:
-   * command, errno, offset, count. */
-  probe error_injected (const char *command, int32_t error, uint64_t offset,
-                        uint32_t count);
+  /* A request is failed on purpose (command as a string). Request-time:
+   * id and cookie are those of the request it serves. Arguments: id,
+   * cookie, command, errno, offset, count. */
+  probe error_injected (uint64_t id, uint64_t cookie, const char *command,
+                        int32_t error, uint64_t offset, uint32_t count);
 };

@@ -136,7 +136,8 @@ set_bit (uint8_t *buf, uint64_t offset, uint64_t bit, int value)
   if (new == old)
     return;
   *byte ^= mask;
-  NBDKIT_PROBE (evil_corrupt, mode_names[mode], offset + bit / 8,
+  NBDKIT_PROBE (evil_corrupt, nbdkit_connection_id (),
+                nbdkit_request_cookie (), mode_names[mode], offset + bit / 8,
                 (uint32_t) (bit % 8), (uint32_t) new);
 }
 

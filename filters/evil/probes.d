@@ -8,10 +8,11 @@
  * the notes in the built .so.
  */
 provider nbdkit {
-  /* A read's data had one bit changed on its way to the client: mode
-   * is cosmic-rays, stuck-bits or stuck-wires; offset is the byte's
-   * offset on the disk, bit its bit (0 the least significant), value
-   * what the bit now reads. Arguments: mode, offset, bit, value. */
-  probe evil_corrupt (const char *mode, uint64_t offset, uint32_t bit,
-                      uint32_t value);
+  /* A read's data had one bit changed on its way to the client: mode is
+   * cosmic-rays, stuck-bits or stuck-wires; offset is the byte's offset
+   * on the disk, bit its bit (0 the least significant), value what the
+   * bit now reads. Request-time: id and cookie are those of the request
+   * it serves. Arguments: id, cookie, mode, offset, bit, value. */
+  probe evil_corrupt (uint64_t id, uint64_t cookie, const char *mode,
+                      uint64_t offset, uint32_t bit, uint32_t value);
 };

@@ -181,11 +181,13 @@ adjust_flags (uint32_t flags, uint64_t offset, uint32_t count,
     return flags & ~NBDKIT_FLAG_FUA;
   case MODE_FORCE:
     if (!fua)
-      NBDKIT_PROBE (fua_forced, offset, count);
+      NBDKIT_PROBE (fua_forced, nbdkit_connection_id (),
+                    nbdkit_request_cookie (), offset, count);
     return flags | NBDKIT_FLAG_FUA;
   case MODE_DISCARD:
     if (fua)
-      NBDKIT_PROBE (fua_discarded, offset, count);
+      NBDKIT_PROBE (fua_discarded, nbdkit_connection_id (),
+                    nbdkit_request_cookie (), offset, count);
     return flags & ~NBDKIT_FLAG_FUA;
   default:
     return flags;
@@ -233,7 +235,8 @@ fua_flush (nbdkit_next *next, void *handle, uint32_t flags, int *err)
 {
   /* force: every write was already durable; discard: by request. */
   if (mode == MODE_FORCE || mode == MODE_DISCARD) {
-    NBDKIT_PROBE (fua_flush_ignored);
+    NBDKIT_PROBE (fua_flush_ignored, nbdkit_connection_id (),
+                  nbdkit_request_cookie ());
     return 0;
   }
   return next->flush (next, flags, err);

@@ -330,7 +330,8 @@ write_partial (nbdkit_next *next, struct handle *h, struct luks_crypt *c,
 {
   uint8_t tmp[LUKS_SECTOR_SIZE];
 
-  NBDKIT_PROBE (luks_rmw, sector * LUKS_SECTOR_SIZE + skip, n);
+  NBDKIT_PROBE (luks_rmw, nbdkit_connection_id (), nbdkit_request_cookie (),
+                sector * LUKS_SECTOR_SIZE + skip, n);
   LOCK_FOR_SCOPE (&rmw_lock);
   if (read_sectors (next, h, c, tmp, sector, 1, 0, err) == -1)
     return -1;

@@ -9,10 +9,14 @@
  */
 provider nbdkit {
   /* A connection unlocked a key slot (not when the last disk's key is
-   * reused). Arguments: key slot, iterations. */
+   * reused).  Fires at open, outside any request: the server's
+   * connection_accept and handshake probes name the connection.
+   * Arguments: key slot, iterations. */
   probe luks_unlock (int32_t key_slot, uint32_t iterations);
 
-  /* A write covers part of a sector (offset in the export, bytes
-   * written into that sector). Arguments: offset, count. */
-  probe luks_rmw (uint64_t offset, uint32_t count);
+  /* A write covers part of a sector (offset in the export, bytes written
+   * into that sector). Request-time: id and cookie are those of the
+   * request it serves. Arguments: id, cookie, offset, count. */
+  probe luks_rmw (uint64_t id, uint64_t cookie, uint64_t offset,
+                  uint32_t count);
 };

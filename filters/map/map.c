@@ -236,7 +236,8 @@ next_piece (nbdkit_next *next, struct piece_iter *it, int *err)
     return 0;
   int32_t index;
   find_piece (it->offset, it->remaining, &it->dest, &it->len, &index);
-  NBDKIT_PROBE (map_piece, it->offset, it->len, it->dest, index);
+  NBDKIT_PROBE (map_piece, nbdkit_connection_id (), nbdkit_request_cookie (),
+                it->offset, it->len, it->dest, index);
   int64_t size = next->get_size (next);
   if (size == -1) {
     *err = EIO;

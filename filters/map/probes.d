@@ -8,10 +8,11 @@
  * the notes in the built .so.
  */
 provider nbdkit {
-  /* One piece of a request (cut at region boundaries) is about to go
-   * to the layer below; mapping is the map= parameter that placed it
-   * (0 for the first given) or -1 where none covers it. Arguments:
+  /* One piece of a request (cut at region boundaries) is about to go to
+   * the layer below; mapping is the map= parameter that placed it (0 for
+   * the first given) or -1 where none covers it. Request-time: id and
+   * cookie are those of the request it serves. Arguments: id, cookie,
    * offset, count, offset below, mapping. */
-  probe map_piece (uint64_t offset, uint64_t count, uint64_t dest,
-                   int32_t mapping);
+  probe map_piece (uint64_t id, uint64_t cookie, uint64_t offset,
+                   uint64_t count, uint64_t dest, int32_t mapping);
 };

@@ -60,7 +60,8 @@ static int
 nocache_cache (nbdkit_next *next, void *handle, uint32_t count,
                uint64_t offset, uint32_t flags, int *err)
 {
-  NBDKIT_PROBE (nocache_dropped, offset, count);
+  NBDKIT_PROBE (nocache_dropped, nbdkit_connection_id (),
+                nbdkit_request_cookie (), offset, count);
   return 0;
 }
 

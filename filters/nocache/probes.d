@@ -8,7 +8,9 @@
  * the notes in the built .so.
  */
 provider nbdkit {
-  /* Cachemode=nop accepted a cache request and ignored it. Arguments:
-   * offset, count. */
-  probe nocache_dropped (uint64_t offset, uint32_t count);
+  /* Cachemode=nop accepted a cache request and ignored it. Request-time:
+   * id and cookie are those of the request it serves. Arguments: id,
+   * cookie, offset, count. */
+  probe nocache_dropped (uint64_t id, uint64_t cookie, uint64_t offset,
+                         uint32_t count);
 };

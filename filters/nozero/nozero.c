@@ -147,7 +147,8 @@ emulate_zero (nbdkit_next *next, uint32_t count, uint64_t offset,
   /* In .bss, never written: costs no memory until read. */
   static char zeroes[EMULATE_CHUNK];
 
-  NBDKIT_PROBE (nozero_emulated, offset, count);
+  NBDKIT_PROBE (nozero_emulated, nbdkit_connection_id (),
+                nbdkit_request_cookie (), offset, count);
   while (count > 0) {
     uint32_t n = MIN (count, (uint32_t) EMULATE_CHUNK);
     uint32_t f = n == count ? flags & NBDKIT_FLAG_FUA : 0;
@@ -167,7 +168,8 @@ nozero_zero (nbdkit_next *next, void *handle, uint32_t count,
   if (flags & NBDKIT_FLAG_FAST_ZERO) {
     /* "Not fast" makes the client fall back to writing zeroes. */
     if (fast_zero_mode == FAST_SLOW || zero_mode == ZERO_EMULATE) {
-      NBDKIT_PROBE (nozero_fast_refused, offset, count);
+      NBDKIT_PROBE (nozero_fast_refused, nbdkit_connection_id (),
+                    nbdkit_request_cookie (), offset, count);
       *err = ENOTSUP;
       return -1;
     }

@@ -9,9 +9,14 @@
  */
 provider nbdkit {
   /* Zeromode=emulate turns a zero request into writes (once per
-   * request). Arguments: offset, count. */
-  probe nozero_emulated (uint64_t offset, uint32_t count);
+   * request). Request-time: id and cookie are those of the request it
+   * serves. Arguments: id, cookie, offset, count. */
+  probe nozero_emulated (uint64_t id, uint64_t cookie, uint64_t offset,
+                         uint32_t count);
 
-  /* A fast zero is refused with ENOTSUP. Arguments: offset, count. */
-  probe nozero_fast_refused (uint64_t offset, uint32_t count);
+  /* A fast zero is refused with ENOTSUP. Request-time: id and cookie are
+   * those of the request it serves. Arguments: id, cookie, offset,
+   * count. */
+  probe nozero_fast_refused (uint64_t id, uint64_t cookie, uint64_t offset,
+                             uint32_t count);
 };

@@ -1,44 +1,45 @@
 /* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
-/* The S3 plugin's asynchronous reads (include/nbdkit-async.h): one
- * event-loop thread of the plugin's drives the ranged GETs through a
- * libcurl multi handle, so a client's reads in flight cost no server
- * thread while the store answers.
+/* The S3 plugin's asynchronous requests (include/nbdkit-async.h): one
+ * event-loop thread of the plugin's drives the HTTP requests through
+ * a libcurl multi handle, so a client's requests in flight cost no
+ * server thread while the store answers.  This file owns the loop and
+ * the reads; writes, zeroes, trims and flushes are awrite.c's, which
+ * hands its PUTs, GETs and DELETEs to the same loop (s3_loop_submit).
  *
- * Only reads are taken.  A read becomes one GET per object it touches
- * (one in the single-object layout), all of them run by the loop, and
- * the client's request completes when the last has ended, with the
- * first error if any.  A missing object reads as zeroes (many objects)
- * exactly as in objects.c, whose s3_range_result checks each reply.
- * A read touching more than LIST_MAX objects (only with tiny objects)
- * is done by the synchronous code on the server's worker and completed
- * from there.  Writes, trim, zero and flush have no async callback: they
- * need object locks and read-modify-write, so the server runs them on
- * its workers as before.
+ * A read becomes one GET per object it touches (one in the
+ * single-object layout), all of them run by the loop, and the client's
+ * request completes when the last has ended, with the first error if
+ * any.  A missing object reads as zeroes (many objects) exactly as in
+ * objects.c, whose s3_range_result checks each reply.  A read touching
+ * more than MAX_PARTS objects (only with tiny objects) is done by the
+ * synchronous code on the server's worker and completed from there.
  *
- * The way of a GET: the worker (async_pread) builds the request and
- * its URL and signed headers (s3_call_init), records the connection id
- * and cookie for the probes and for cancel (the loop thread has none),
- * queues the job on the loop's incoming list and wakes the loop.  The
- * loop moves it to its pending FIFO and starts it when the pool of
- * http.c has a handle (s3_handle_try_get; else it marks itself starved
- * and whoever gives a handle back wakes it).  s3_call_begin sets up
- * the handle, curl_multi_add_handle runs it; at its end s3_call_end
- * says whether to retry (5xx, dropped connection): then the handle
- * goes back, and the job waits in the FIFO until its back-off time has
- * passed (the loop's poll timeout, never a sleep).  Otherwise
- * s3_call_finish and s3_range_result give the job's result, as on the
- * synchronous path.  timeout= is an option of each easy handle, which
- * the multi enforces.
+ * The way of a job (one HTTP request, struct s3_job): the worker
+ * builds the request and its URL and signed headers (s3_call_init),
+ * with the connection id and cookie for the probes and for cancel (the
+ * loop thread has none), queues the job on the loop's incoming list
+ * and wakes the loop.  The loop moves it to its pending FIFO and
+ * starts it when the pool of http.c has a handle (s3_handle_try_get;
+ * else it marks itself starved and whoever gives a handle back wakes
+ * it).  s3_call_begin sets up the handle, curl_multi_add_handle runs
+ * it; at its end s3_call_end says whether to retry (5xx, dropped
+ * connection): then the handle goes back, and the job waits in the
+ * FIFO until its back-off time has passed (the loop's poll timeout,
+ * never a sleep).  Otherwise s3_call_finish maps the outcome as on the
+ * synchronous path and the job's done callback runs, on the loop
+ * thread.  timeout= is an option of each easy handle, which the multi
+ * enforces.
  *
  * cancel: the connection's id goes to the loop, which ends that
- * connection's pending and running GETs; their client requests
- * complete with ESHUTDOWN.
+ * connection's pending and running jobs (done with ESHUTDOWN) and the
+ * writes of awrite.c still waiting for an object's lock.
  *
  * Locking: start_lock protects starting and stopping the loop.  lock
  * protects the incoming list, the cancel list and stop; it is a leaf.
  * The loop thread alone touches the multi handle (but for
  * curl_multi_wakeup), the pending FIFO and the running list; it takes
- * pool_lock of http.c (try_get, put), never while holding lock.
+ * pool_lock of http.c (try_get, put) and obj_lock of objects.c, never
+ * while holding lock.
  */
 #include <config.h>
 
@@ -73,23 +74,16 @@
 
 struct op;
 
-/* One GET. */
+/* One GET of a read. */
 struct job {
-  struct job *next;
+  struct s3_job j;              /* first: the loop's s3_job is this */
   struct op *op;
-  struct s3_request req;
-  struct s3_call call;
   char *name;                   /* the object's name, malloc'd */
-  CURL *c;                      /* while it runs */
-  uint64_t submit_ns;
-  uint64_t due_ns;              /* not before (a retry's back-off) */
-  bool waited;                  /* for a handle of the pool */
 };
 
 /* One client read: NR_JOBS GETs. */
 struct op {
   struct nbdkit_async_request *areq;
-  uint64_t conn_id;
   bool missing_ok;
   size_t left;                  /* GETs not ended (loop thread only) */
   int err;                      /* the first error */
@@ -109,18 +103,18 @@ static pthread_t thread;
 static CURLM *multi;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct job *in_head, *in_tail;
+static struct s3_job *in_head, *in_tail;
 static struct cancel *cancels;
 static bool stop;
 
 static _Atomic bool starved;
 
 /* The loop thread's alone. */
-static struct job *pend_head, *pend_tail;
-static struct job *running;
+static struct s3_job *pend_head, *pend_tail;
+static struct s3_job *running;
 
 static void
-push (struct job **head, struct job **tail, struct job *job)
+push (struct s3_job **head, struct s3_job **tail, struct s3_job *job)
 {
   job->next = NULL;
   if (*tail)
@@ -140,7 +134,7 @@ op_free (struct op *op)
 
 /* One GET of OP has ended with ERR (0 or an errno). */
 static void
-job_done (struct job *job, int err)
+get_done (struct job *job, int err)
 {
   struct op *op = job->op;
 
@@ -159,12 +153,22 @@ s3_async_handle_back (void)
     curl_multi_wakeup (multi);
 }
 
+/* A GET of a read has ended: ERR as for s3_job's done. */
+static void
+read_get_done (struct s3_job *j, int err)
+{
+  struct job *job = (struct job *) j;
+
+  if (err == 0 && s3_range_result (&j->req, job->op->missing_ok) == -1)
+    err = errno ? errno : EIO;
+  get_done (job, err);
+}
+
 /* JOB's transfer on handle job->c ended with RC. */
 static void
-job_ended (struct job *job, CURLcode rc)
+job_ended (struct s3_job *job, CURLcode rc)
 {
   long ms;
-  int r;
 
   if (s3_call_end (&job->call, rc, &ms)) {
     s3_handle_put (job->c);
@@ -175,14 +179,14 @@ job_ended (struct job *job, CURLcode rc)
   }
   s3_handle_put (job->c);
   job->c = NULL;
-  r = s3_call_finish (&job->call);
-  if (r == 0)
-    r = s3_range_result (&job->req, job->op->missing_ok);
-  job_done (job, r == 0 ? 0 : errno ? errno : EIO);
+  if (s3_call_finish (&job->call) == -1)
+    job->done (job, errno ? errno : EIO);
+  else
+    job->done (job, 0);
 }
 
 static void
-job_start (struct job *job, CURL *c)
+job_start (struct s3_job *job, CURL *c)
 {
   CURLcode rc;
   CURLMcode m;
@@ -216,7 +220,7 @@ job_start (struct job *job, CURL *c)
 static long
 start_pending (void)
 {
-  struct job **p = &pend_head, *job;
+  struct s3_job **p = &pend_head, *job;
   uint64_t now = now_ns (), next = UINT64_MAX;
 
   pend_tail = NULL;
@@ -250,7 +254,7 @@ start_pending (void)
     *p = job->next;
     if (c == NULL) {
       s3_call_abandon (&job->call);
-      job_done (job, ENOMEM);
+      job->done (job, ENOMEM);
       continue;
     }
     job_start (job, c);
@@ -261,9 +265,9 @@ start_pending (void)
 }
 
 static void
-unlink_running (struct job *job)
+unlink_running (struct s3_job *job)
 {
-  for (struct job **p = &running; *p; p = &(*p)->next)
+  for (struct s3_job **p = &running; *p; p = &(*p)->next)
     if (*p == job) {
       *p = job->next;
       return;
@@ -282,14 +286,14 @@ reap (void)
     CURL *c;
     CURLcode rc;
     char *priv = NULL;
-    struct job *job;
+    struct s3_job *job;
 
     if (msg->msg != CURLMSG_DONE)
       continue;
     c = msg->easy_handle;
     rc = msg->data.result;      /* MSG dies with the removal */
     curl_easy_getinfo (c, CURLINFO_PRIVATE, &priv);
-    job = (struct job *) priv;
+    job = (struct s3_job *) priv;
     curl_multi_remove_handle (multi, c);
     unlink_running (job);
     job_ended (job, rc);
@@ -298,28 +302,31 @@ reap (void)
   return any;
 }
 
-/* The client of connection ID is gone: end its GETs now. */
+/* The client of connection ID is gone: end its jobs now. */
 static void
 cancel_connection (uint64_t id)
 {
-  struct job **p, *job;
-  unsigned n = 0;
+  struct s3_job **p, *job;
+  /* The writes waiting for a lock first: else ending a running one
+   * would hand its object to the next of the same connection.
+   */
+  unsigned n = s3_write_cancel (id);
 
   for (p = &pend_head; (job = *p) != NULL; ) {
-    if (job->op->conn_id != id) {
+    if (job->req.conn_id != id) {
       p = &job->next;
       continue;
     }
     *p = job->next;
     s3_call_abandon (&job->call);
-    job_done (job, ESHUTDOWN);
+    job->done (job, ESHUTDOWN);
     n++;
   }
   pend_tail = NULL;
   for (job = pend_head; job; job = job->next)
     pend_tail = job;
   for (p = &running; (job = *p) != NULL; ) {
-    if (job->op->conn_id != id) {
+    if (job->req.conn_id != id) {
       p = &job->next;
       continue;
     }
@@ -328,11 +335,11 @@ cancel_connection (uint64_t id)
     s3_handle_put (job->c);
     job->c = NULL;
     s3_call_abandon (&job->call);
-    job_done (job, ESHUTDOWN);
+    job->done (job, ESHUTDOWN);
     n++;
   }
   if (n > 0)
-    nbdkit_debug ("S3: connection %" PRIu64 " gone: %u GETs cancelled",
+    nbdkit_debug ("S3: connection %" PRIu64 " gone: %u requests cancelled",
                   id, n);
 }
 
@@ -341,7 +348,7 @@ loop (void *arg)
 {
   (void) arg;
   for (;;) {
-    struct job *in;
+    struct s3_job *in;
     struct cancel *cl;
     bool stopping_now;
     long wait_ms;
@@ -356,7 +363,7 @@ loop (void *arg)
     pthread_mutex_unlock (&lock);
 
     while (in) {
-      struct job *next = in->next;
+      struct s3_job *next = in->next;
       push (&pend_head, &pend_tail, in);
       in = next;
     }
@@ -378,9 +385,8 @@ loop (void *arg)
   return NULL;
 }
 
-/* Start the loop if it is not running: 0, or -1 if it cannot be. */
-static int
-loop_start (void)
+int
+s3_loop_start (void)
 {
   int e;
 
@@ -427,6 +433,20 @@ s3_async_stop (void)
   pthread_mutex_unlock (&start_lock);
 }
 
+void
+s3_loop_submit (struct s3_job *chain)
+{
+  pthread_mutex_lock (&lock);
+  while (chain) {
+    struct s3_job *next = chain->next;
+
+    push (&in_head, &in_tail, chain);
+    chain = next;
+  }
+  pthread_mutex_unlock (&lock);
+  curl_multi_wakeup (multi);
+}
+
 /* The synchronous read, on the worker, completed from there. */
 static int
 read_sync (struct nbdkit_async_request *areq, void *buf, uint32_t count,
@@ -458,7 +478,7 @@ async_pread (void *handle, struct nbdkit_async_request *areq, void *buf,
     first = offset / os;
     n = (offset + count - 1) / os - first + 1;
   }
-  if (n > MAX_PARTS || loop_start () == -1)
+  if (n > MAX_PARTS || s3_loop_start () == -1)
     return read_sync (areq, buf, count, offset);
 
   op = calloc (1, sizeof *op + n * sizeof op->jobs[0]);
@@ -467,7 +487,6 @@ async_pread (void *handle, struct nbdkit_async_request *areq, void *buf,
     return -1;
   }
   op->areq = areq;
-  op->conn_id = nbdkit_connection_id ();
   op->missing_ok = os != 0;
   op->nr_jobs = n;
   op->left = n;
@@ -477,27 +496,25 @@ async_pread (void *handle, struct nbdkit_async_request *areq, void *buf,
     uint64_t len = os ? MIN ((uint64_t) count, os - in) : count;
 
     job->op = op;
-    job->submit_ns = now;
+    job->j.submit_ns = now;
+    job->j.done = read_get_done;
     if (os && (job->name = s3_object_name (first + i)) == NULL)
       goto err;
-    job->req = (struct s3_request) {
+    job->j.req = (struct s3_request) {
       .method = "GET", .object = os ? job->name : s3_cfg.key,
       .range_off = in, .range_len = len, .buf = p,
-      .ids_set = true, .conn_id = op->conn_id,
+      .ids_set = true, .conn_id = nbdkit_connection_id (),
       .cookie = nbdkit_request_cookie (),
     };
-    if (s3_call_init (&job->call, &job->req) == -1)
+    if (s3_call_init (&job->j.call, &job->j.req) == -1)
       goto err;
+    job->j.next = i + 1 < n ? &op->jobs[i + 1].j : NULL;
     p += len;
     offset += len;
     count -= len;
   }
 
-  pthread_mutex_lock (&lock);
-  for (uint64_t i = 0; i < n; ++i)
-    push (&in_head, &in_tail, &op->jobs[i]);
-  pthread_mutex_unlock (&lock);
-  curl_multi_wakeup (multi);
+  s3_loop_submit (&op->jobs[0].j);
   return 0;
 
  err:
@@ -505,8 +522,8 @@ async_pread (void *handle, struct nbdkit_async_request *areq, void *buf,
     int e = errno;
 
     for (uint64_t i = 0; i < n; ++i)
-      if (op->jobs[i].call.url)
-        s3_call_abandon (&op->jobs[i].call);
+      if (op->jobs[i].j.call.url)
+        s3_call_abandon (&op->jobs[i].j.call);
     op_free (op);
     errno = e;
     return -1;
@@ -536,5 +553,9 @@ async_cancel (void *handle)
 NBDKIT_DLL_PUBLIC const struct nbdkit_async_ops nbdkit_async_ops = {
   .version = NBDKIT_ASYNC_VERSION,
   .pread = async_pread,
+  .pwrite = s3_async_pwrite,
+  .flush = s3_async_flush,
+  .trim = s3_async_trim,
+  .zero = s3_async_zero,
   .cancel = async_cancel,
 };

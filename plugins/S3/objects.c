@@ -14,8 +14,13 @@
  * An object being written or deleted is locked (busy_objects) so that
  * two read-modify-writes in this server never lose each other's bytes.
  * A thread locks objects in ascending order, so two threads never wait
- * for each other.  obj_lock protects busy_objects and is taken before
- * the pool lock of http.c, never after.
+ * for each other.  The asynchronous writes of awrite.c take the same
+ * locks without waiting: a waiter queued on a busy object (waiters, a
+ * FIFO) is handed the object by whoever unlocks it, ahead of the
+ * threads waiting on obj_cond; it holds one object and needs no other
+ * lock to finish, so it never closes a cycle.  obj_lock protects
+ * busy_objects and waiters and is taken before the pool lock of
+ * http.c, never after; no callback runs under it.
  */
 #include <config.h>
 
@@ -49,6 +54,7 @@ DEFINE_VECTOR_TYPE (u64_vector, uint64_t);
 static pthread_mutex_t obj_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t obj_cond = PTHREAD_COND_INITIALIZER;
 static u64_vector busy_objects = empty_vector;
+static struct s3_obj_waiter *wait_head, *wait_tail;
 
 void
 s3_objects_free (void)
@@ -66,41 +72,145 @@ object_busy (uint64_t n)
   return false;
 }
 
-/* Take the K objects NUMS out of busy_objects (obj_lock held). */
-static void
-release (const uint64_t *nums, size_t k)
+/* Take the first queued waiter for object N out of the queue, or
+ * NULL (obj_lock held).
+ */
+static struct s3_obj_waiter *
+unqueue (uint64_t n)
 {
-  for (size_t i = 0; i < k; ++i)
+  struct s3_obj_waiter **p, *w, *prev = NULL;
+
+  for (p = &wait_head; (w = *p) != NULL; prev = w, p = &w->next)
+    if (w->n == n) {
+      *p = w->next;
+      if (wait_tail == w)
+        wait_tail = prev;
+      return w;
+    }
+  return NULL;
+}
+
+/* Unlock the K objects NUMS (obj_lock held): each goes to its first
+ * waiter if it has one (it stays busy), else out of busy_objects.
+ * The waiters handed an object are chained on *GRANTED, for grant_all
+ * once obj_lock is dropped.
+ */
+static void
+release (const uint64_t *nums, size_t k, struct s3_obj_waiter **granted)
+{
+  for (size_t i = 0; i < k; ++i) {
+    struct s3_obj_waiter *w = unqueue (nums[i]);
+
+    if (w) {
+      w->next = *granted;
+      *granted = w;
+      continue;
+    }
     for (size_t j = 0; j < busy_objects.len; ++j)
       if (busy_objects.ptr[j] == nums[i]) {
         u64_vector_remove (&busy_objects, j);
         break;
       }
+  }
   pthread_cond_broadcast (&obj_cond);
+}
+
+static void
+grant_all (struct s3_obj_waiter *w)
+{
+  while (w) {
+    struct s3_obj_waiter *next = w->next;
+
+    w->granted (w);
+    w = next;
+  }
 }
 
 /* Lock the K objects NUMS (in ascending order). */
 static int
 lock_objects (const uint64_t *nums, size_t k)
 {
-  LOCK_FOR_SCOPE (&obj_lock);
+  struct s3_obj_waiter *granted = NULL;
+  int r = 0;
+
+  pthread_mutex_lock (&obj_lock);
   for (size_t i = 0; i < k; ++i) {
     while (object_busy (nums[i]))
       pthread_cond_wait (&obj_cond, &obj_lock);
     if (u64_vector_append (&busy_objects, nums[i]) == -1) {
       nbdkit_error ("realloc: %m");
-      release (nums, i);
-      return -1;
+      release (nums, i, &granted);
+      r = -1;
+      break;
     }
   }
-  return 0;
+  pthread_mutex_unlock (&obj_lock);
+  grant_all (granted);
+  return r;
 }
 
 static void
 unlock_objects (const uint64_t *nums, size_t k)
 {
+  struct s3_obj_waiter *granted = NULL;
+
+  pthread_mutex_lock (&obj_lock);
+  release (nums, k, &granted);
+  pthread_mutex_unlock (&obj_lock);
+  grant_all (granted);
+}
+
+void
+s3_object_unlock (uint64_t n)
+{
+  unlock_objects (&n, 1);
+}
+
+void
+s3_objects_lock_async (struct s3_obj_waiter *chain)
+{
   LOCK_FOR_SCOPE (&obj_lock);
-  release (nums, k);
+  while (chain) {
+    struct s3_obj_waiter *w = chain;
+
+    chain = w->next;            /* queueing W rewrites its next */
+    if (object_busy (w->n)) {
+      w->state = S3_WAIT_QUEUED;
+      w->next = NULL;
+      if (wait_tail)
+        wait_tail->next = w;
+      else
+        wait_head = w;
+      wait_tail = w;
+    }
+    else if (u64_vector_append (&busy_objects, w->n) == -1) {
+      nbdkit_error ("realloc: %m");
+      w->state = S3_WAIT_FAILED;
+    }
+    else
+      w->state = S3_WAIT_LOCKED;
+  }
+}
+
+struct s3_obj_waiter *
+s3_objects_cancel_waiters (uint64_t id)
+{
+  struct s3_obj_waiter **p, *w, *prev = NULL, *out = NULL;
+
+  LOCK_FOR_SCOPE (&obj_lock);
+  for (p = &wait_head; (w = *p) != NULL; ) {
+    if (w->conn_id != id) {
+      prev = w;
+      p = &w->next;
+      continue;
+    }
+    *p = w->next;
+    if (wait_tail == w)
+      wait_tail = prev;
+    w->next = out;
+    out = w;
+  }
+  return out;
 }
 
 /* The name of object N, malloc'd. */
@@ -339,8 +449,8 @@ s3_objects_pread (void *buf, uint32_t count, uint64_t offset)
   return 0;
 }
 
-static int
-check_write (struct s3_request *req)
+int
+s3_write_result (struct s3_request *req)
 {
   if (req->err)
     return -1;
@@ -351,8 +461,8 @@ check_write (struct s3_request *req)
   return reply_error (req);
 }
 
-static int
-check_delete (struct s3_request *req)
+int
+s3_delete_result (struct s3_request *req)
 {
   if (req->err)
     return -1;
@@ -396,7 +506,7 @@ put_or_delete (const uint64_t *nums, size_t k, const char *buf)
     free_names (names, k);
     return -1;
   }
-  r = run_all (reqs, k, buf ? check_write : check_delete);
+  r = run_all (reqs, k, buf ? s3_write_result : s3_delete_result);
   unlock_objects (nums, k);
   free_names (names, k);
   return r;
@@ -444,7 +554,7 @@ write_part (uint64_t n, uint64_t in, uint64_t len, const void *buf)
   };
   if (s3_perform (&req) == -1)
     goto out;
-  r = check_write (&req);
+  r = s3_write_result (&req);
  out:
   unlock_objects (&n, 1);
   return r;

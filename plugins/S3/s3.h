@@ -121,9 +121,47 @@ extern void s3_call_abandon (struct s3_call *call);
 extern CURL *s3_handle_try_get (void);
 extern void s3_handle_put (CURL *c);
 
-/* async.c */
+/* async.c: the event loop.  One HTTP request it runs for a client's
+ * asynchronous request: req (with ids_set) and call (s3_call_init'd)
+ * are filled before s3_loop_submit, next links a chain of them.
+ */
+struct s3_job {
+  struct s3_job *next;
+  struct s3_request req;
+  struct s3_call call;
+  CURL *c;                      /* while it runs */
+  uint64_t submit_ns;           /* for s3_pool_wait */
+  uint64_t due_ns;              /* not before (a retry's back-off) */
+  bool waited;                  /* for a handle of the pool */
+  /* Once, on the loop thread: ERR is 0 if a reply came back (in req,
+   * any status), else the errno (ESHUTDOWN if cancelled), as
+   * s3_perform's outcome.  It may submit the job again.
+   */
+  void (*done) (struct s3_job *job, int err);
+};
+
 extern void s3_async_handle_back (void);
 extern void s3_async_stop (void);
+/* Start the loop if it is not running: 0, or -1 if it cannot be. */
+extern int s3_loop_start (void);
+/* Queue the jobs of CHAIN (from any thread, the loop's too). */
+extern void s3_loop_submit (struct s3_job *chain);
+
+/* awrite.c: the asynchronous writes, zeroes, trims and flushes. */
+struct nbdkit_async_request;
+extern int s3_async_pwrite (void *handle, struct nbdkit_async_request *areq,
+                            const void *buf, uint32_t count,
+                            uint64_t offset, uint32_t flags);
+extern int s3_async_zero (void *handle, struct nbdkit_async_request *areq,
+                          uint32_t count, uint64_t offset, uint32_t flags);
+extern int s3_async_trim (void *handle, struct nbdkit_async_request *areq,
+                          uint32_t count, uint64_t offset, uint32_t flags);
+extern int s3_async_flush (void *handle, struct nbdkit_async_request *areq,
+                           uint32_t flags);
+/* On the loop thread: end connection ID's writes that wait for an
+ * object's lock; how many.
+ */
+extern unsigned s3_write_cancel (uint64_t id);
 
 extern int s3_http_init (void);
 extern void s3_http_close_all (void);
@@ -158,6 +196,11 @@ extern void s3_objects_free (void);
 extern bool s3_no_such_key (const struct s3_request *req);
 extern char *s3_object_name (uint64_t n);
 extern int s3_range_result (struct s3_request *req, bool missing_ok);
+/* The outcome of a PUT, of a DELETE (a missing object is fine): 0, or
+ * -1 after nbdkit_error with errno set.
+ */
+extern int s3_write_result (struct s3_request *req);
+extern int s3_delete_result (struct s3_request *req);
 extern int s3_single_pread (void *buf, uint32_t count, uint64_t offset);
 extern int s3_objects_pread (void *buf, uint32_t count, uint64_t offset);
 extern int s3_objects_pwrite (const void *buf, uint32_t count,
@@ -165,6 +208,34 @@ extern int s3_objects_pwrite (const void *buf, uint32_t count,
 extern int s3_objects_zero (uint32_t count, uint64_t offset);
 extern int s3_objects_trim (uint32_t count, uint64_t offset);
 extern int s3_delete_objects (uint64_t a, uint64_t b);
+
+/* Object locks for the asynchronous writes: a waiter asks for object
+ * n and is either given it at once or queued behind the holder; the
+ * thread that unlocks it then hands it over and calls granted (after
+ * dropping obj_lock, on that thread: the loop's, a worker's).  The
+ * synchronous writes take the same locks, so the two paths never
+ * interleave a read-modify-write.
+ */
+enum s3_wait_state { S3_WAIT_LOCKED, S3_WAIT_QUEUED, S3_WAIT_FAILED };
+struct s3_obj_waiter {
+  struct s3_obj_waiter *next;
+  uint64_t n;                   /* the object */
+  uint64_t conn_id;             /* for s3_objects_cancel_waiters */
+  enum s3_wait_state state;
+  void (*granted) (struct s3_obj_waiter *w);
+};
+/* Ask for the objects of the waiters of CHAIN (linked by next,
+ * distinct objects) in one go, so that two writes in flight take their objects in the same
+ * order.  Each comes back LOCKED, QUEUED (granted is called later) or
+ * FAILED (ENOMEM, reported).  Once QUEUED, a waiter may be granted
+ * before this returns.
+ */
+extern void s3_objects_lock_async (struct s3_obj_waiter *chain);
+extern void s3_object_unlock (uint64_t n);
+/* The waiters of connection ID still queued, taken out of the queue
+ * and chained through next.
+ */
+extern struct s3_obj_waiter *s3_objects_cancel_waiters (uint64_t id);
 extern int s3_objects_extents (uint32_t count, uint64_t offset,
                                struct nbdkit_extents *extents);
 

@@ -6,3 +6,6 @@ TESTS += test-bench-quick.sh test-bench-compare-quick.sh \
 	test-bench-ceiling-quick.sh test-bench-filters-quick.sh \
 	test-bench-plugins-quick.sh test-bench-slow-backend-quick.sh \
 	test-bench-async-in-flight-quick.sh
+# The CI guard on the untraced request path's instruction count.
+TESTS += test-probe-instructions.sh
+EXTRA_DIST += probe-instructions.baseline

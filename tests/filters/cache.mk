@@ -3,3 +3,4 @@
 TESTS += test-cache-filter.sh
 TESTS += test-cache-filter-probes.sh
 TESTS += test-cache-filter-parallel.sh
+TESTS += test-cache-miss-join.sh

@@ -57,7 +57,7 @@ if [ -n "$trace" ]; then
   so="$(filter_so cache)"
   trace_start "$tmpdir/trace" "
 usdt:$so:nbdkit:cache_evict {
-  printf(\"%lld evict %d %d\\n\", nsecs, arg2, arg3);
+  printf(\"%lld evict %d %d\\n\", nsecs, arg4, arg5);
 }
 "
 fi

@@ -7,6 +7,7 @@
 TESTS += test-probes-readelf.sh test-probes-doc.sh \
 	test-probes-documented.sh test-probes-semaphore.sh \
 	test-probes-strings.sh test-probes-sequence.sh test-probes-perf.sh \
-	test-probes-bpftrace.sh test-probes-busy-poll.sh \
+	test-probes-bpftrace.sh test-probes-bpftrace-args.sh \
+	test-probes-busy-poll.sh \
 	test-probes-reply-send-order.sh test-probes-late-attach.sh \
 	test-probes-declared.sh test-probes-stability.sh
