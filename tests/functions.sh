@@ -571,6 +571,35 @@ trace_stop_at_close ()
   cat "$tmpdir/got"
 }
 
+# request_start_clause: the bpftrace clause that prints "NSECS start ID
+# COOKIE" at each of the server's request_start, for trace_join.
+request_start_clause ()
+{
+  echo "usdt:$server_binary:nbdkit:request_start {
+  printf(\"%llu start %d %d\\n\", nsecs, arg0, arg1); }"
+}
+
+# trace_join FILE: FILE (from trace_in_order) has "start ID COOKIE"
+# lines and "NAME ID COOKIE REST" lines of module probes that carry the
+# connection id and cookie first.  Each NAME line is printed as "NAME
+# WHO REST", where WHO says whose it is: rN for the Nth request_start
+# with that id and cookie, conn for cookie 0 and the id of a connection
+# that made a request (outside any request), none for id and cookie 0,
+# stray for anything else.  A test diffs or greps the result, so a
+# probe charged to no request, or to the wrong one, shows.
+trace_join ()
+{
+  awk 'NR == FNR { if ($1 == "start") { r[$2 " " $3] = "r" ++n; c[$2] }
+                   next }
+       $1 == "start" { next }
+       { k = $2 " " $3
+         who = k in r ? r[k] : $3 != 0 ? "stray" :
+               $2 in c ? "conn" : $2 == 0 ? "none" : "stray"
+         s = $1 " " who
+         for (i = 4; i <= NF; i++) s = s " " $i
+         print s }' "$1" "$1"
+}
+
 _kill_pid ()
 {
   local pid="$1" i

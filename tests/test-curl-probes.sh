@@ -8,7 +8,10 @@
 # size), curl_range_start (id and cookie set, GET, offset/count in the
 # file) and curl_range_done (same id and cookie, status 206, bytes =
 # count, latency > 0, curl code 0), curl_pool_wait (handle < N),
-# curl_script (header, iteration 0, exit 0).  The probes fire before
+# curl_script (id 0, cookie 0, header, iteration 0, exit 0) at
+# start-up, and with header-script-renew=1 (connections=1, reads sent
+# after 1.1 s) a later run in a request's thread, with the id and
+# cookie of a range request that follows it.  The probes fire before
 # and after the server listens, so bpftrace watches the .so for every
 # process and lines are told apart by pid.
 source "$(dirname "$0")/functions.sh"
@@ -36,7 +39,8 @@ usdt:$so:nbdkit:curl_range_done {
 usdt:$so:nbdkit:curl_pool_wait {
   printf("wait %d %d %d %d %d\n", pid, arg0, arg1, arg2, arg3); }
 usdt:$so:nbdkit:curl_script {
-  printf("script %d %s %d %d %d\n", pid, str(arg0), arg1, arg2 > 0, arg3); }
+  printf("script %d %d %d %s %d %d %d\n", pid, arg0, arg1, str(arg2), arg3,
+         arg4 > 0, arg5); }
 EOF
 start_bpftrace 100 "$tmpdir/trace" "$tmpdir/trace.err" "$tmpdir/trace.bt"
 
@@ -50,12 +54,15 @@ while h.aio_in_flight() > 0:
 for c in cmds:
     assert h.aio_command_completed(c)
 '
-export read_all
+# With connections=1 the script is renewed after 1 s: the client waits
+# that long first, so that the first read finds it due (the reads are
+# all handed to the plugin at once, within the second).
+export read_all pause
 for n in four one; do
-  c=4; [ "$n" = one ] && c=1
+  c=4 renew=0 pause=0; [ "$n" = one ] && c=1 renew=1 pause=1.1
   t "$NBDKIT" -U - curl "http://127.0.0.1:$port/$n.img" connections=$c \
-    header-script='echo X-Test: probes' \
-    --run 'nbdsh -u "$uri" -c "$read_all"' ||
+    header-script='echo X-Test: probes' header-script-renew=$renew \
+    --run 'sleep $pause; nbdsh -u "$uri" -c "$read_all"' ||
     fail "connections=$c: the copy failed"
 done
 sleep 1
@@ -69,8 +76,16 @@ p4="$(pid_of four)" p1="$(pid_of one)"
   { cat "$tmpdir/trace" "$tmpdir/trace.err"; fail "no curl_size lines"; }
 grep -q "^size $p4 http://127.0.0.1:$port/four.img 200 $size\$" \
   "$tmpdir/trace" || fail "curl_size has the wrong arguments"
-grep -q "^script $p4 header 0 1 0\$" "$tmpdir/trace" ||
-  fail "no curl_script (header, iteration 0, exit 0)"
+grep -q "^script $p4 0 0 header 0 1 0\$" "$tmpdir/trace" ||
+  fail "no curl_script (id 0, cookie 0, header, iteration 0, exit 0)"
+# A renewed run is charged to a request: its id and cookie are those of
+# a range request of the same server.
+awk -v p="$p1" '$2 != p { next }
+  $1 == "script" && $3 > 0 && $4 > 0 && $5 == "header" && $6 > 0 &&
+    $8 == 0 { s[$3 " " $4] }
+  $1 == "start" { r[$4 " " $5] }
+  END { for (k in s) if (k in r) ok = 1; exit !ok }' "$tmpdir/trace" ||
+  fail "no renewed curl_script with the id and cookie of a range request"
 
 # Each range request: a start (id, cookie > 0, GET, inside the file)
 # and a done with the same id and cookie (206, bytes = the start's

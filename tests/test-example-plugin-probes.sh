@@ -92,9 +92,11 @@ diff -u "$expected" "$tmpdir/perf-reads" ||
   fail "perf: example_read offsets and counts differ from the reads made"
 grep -Eq 'sdt_nbdkit:example_write: .* arg3=4096 arg4=5000( |$)' \
   "$tmpdir/ours" || fail "perf: no example_write at 4096 for 5000 bytes"
-# Flush: 6 reads and 1 write served so far, 2 blocks holding data.
-grep -Eq 'sdt_nbdkit:example_flush: .* arg1=6 arg2=1 arg3=2( |$)' \
-  "$tmpdir/ours" || fail "perf: no example_flush (reads 6, writes 1, blocks 2)"
+# Flush: its id and cookie, 6 reads and 1 write served so far, 2
+# blocks holding data.
+grep -Eq 'sdt_nbdkit:example_flush: .* arg1=[1-9][0-9]* arg2=[1-9][0-9]* arg3=6 arg4=1 arg5=2( |$)' \
+  "$tmpdir/ours" ||
+  fail "perf: no example_flush (id, cookie, reads 6, writes 1, blocks 2)"
 echo "perf: $n example_read events, as expected"
 
 # --- bpftrace: count them, and read the strings ---------------------------

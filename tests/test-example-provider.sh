@@ -6,7 +6,8 @@
 # usdt:SO:myplugin:example_read and sees each read with its offset and
 # count, and example_flush, whose costly argument is computed only when
 # the semaphore (now myplugin_example_flush_semaphore) is raised, fires
-# with the number of blocks holding data.  It would catch: the macro
+# with its request's id and cookie and the number of blocks holding
+# data.  It would catch: the macro
 # ignored (probes under nbdkit), semaphores left under the old name
 # (the flush probe would never fire), arguments lost.
 source "$(dirname "$0")/functions.sh"
@@ -38,7 +39,8 @@ usdt:$so:myplugin:example_read {
   printf(\"%llu read %d %d\n\", nsecs, arg2, arg3);
 }
 usdt:$so:myplugin:example_flush {
-  printf(\"%llu flush %d %d %d\n\", nsecs, arg0, arg1, arg2);
+  printf(\"%llu flush %d %d %d %d\n\", nsecs, arg0 > 0 && arg1 > 0, arg2, arg3,
+         arg4);
 }"
 t nbdsh -u "$uri" -c '
 h.pwrite(b"x" * 8192, 4096)
@@ -51,8 +53,9 @@ trace_stop
 trace_in_order "$tmpdir/out" \
   > "$tmpdir/sorted"
 cat "$tmpdir/sorted"
-printf 'read 0 512\nread 12288 1024\nflush 2 1 2\n' > "$tmpdir/expected"
+printf 'read 0 512\nread 12288 1024\nflush 1 2 1 2\n' > "$tmpdir/expected"
 diff -u "$tmpdir/expected" "$tmpdir/sorted" ||
   fail "usdt:SO:myplugin:* did not fire as expected (reads, then a flush" \
-       "after 2 reads and 1 write with blocks 1 and 2 holding data)"
+       "with its id and cookie after 2 reads and 1 write with blocks 1" \
+       "and 2 holding data)"
 echo "OK: the plugin's own provider myplugin works under bpftrace"

@@ -4,6 +4,9 @@
 # with the method, its exit code, the time it took and the errno it
 # printed: a read that succeeds (0, errno 0), one that fails with
 # "ENOSPC ..." (1, errno 28), a missing method (2), a false one (3).
+# Its id and cookie are those of the read's request_start (r1, r2 in
+# trace_join), or the connection's id and cookie 0 for the methods run
+# outside any request (conn).
 source "$(dirname "$0")/functions.sh"
 requires_cmd bpftrace nbdsh
 requires_root
@@ -26,8 +29,10 @@ SH
 chmod +x "$script"
 
 start_server sh "$script"
-trace_start "$tmpdir/trace" "usdt:$so:nbdkit:sh_script {
-  printf(\"%s %d %d %d\\n\", str(arg0), arg1, arg2 >= 200000000, arg3); }"
+trace_start "$tmpdir/trace" "$(request_start_clause)
+usdt:$so:nbdkit:sh_script {
+  printf(\"%llu sh_script %d %d %s %d %d %d\\n\", nsecs, arg0, arg1, str(arg2),
+         arg3, arg4 >= 200000000, arg5); }"
 t nbdsh -u "$uri" -c '
 h.pread(512, 0)
 try:
@@ -35,9 +40,10 @@ try:
 except nbd.Error:
     pass'
 trace_stop
-cat "$tmpdir/trace"
-for want in "pread 0 1 0" "pread 1 0 28" "get_size 0 0 0" "open 2 0 0" \
-            "is_rotational 3 0 0"; do
-  grep -qx "$want" "$tmpdir/trace" ||
+trace_in_order "$tmpdir/trace" > "$tmpdir/ordered"
+trace_join "$tmpdir/ordered" | tee "$tmpdir/got"
+for want in "r1 pread 0 1 0" "r2 pread 1 0 28" "conn get_size 0 0 0" \
+            "conn open 2 0 0" "conn is_rotational 3 0 0"; do
+  grep -qx "sh_script $want" "$tmpdir/got" ||
     fail "no sh_script '$want' (method, exit code, took >= 0.2 s, errno)"
 done

@@ -8,8 +8,10 @@
 #     errno) and ssh_flush_done (id, cookie, latency ns, errno): for the
 #     client's requests, with the same id as its connect, then errno 5
 #     (EIO) for a read once sshd is gone;
-#   ssh_sftp_error (id, status, message): status 2 and the server's
-#     message for a missing file, status 0 for a lost connection.
+#   ssh_sftp_error (id, cookie, status, message): status 2 and the
+#     server's message for a missing file (id and cookie 0), status 0
+#     for a lost connection, with the id and cookie of the failed read
+#     (those of its ssh_read_done).
 # It would catch a probe not fired, fired with arguments out of order
 # or with wrong values, or missing on an error path.
 source "$(dirname "$0")/functions.sh"
@@ -27,14 +29,15 @@ usdt:$so:nbdkit:ssh_connect {
          arg3 > 0, arg4); }
 usdt:$so:nbdkit:ssh_read_done {
   printf("read %d %d %d %d %d %d\n", arg0, arg1 > 0, arg2, arg3,
-         arg4 > 0, arg5); }
+         arg4 > 0, arg5);
+  printf("read_cookie %d %d %d\n", arg0, arg1, arg2); }
 usdt:$so:nbdkit:ssh_write_done {
   printf("write %d %d %d %d %d %d\n", arg0, arg1 > 0, arg2, arg3,
          arg4 > 0, arg5); }
 usdt:$so:nbdkit:ssh_flush_done {
   printf("flush %d %d %d %d\n", arg0, arg1 > 0, arg2 > 0, arg3); }
 usdt:$so:nbdkit:ssh_sftp_error {
-  printf("sftp_error %d %d %s\n", arg0, arg1, str(arg2)); }
+  printf("sftp_error %d %d %d %s\n", arg0, arg1, arg2, str(arg3)); }
 EOF
 start_bpftrace 60 "$tmpdir/trace" "$tmpdir/trace.err" "$tmpdir/trace.bt"
 
@@ -72,7 +75,7 @@ expect_line ()
   grep -Eqx "$1" "$tmpdir/trace" || fail "no line matching: $1"
 }
 # Start-up checks (id 0): the missing file, the refused key, the good one.
-expect_line "sftp_error 0 2 SFTP server: No such file"
+expect_line "sftp_error 0 0 2 SFTP server: No such file"
 expect_line "connect 0 127.0.0.1 root 1 -1"
 [ "$(grep -c '^connect 0 127.0.0.1 root 1 0$' "$tmpdir/trace")" -ge 2 ] ||
   fail "fewer than two good connects at start-up"
@@ -83,5 +86,8 @@ id="$(awk '$1 == "connect" && $2 != 0 && $6 == 0 { print $2; exit }' \
 expect_line "read $id 1 4096 512 1 0"
 expect_line "write $id 1 8192 4096 1 0"
 expect_line "flush $id 1 1 0"
-expect_line "sftp_error $id 0 the connection to the server is lost"
+cookie="$(awk -v id="$id" '$1 == "read_cookie" && $2 == id && $4 == 65536 {
+  print $3 }' "$tmpdir/trace")"
+[ -n "$cookie" ] && [ "$cookie" != 0 ] || fail "no ssh_read_done at 65536"
+expect_line "sftp_error $id $cookie 0 the connection to the server is lost"
 expect_line "read $id 1 65536 512 1 5"

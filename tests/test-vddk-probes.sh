@@ -7,8 +7,10 @@
 #     full library, 0 for VDDK 6.5's, -1 for one too old;
 #   vddk_open (id, file, transport, result): "file" and 0 for a local
 #     disk, "" and -1 for a missing one;
-#   vddk_error (id, call, VixError, message): for the missing file
-#     and for an injected read error, with the client's id;
+#   vddk_error (id, cookie, call, VixError, message): for the missing
+#     file (as the connection opens: cookie 0) and for an injected read
+#     error, with the client's id and the cookie of the read that
+#     failed (one more than the block status request's);
 #   vddk_query_blocks (id, cookie, start sector, sectors, blocks,
 #     errno): one per block status request, with the chunks asked
 #     about and the blocks found.
@@ -24,10 +26,11 @@ usdt:$so:nbdkit:vddk_library {
 usdt:$so:nbdkit:vddk_open {
   printf("open %d %s [%s] %d\n", arg0, str(arg1), str(arg2), arg3); }
 usdt:$so:nbdkit:vddk_error {
-  printf("error %d %s %d %s\n", arg0, str(arg1), arg2, str(arg3)); }
+  printf("error %d %d %s %d %s\n", arg0, arg1, str(arg2), arg3, str(arg4)); }
 usdt:$so:nbdkit:vddk_query_blocks {
   printf("query %d %d %d %d %d %d\n", arg0, arg1 > 0, arg2, arg3, arg4,
-         arg5); }
+         arg5);
+  printf("query_cookie %d %d\n", arg0, arg1); }
 EOF
 start_bpftrace 60 "$tmpdir/trace" "$tmpdir/trace.err" "$tmpdir/trace.bt"
 
@@ -60,7 +63,7 @@ expect_line "library $vddk65/lib64/libvixDiskLib.so.6 0 0"
 [ "$(grep -c "^library $vddk80/lib64/libvixDiskLib.so.8 1 0$" \
      "$tmpdir/trace")" -eq 2 ] || fail "not two loads of the full library"
 expect_line "open [1-9][0-9]* $tmpdir/missing \[\] -1"
-expect_line "error [1-9][0-9]* VixDiskLib_Open 4 The file was not found \(stub error 4\)"
+expect_line "error [1-9][0-9]* 0 VixDiskLib_Open 4 The file was not found \(stub error 4\)"
 id="$(awk '$1 == "open" && $3 == "'"$disk"'" && $5 == 0 { print $2 }' \
   "$tmpdir/trace" | tail -1)"
 [ -n "$id" ] || fail "no vddk_open for the client's connection"
@@ -68,4 +71,7 @@ expect_line "open $id $disk \[file\] 0"
 # The request covers 2 MiB (4096 sectors) from sector 2048: 32 chunks,
 # with data in the first and the last (two blocks).
 expect_line "query $id 1 2048 4096 2 0"
-expect_line "error $id VixDiskLib_Read 90003 stub: injected I/O error \(stub error 90003\)"
+cookie="$(awk -v id="$id" '$1 == "query_cookie" && $2 == id { print $3 }' \
+  "$tmpdir/trace")"
+[ -n "$cookie" ] || fail "no vddk_query_blocks cookie"
+expect_line "error $id $((cookie + 1)) VixDiskLib_Read 90003 stub: injected I/O error \(stub error 90003\)"

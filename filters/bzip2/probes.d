@@ -6,7 +6,8 @@
  */
 provider nbdkit {
   /* The first connection has decompressed the whole file into the
-   * temporary file. Arguments: compressed bytes (of every bzip2 stream),
+   * temporary file. It fires as that connection opens the export,
+   * outside any request: no id, no cookie. Arguments: compressed bytes (of every bzip2 stream),
    * uncompressed bytes (the export size), number of bzip2 streams. */
   probe bzip2_decompressed (int64_t compressed_bytes,
                             int64_t uncompressed_bytes, int64_t streams);

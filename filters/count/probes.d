@@ -8,8 +8,8 @@
  * the notes in the built .so.
  */
 provider nbdkit {
-  /* The totals, once, as the filter is unloaded when the server exits.
-   * Arguments: bytes read, written, zeroed, trimmed. */
+  /* The totals, once, as the filter is unloaded when the server exits
+   * (outside any request: no id, no cookie). Arguments: bytes read, written, zeroed, trimmed. */
   probe count_totals (uint64_t read, uint64_t written, uint64_t zeroed,
                       uint64_t trimmed);
 };

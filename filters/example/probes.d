@@ -8,8 +8,9 @@
  * the notes in the built .so.
  */
 provider nbdkit {
-  /* Once for each open that the layers below accepted. Arguments: id,
-   * export, readonly. */
+  /* Once for each open that the layers below accepted; an open is no
+   * request, so it has the connection's id but no cookie. Arguments:
+   * id, export, readonly. */
   probe example_filter_open (uint64_t id, const char *export,
                              int64_t readonly);
 

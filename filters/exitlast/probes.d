@@ -8,7 +8,7 @@
  * the notes in the built .so.
  */
 provider nbdkit {
-  /* The last client has left and the server is exiting. Arguments:
-   * clients served. */
+  /* The last client has left and the server is exiting (outside any
+   * request: no id, no cookie). Arguments: clients served. */
   probe exitlast_exit (uint64_t clients_served);
 };

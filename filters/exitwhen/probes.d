@@ -10,6 +10,8 @@
 provider nbdkit {
   /* The exit condition happened (fires once): "file created: F", "file
    * deleted: F", "pipe closed: fd N", "process exited: PID" or
-   * "script: S". Arguments: reason. */
+   * "script: S". It fires in the filter's polling thread, or as a
+   * client connects or leaves, never for a request: no id, no cookie.
+   * Arguments: reason. */
   probe exitwhen_triggered (const char *reason);
 };

@@ -9,6 +9,7 @@
  */
 provider nbdkit {
   /* Exportname-strict refused a client's export name ("" for the
-   * default). Arguments: name. */
+   * default). It fires during the handshake, outside any request: no
+   * id, no cookie. Arguments: name. */
   probe exportname_refused (const char *name);
 };

@@ -9,6 +9,8 @@
  */
 provider nbdkit {
   /* A connection has opened the file inside the filesystem (absolute
-   * path, size in bytes). Arguments: file name, size. */
+   * path, size in bytes). It fires as the connection opens the export,
+   * outside any request: no id, no cookie. Arguments: file name,
+   * size. */
   probe ext2_open (const char *file_name, uint64_t size);
 };

@@ -9,7 +9,8 @@
  */
 provider nbdkit {
   /* The first connection has decompressed the file (gzip data of every
-   * member, then the export size). Arguments: compressed bytes,
+   * member, then the export size). It fires as that connection opens
+   * the export, outside any request: no id, no cookie. Arguments: compressed bytes,
    * uncompressed bytes. */
   probe gzip_inflated (int64_t compressed_bytes, int64_t uncompressed_bytes);
 };

@@ -11,11 +11,14 @@ provider nbdkit {
   /* A client is refused: before the handshake, or after TLS when a
    * dn: or issuer-dn: rule decides; peer as A.B.C.D:PORT,
    * [v6]:PORT, "unix pid=P uid=U gid=G" or "vsock cid=C port=P"; rule
-   * is deny=ITEM, or "no peer address". Arguments: peer, rule. */
+   * is deny=ITEM, or "no peer address". It fires as the client
+   * connects or negotiates, outside any request: no id, no cookie.
+   * Arguments: peer, rule. */
   probe ip_refused (const char *peer, const char *rule);
 
   /* A client is let in (once, whichever moment decides); rule is
    * allow=ITEM or "no rule matched" (not fired when the filter has no
-   * rules). Arguments: peer, rule. */
+   * rules). Outside any request, as ip_refused. Arguments: peer,
+   * rule. */
   probe ip_allowed (const char *peer, const char *rule);
 };

@@ -8,7 +8,8 @@
  * the notes in the built .so.
  */
 provider nbdkit {
-  /* A client is turned away at the limit. Arguments: connections,
-   * limit. */
+  /* A client is turned away at the limit. It fires as the client
+   * connects, outside any request: no id, no cookie. Arguments:
+   * connections, limit. */
   probe limit_refused (uint32_t connections, uint32_t max);
 };

@@ -328,6 +328,16 @@ mark_dirty (struct handle *h, unsigned what)
   }
 }
 
+/* Fires multi_conn_flush for the request being served: a flush, or
+ * the FUA write whose flush is emulated.
+ */
+static void
+probe_flush (int32_t flushed, int32_t connections)
+{
+  NBDKIT_PROBE (multi_conn_flush, nbdkit_connection_id (),
+                nbdkit_request_cookie (), flushed, connections);
+}
+
 static int
 multi_conn_flush (nbdkit_next *next, void *handle, uint32_t flags,
                   int *err)
@@ -348,7 +358,7 @@ multi_conn_flush (nbdkit_next *next, void *handle, uint32_t flags,
       if (track == TRACK_OFF || (d & DIRTY_WRITE) ||
           (group_dirty && (track == TRACK_FAST || (d & DIRTY_READ)))) {
         if (m->next->flush (m->next, flags, err) == -1) {
-          NBDKIT_PROBE (multi_conn_flush, flushed, members);
+          probe_flush (flushed, members);
           return -1;
         }
         flushed++;
@@ -356,7 +366,7 @@ multi_conn_flush (nbdkit_next *next, void *handle, uint32_t flags,
       }
     }
     atomic_store (&g->dirty, false);
-    NBDKIT_PROBE (multi_conn_flush, flushed, members);
+    probe_flush (flushed, members);
     return 0;
   }
 
@@ -364,12 +374,12 @@ multi_conn_flush (nbdkit_next *next, void *handle, uint32_t flags,
    * written since the last one.
    */
   if (track != TRACK_OFF && !atomic_load (&g->dirty)) {
-    NBDKIT_PROBE (multi_conn_flush, 0, 1);
+    probe_flush (0, 1);
     return 0;
   }
   if (next->flush (next, flags, err) == -1)
     return -1;
-  NBDKIT_PROBE (multi_conn_flush, 1, 1);
+  probe_flush (1, 1);
   switch (track) {
   case TRACK_CONNECTION:
     if (next->can_multi_conn (next) == 1) {

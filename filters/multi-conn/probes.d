@@ -8,8 +8,11 @@
  * the notes in the built .so.
  */
 provider nbdkit {
-  /* A flush was handled: plugin flushes issued, and the size of the
-   * flushing connection's group (1 outside emulate; flushed 0 when a
-   * clean flush was skipped). Arguments: flushed, connections. */
-  probe multi_conn_flush (int32_t flushed, int32_t connections);
+  /* A flush was handled, for the request with this id and cookie (a
+   * flush, or a FUA write whose flush is emulated): plugin flushes
+   * issued, and the size of the flushing connection's group (1 outside
+   * emulate; flushed 0 when a clean flush was skipped). Arguments: id,
+   * cookie, flushed, connections. */
+  probe multi_conn_flush (uint64_t id, uint64_t cookie, int32_t flushed,
+                          int32_t connections);
 };

@@ -10,13 +10,14 @@
 provider nbdkit {
   /* A client's open got the layer below: opened now (first = 1) or
    * shared with earlier clients (first = 0); opens counts the client
-   * opens it has served, this one included. Arguments: export name,
-   * readonly, first, opens. */
+   * opens it has served, this one included. It fires as the client
+   * opens the export, outside any request: no id, no cookie.
+   * Arguments: export name, readonly, first, opens. */
   probe openonce_open (const char *exportname, int32_t readonly,
                        int32_t first, uint64_t opens);
   /* A shared open of the layer below is finalized and closed as the
-   * server exits. Arguments: export name, readonly, client opens it
-   * served. */
+   * server exits (outside any request: no id, no cookie). Arguments:
+   * export name, readonly, client opens it served. */
   probe openonce_close (const char *exportname, int32_t readonly,
                         uint64_t opens);
 };

@@ -9,7 +9,8 @@
  */
 provider nbdkit {
   /* A pause takes effect, before 'P' is sent on the control socket.
-   * Arguments: requests in flight. */
+   * Both pause probes fire in the control socket's thread, for no
+   * request: no id, no cookie. Arguments: requests in flight. */
   probe pause_paused (uint64_t requests_in_flight);
 
   /* Requests resume, before 'R' is sent. Arguments: requests held. */

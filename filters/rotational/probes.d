@@ -10,7 +10,8 @@
 provider nbdkit {
   /* A connection asks whether the export is rotational (once per
    * connection: the server keeps the answer); below is what the layer
-   * below says (-1 if asking it failed). Arguments: answer given,
-   * below. */
+   * below says (-1 if asking it failed). It fires during the
+   * handshake, outside any request: no id, no cookie. Arguments:
+   * answer given, below. */
   probe rotational_answer (int32_t rotational, int32_t below);
 };

@@ -8,7 +8,8 @@
  * the notes in the built .so.
  */
 provider nbdkit {
-  /* The first connection found the member in the archive. Arguments:
-   * offset, size, name. */
+  /* The first connection found the member in the archive. It fires
+   * as that connection opens the export, outside any request: no id,
+   * no cookie. Arguments: offset, size, name. */
   probe tar_entry_found (uint64_t offset, uint64_t size, const char *name);
 };

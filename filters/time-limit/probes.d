@@ -11,7 +11,7 @@ provider nbdkit {
   /* The first request of a connection past its time limit: it and
    * every later one fail with ESHUTDOWN, and the connection is asked to
    * end; elapsed_ns counts from when the client opened the export.
-   * Arguments: connection id, elapsed_ns, limit_ns. */
-  probe time_limit_expired (uint64_t conn, uint64_t elapsed_ns,
-                            uint64_t limit_ns);
+   * Arguments: id, cookie (of that request), elapsed_ns, limit_ns. */
+  probe time_limit_expired (uint64_t id, uint64_t cookie,
+                            uint64_t elapsed_ns, uint64_t limit_ns);
 };

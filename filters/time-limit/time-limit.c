@@ -87,7 +87,7 @@ expired (struct handle *h, int *err)
      */
     if (!atomic_exchange (&h->expired, true)) {
       NBDKIT_PROBE (time_limit_expired, nbdkit_connection_id (),
-                    elapsed_ns, limit_ns);
+                    nbdkit_request_cookie (), elapsed_ns, limit_ns);
       nbdkit_error ("time limit of %u.%09u seconds exceeded: "
                     "disconnecting the client", limit_sec, limit_nsec);
       nbdkit_disconnect (0);

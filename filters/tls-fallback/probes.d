@@ -8,7 +8,8 @@
  * the notes in the built .so.
  */
 provider nbdkit {
-  /* A client without TLS gets the message instead of the data.
-   * Arguments: export name. */
+  /* A client without TLS gets the message instead of the data. It
+   * fires as the client opens the export, outside any request: no id,
+   * no cookie. Arguments: export name. */
   probe tls_fallback_plaintext (const char *export_name);
 };

@@ -9,7 +9,8 @@
  */
 provider nbdkit {
   /* Once at start-up, after the request for the file's size (size -1
-   * if it failed). Arguments: url, HTTP status, size, ns. */
+   * if it failed); it fires outside any request: no id, no cookie.
+   * Arguments: url, HTTP status, size, ns. */
   probe curl_size (const char *url, int64_t http_status, int64_t size,
                    uint64_t ns);
 
@@ -39,7 +40,10 @@ provider nbdkit {
 
   /* After each run of the header or cookie script (kind "header" or
    * "cookie"; 128+N if killed by signal N, -1 if it could not start).
-   * Arguments: kind, iteration, ns, exit status. */
-  probe curl_script (const char *kind, uint64_t iteration, uint64_t ns,
-                     int32_t exit_status);
+   * A script due runs in the thread of the request that needs it: id
+   * and cookie are that request's (both 0 for the first run, at
+   * start-up). Arguments: id, cookie, kind, iteration, ns, exit
+   * status. */
+  probe curl_script (uint64_t id, uint64_t cookie, const char *kind,
+                     uint64_t iteration, uint64_t ns, int32_t exit_status);
 };

@@ -168,7 +168,8 @@ script_run (struct script *s, const char *script)
 
  out:
   subprocess_free (&sp);
-  NBDKIT_PROBE (curl_script, s->kind, iteration,
+  NBDKIT_PROBE (curl_script, nbdkit_connection_id (),
+                nbdkit_request_cookie (), s->kind, iteration,
                 now_ns () - t0, exit_status);
   return ret;
 }

@@ -69,7 +69,8 @@ eval_path (const char *method)
 static void
 eval_probe (const char *method, int code, int64_t ns, int err)
 {
-  NBDKIT_PROBE (eval_script, method, code, ns, err);
+  NBDKIT_PROBE (eval_script, nbdkit_connection_id (),
+                nbdkit_request_cookie (), method, code, ns, err);
 }
 
 static void

@@ -8,8 +8,10 @@
  * the notes in the built .so.
  */
 provider nbdkit {
-  /* After each run of a method's fragment (missing= runs too).
-   * Arguments: method, exit code, duration ns, errno. */
-  probe eval_script (const char *method, int32_t exit_code,
-                     int64_t duration_ns, int32_t error);
+  /* After each run of a method's fragment (missing= runs too); id and
+   * cookie as in sh_script (cookie 0 outside any request, both 0
+   * outside any connection). Arguments: id, cookie, method, exit code,
+   * duration ns, errno. */
+  probe eval_script (uint64_t id, uint64_t cookie, const char *method,
+                     int32_t exit_code, int64_t duration_ns, int32_t error);
 };

@@ -27,7 +27,7 @@
  *                                 each write, before the copy
  *   example_zero (id, cookie, offset, count)
  *                                 each trim or zero, before the memset
- *   example_flush (reads, writes, blocks_used)
+ *   example_flush (id, cookie, reads, writes, blocks_used)
  *                                 each flush: requests served so far
  *                                 and the number of blocks holding
  *                                 data.  Counting the blocks scans the
@@ -280,7 +280,9 @@ example_flush (void *handle, uint32_t flags)
     pthread_rwlock_rdlock (&disk.lock);
     used = map_count ();
     pthread_rwlock_unlock (&disk.lock);
-    NBDKIT_PROBE (example_flush, (uint64_t) atomic_load (&disk.reads),
+    NBDKIT_PROBE (example_flush, nbdkit_connection_id (),
+                  nbdkit_request_cookie (),
+                  (uint64_t) atomic_load (&disk.reads),
                   (uint64_t) atomic_load (&disk.writes), used);
   }
   return 0;

@@ -9,6 +9,7 @@
  */
 provider nbdkit {
   /* Once for each key=value parameter, before the plugin parses it.
+   * It fires at start-up, outside any request: no id, no cookie.
    * Arguments: key, value. */
   probe example_config (const char *key, const char *value);
 
@@ -28,6 +29,7 @@ provider nbdkit {
                       uint64_t count);
 
   /* Once for each flush, only while traced (blocks used is costly to
-   * count). Arguments: reads, writes, blocks used. */
-  probe example_flush (uint64_t reads, uint64_t writes, uint64_t blocks_used);
+   * count). Arguments: id, cookie, reads, writes, blocks used. */
+  probe example_flush (uint64_t id, uint64_t cookie, uint64_t reads,
+                       uint64_t writes, uint64_t blocks_used);
 };

@@ -147,8 +147,8 @@ nfs_fail (struct nfs_context *nfs, const char *function, int r)
   if (msg == NULL || *msg == '\0')
     msg = strerror (err);
   nbdkit_error ("%s: %s", function, msg);
-  NBDKIT_PROBE (nfs_error, nbdkit_connection_id (), function, (int32_t) err,
-                msg);
+  NBDKIT_PROBE (nfs_error, nbdkit_connection_id (), nbdkit_request_cookie (),
+                function, (int32_t) err, msg);
   errno = err;
 }
 

@@ -9,8 +9,11 @@
  */
 provider nbdkit {
   /* After each run of the script (a killed script reports 128+signal;
-   * errno 0 unless the run failed). Arguments: method, exit code,
-   * duration ns, errno. */
-  probe sh_script (const char *method, int32_t exit_code, int64_t duration_ns,
-                   int32_t error);
+   * errno 0 unless the run failed); id and cookie are those of the
+   * request the method serves, cookie 0 for a method run outside any
+   * request (open, get_size ...), and both 0 for one that is not run
+   * for a connection (config, thread_model ...). Arguments: id,
+   * cookie, method, exit code, duration ns, errno. */
+  probe sh_script (uint64_t id, uint64_t cookie, const char *method,
+                   int32_t exit_code, int64_t duration_ns, int32_t error);
 };

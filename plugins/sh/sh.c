@@ -45,7 +45,8 @@ sh_display_name (void)
 static void
 sh_probe (const char *method, int code, int64_t ns, int err)
 {
-  NBDKIT_PROBE (sh_script, method, code, ns, err);
+  NBDKIT_PROBE (sh_script, nbdkit_connection_id (), nbdkit_request_cookie (),
+                method, code, ns, err);
 }
 
 static void

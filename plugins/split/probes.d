@@ -9,8 +9,8 @@
  */
 provider nbdkit {
   /* Once for each piece of a read, write or cache request, before it
-   * goes to its file. Arguments: file index, offset in the file,
-   * count. */
-  probe split_file (uint64_t file_index, uint64_t offset_in_the_file,
-                    uint32_t count);
+   * goes to its file; id and cookie are the request's. Arguments: id,
+   * cookie, file index, offset in the file, count. */
+  probe split_file (uint64_t id, uint64_t cookie, uint64_t file_index,
+                    uint64_t offset_in_the_file, uint32_t count);
 };

@@ -227,7 +227,8 @@ do_pieces (struct handle *h, enum op op, void *buf, uint32_t count,
     const size_t index = f - h->files;
     ssize_t r;
 
-    NBDKIT_PROBE (split_file, index, foffs, n);
+    NBDKIT_PROBE (split_file, nbdkit_connection_id (),
+                  nbdkit_request_cookie (), index, foffs, n);
     switch (op) {
     case OP_READ:
       r = full_pread (f->fd, p, n, foffs);

@@ -9,8 +9,9 @@
  */
 provider nbdkit {
   /* After each attempt to open an SSH session (once at start-up with
-   * id 0, then once per NBD connection): result 0, or -1 when it
-   * failed. Arguments: id, host, user, duration ns, result. */
+   * id 0, then once per NBD connection, as it opens: outside any
+   * request, so no cookie): result 0, or -1 when it failed. Arguments:
+   * id, host, user, duration ns, result. */
   probe ssh_connect (uint64_t id, const char *host, const char *user,
                      uint64_t duration_ns, int32_t result);
 
@@ -30,9 +31,11 @@ provider nbdkit {
   probe ssh_flush_done (uint64_t id, uint64_t cookie, uint64_t latency_ns,
                         int32_t error);
 
-  /* When an SFTP call fails; status 0 when the channel or connection
-   * failed below SFTP; the message is libssh's. Arguments: id, SFTP
+  /* When an SFTP call fails; id and cookie are the request's (cookie
+   * 0 outside any request: at start-up, with id 0 too, or as a
+   * connection opens); status 0 when the channel or connection failed
+   * below SFTP; the message is libssh's. Arguments: id, cookie, SFTP
    * status, message. */
-  probe ssh_sftp_error (uint64_t id, int32_t sftp_status,
+  probe ssh_sftp_error (uint64_t id, uint64_t cookie, int32_t sftp_status,
                         const char *message);
 };

@@ -282,7 +282,8 @@ sftp_failed (struct handle *h, const char *what)
   else
     msg = ssh_get_error (h->session);
 
-  NBDKIT_PROBE (ssh_sftp_error, nbdkit_connection_id (), code, msg);
+  NBDKIT_PROBE (ssh_sftp_error, nbdkit_connection_id (),
+                nbdkit_request_cookie (), code, msg);
   nbdkit_error ("%s: %s: %s (SFTP status %d)", path, what, msg, code);
   return code == 0 ? EIO : status_errno (code);
 }

@@ -7,7 +7,8 @@
  */
 provider nbdkit {
   /* Once at start-up, when the file to serve is chosen (after the
-   * metadata of a magnet link has arrived). Arguments: torrent name,
+   * metadata of a magnet link has arrived). It fires outside any
+   * request: no id, no cookie. Arguments: torrent name,
    * file path in the torrent, file size, piece length, pieces. */
   probe torrent_ready (const char *name, const char *file, int64_t size,
                        int64_t piece_length, int32_t pieces);
@@ -24,6 +25,9 @@ provider nbdkit {
   probe torrent_wait_done (uint64_t id, uint64_t cookie, int32_t left,
                            uint64_t ns);
 
-  /* A piece arrived and passed its hash check. Arguments: piece. */
+  /* A piece arrived and passed its hash check. It fires in the
+   * plugin's alert thread, on behalf of no request (the reads waiting
+   * for it have their torrent_wait_done): no id, no cookie. Arguments:
+   * piece. */
   probe torrent_piece (int64_t piece);
 };

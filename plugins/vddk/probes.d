@@ -8,7 +8,8 @@
  * the notes in the built .so.
  */
 provider nbdkit {
-  /* At start-up, once the VDDK library has been looked for: the file
+  /* At start-up (outside any request, so no id and no cookie), once
+   * the VDDK library has been looked for: the file
    * loaded (or the directory searched, or the file that failed to
    * load), whether it has VixDiskLib_QueryAllocatedBlocks (1) or not
    * (0), and 0, or -1 when no usable library was found. Arguments:
@@ -17,17 +18,19 @@ provider nbdkit {
                       int32_t result);
 
   /* After each NBD connection has connected to VDDK and opened the
-   * disk: the transport mode VDDK chose ("" if unknown or on failure),
+   * disk (as it opens, outside any request: no cookie): the transport
+   * mode VDDK chose ("" if unknown or on failure),
    * and 0, or -1 when ConnectEx, Open or GetInfo failed. Arguments: id,
    * file, transport mode, result. */
   probe vddk_open (uint64_t id, const char *file, const char *transport,
                    int32_t result);
 
-  /* When a VDDK call fails: the function, the VixError and the
-   * library's text for it. Arguments: id (0 at start-up), call,
-   * VixError, message. */
-  probe vddk_error (uint64_t id, const char *call, uint64_t vix_error,
-                    const char *message);
+  /* When a VDDK call fails: the request's id and cookie (cookie 0 for
+   * a call no request made: at start-up, with id 0 too, or as a
+   * connection opens), the function, the VixError and the library's
+   * text for it. Arguments: id, cookie, call, VixError, message. */
+  probe vddk_error (uint64_t id, uint64_t cookie, const char *call,
+                    uint64_t vix_error, const char *message);
 
   /* After each block status request has asked VDDK which chunks hold
    * data: the sectors asked about, the number of allocated blocks in

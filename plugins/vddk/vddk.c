@@ -350,8 +350,8 @@ vix_error (const char *function, VixError err)
   const char *msg = text ? text : "(the library gave no text)";
 
   nbdkit_error ("%s: %s", function, msg);
-  NBDKIT_PROBE (vddk_error, nbdkit_connection_id (), function,
-                (uint64_t) err, msg);
+  NBDKIT_PROBE (vddk_error, nbdkit_connection_id (),
+                nbdkit_request_cookie (), function, (uint64_t) err, msg);
   if (text)
     vix.VixDiskLib_FreeErrorText (text);
   switch (VIX_ERROR_CODE (err)) {
