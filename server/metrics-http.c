@@ -71,8 +71,13 @@ metrics_bind (const char *spec)
   }
   else {
     const char *colon = strrchr (spec, ':');
-    if (!colon || colon[1] == '\0') {
-      nbdkit_error ("--metrics=%s: expected unix:PATH or [ADDR]:PORT", spec);
+    char *end;
+    errno = 0;
+    unsigned long port = colon ? strtoul (colon + 1, &end, 10) : 0;
+    if (!colon || colon[1] < '0' || colon[1] > '9' || *end || errno ||
+        port == 0 || port > 65535) {
+      nbdkit_error ("--metrics=%s: expected unix:PATH or [ADDR]:PORT "
+                    "(PORT from 1 to 65535)", spec);
       return -1;
     }
     char host[64];

@@ -26,6 +26,19 @@ t curl -sS --max-time 5 "http://127.0.0.1:$mport/metrics" > "$tmpdir/page" ||
 grep -Fxq 'nbdkit_requests_total{export="",command="read"} 6' "$tmpdir/page" ||
   fail "curl over TCP: wrong read count"
 
+# A literal IPv6 address, where the machine has ::1; and the addresses
+# and ports that are refused.
+if /usr/bin/python3 -c 'import socket; socket.socket(socket.AF_INET6).bind(("::1", 0))' 2>/dev/null; then
+  p6="$(free_port)"
+  t "$NBDKIT" -U - --metrics="[::1]:$p6" memory 1M \
+    --run "curl -sS --max-time 5 http://[::1]:$p6/metrics" > "$tmpdir/v6" ||
+    fail "--metrics=[::1]:$p6"
+  grep -q '^nbdkit_build_info' "$tmpdir/v6" || fail "no page over ::1"
+fi
+for bad in :99999 :0 ::1 localhost:9199 unix: '[::1]'; do
+  refuses 'metrics' --metrics="$bad" memory 1M || fail "--metrics=$bad"
+done
+
 pport="$(free_port)"
 cat > "$tmpdir/prometheus.yml" <<EOF
 global:
