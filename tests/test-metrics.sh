@@ -157,3 +157,15 @@ scrape > "$page" || fail "no scrape after the hostile ones"
 grep -q '^nbdkit_connections_opened_total 4$' "$page" ||
   fail "the NBD client during the hostile scrapes was not counted"
 kill -0 "$server_pid" || fail "server died"
+
+# TLS sessions, by GnuTLS' version and cipher names.
+if command -v psktool > /dev/null; then
+  psktool -u alice -p "$tmpdir/keys.psk" > /dev/null
+  t "$NBDKIT" -U - --tls=require --tls-psk="$tmpdir/keys.psk" \
+    --metrics=unix:"$tmpdir/m2" memory 1M \
+    --run "nbdinfo \"\$uri\" > /dev/null &&
+           curl -sS --unix-socket $tmpdir/m2 http://localhost/metrics" \
+    > "$tmpdir/tls" || fail "TLS server or client failed"
+  grep -Eq '^nbdkit_tls_sessions_total\{version="TLS1\.[23]",cipher="[A-Z0-9-]+"\} 1$' \
+       "$tmpdir/tls" || fail "no TLS session: $(grep tls "$tmpdir/tls")"
+fi
