@@ -57,6 +57,7 @@ struct metrics_conn {
   char peer[128];
   struct connection *conn;              /* for its requests read */
   struct export_totals *exp;            /* NULL until the handshake is done */
+  bool handshake_ended;                 /* counted in handshakes */
   struct counts c;                      /* relaxed atomics */
 };
 
@@ -213,7 +214,9 @@ metrics_conn_ready (struct metrics_conn *m, const char *exportname)
   if (!m)
     return;
   LOCK_FOR_SCOPE (&metrics_lock);
-  handshakes++;
+  if (!m->handshake_ended)
+    handshakes++;
+  m->handshake_ended = true;
   m->exp = find_export (exportname ? exportname : "");
 }
 
@@ -263,7 +266,11 @@ metrics_handshake_fail (struct metrics_conn *m, const char *reason)
 {
   if (!m)
     return;
+  /* A negotiation counts once, by the first reason it failed for. */
   LOCK_FOR_SCOPE (&metrics_lock);
+  if (m->handshake_ended)
+    return;
+  m->handshake_ended = true;
   handshakes++;
   count_named (&fail_reasons, MAX_REASONS, reason, "");
 }
@@ -376,20 +383,18 @@ bucket_label (char *buf, size_t n, unsigned j)
 static void
 put_export_families (FILE *fp, bool om, struct counts *sums)
 {
-  family (fp, om, "nbdkit_requests", "counter", NULL,
-          "Requests answered, by export and command.");
-  for (size_t e = 0; e < n_exports; e++)
-    for (unsigned i = 0; i < M_NCMD; i++)
-      sample (fp, "nbdkit_requests", "_total",
-              "export", exports[e]->name, "command", command_names[i],
-              NULL, NULL, sums[e].cmd[i].requests);
-  family (fp, om, "nbdkit_request_bytes", "counter", "bytes",
-          "Data bytes read or written by requests that succeeded.");
-  for (size_t e = 0; e < n_exports; e++)
-    for (unsigned i = 0; i < M_NCMD; i++)
-      sample (fp, "nbdkit_request_bytes", "_total",
-              "export", exports[e]->name, "command", command_names[i],
-              NULL, NULL, sums[e].cmd[i].bytes);
+  for (int f = 0; f < 2; f++) {
+    const char *name = f ? "nbdkit_request_bytes" : "nbdkit_requests";
+    family (fp, om, name, "counter", f ? "bytes" : NULL,
+            f ? "Data bytes read or written by requests that succeeded."
+            : "Requests answered, by export and command.");
+    for (size_t e = 0; e < n_exports; e++)
+      for (unsigned i = 0; i < M_NCMD; i++)
+        sample (fp, name, "_total",
+                "export", exports[e]->name, "command", command_names[i],
+                NULL, NULL,
+                f ? sums[e].cmd[i].bytes : sums[e].cmd[i].requests);
+  }
   family (fp, om, "nbdkit_request_errors", "counter", NULL,
           "Requests answered with an error, by errno.");
   for (size_t e = 0; e < n_exports; e++)
@@ -422,21 +427,13 @@ put_export_families (FILE *fp, bool om, struct counts *sums)
     }
 }
 
+/* A live connection's requests (or BYTES) over all commands. */
 static uint64_t
-conn_requests (struct metrics_conn *m)
+conn_total (struct metrics_conn *m, bool bytes)
 {
   uint64_t n = 0;
   for (unsigned i = 0; i < M_NCMD; i++)
-    n += GET (m->c.cmd[i].requests);
-  return n;
-}
-
-static uint64_t
-conn_bytes (struct metrics_conn *m)
-{
-  uint64_t n = 0;
-  for (unsigned i = 0; i < M_NCMD; i++)
-    n += GET (m->c.cmd[i].bytes);
+    n += bytes ? GET (m->c.cmd[i].bytes) : GET (m->c.cmd[i].requests);
   return n;
 }
 
@@ -448,7 +445,7 @@ put_connection_families (FILE *fp, bool om)
    */
   uint64_t in_flight = 0;
   for (struct metrics_conn *m = live; m; m = m->next) {
-    uint64_t done = conn_requests (m);
+    uint64_t done = conn_total (m, false);
     uint64_t read = m->conn->requests;
     in_flight += read > done ? read - done : 0;
   }
@@ -490,7 +487,7 @@ put_connection_families (FILE *fp, bool om)
       snprintf (id, sizeof id, "%" PRIu64, m->id);
       sample (fp, what[f][0], "_total", "id", id,
               "export", m->exp ? m->exp->name : "", "peer", m->peer,
-              f == 0 ? conn_requests (m) : conn_bytes (m));
+              conn_total (m, f == 1));
     }
   }
 }
