@@ -169,3 +169,22 @@ if command -v psktool > /dev/null; then
   grep -Eq '^nbdkit_tls_sessions_total\{version="TLS1\.[23]",cipher="[A-Z0-9-]+"\} 1$' \
        "$tmpdir/tls" || fail "no TLS session: $(grep tls "$tmpdir/tls")"
 fi
+
+# A request in an asynchronous plugin is in flight until it completes,
+# and counted when answered from the plugin's thread.
+t "$NBDKIT" -U - --metrics=unix:"$tmpdir/m3" example-async size=1M delay=500 \
+  --run "nbdsh -u \"\$uri\" -c '
+import subprocess
+def scrape():
+    return subprocess.run([\"curl\", \"-sS\", \"--unix-socket\", \"$tmpdir/m3\",
+                           \"http://localhost/metrics\"], check=True,
+                          capture_output=True, text=True).stdout.splitlines()
+c = h.aio_pread(nbd.Buffer(4096), 8192)
+h.poll(0)
+assert \"nbdkit_requests_in_flight 1\" in scrape()
+while not h.aio_command_completed(c):
+    h.poll(-1)
+page = scrape()
+assert \"nbdkit_requests_in_flight 0\" in page
+assert \"nbdkit_requests_total{export=\\\"\\\",command=\\\"read\\\"} 1\" in page, page
+'" || fail "in-flight or asynchronous requests miscounted"
