@@ -368,6 +368,16 @@ family (FILE *fp, bool om, const char *name, const char *type,
     fprintf (fp, "# UNIT %s %s\n", name, unit);
 }
 
+/* A family of one sample without labels. */
+static void
+single (FILE *fp, bool om, const char *name, const char *type,
+        const char *unit, const char *help, uint64_t value)
+{
+  family (fp, om, name, type, unit, help);
+  sample (fp, name, strcmp (type, "counter") == 0 ? "_total" : "",
+          NULL, NULL, NULL, NULL, NULL, NULL, value);
+}
+
 /* A bucket's bound, 2^(j-20) seconds, as the le label: "0.5", "1.0". */
 static void
 bucket_label (char *buf, size_t n, unsigned j)
@@ -449,22 +459,14 @@ put_connection_families (FILE *fp, bool om)
     uint64_t read = m->conn->requests;
     in_flight += read > done ? read - done : 0;
   }
-  family (fp, om, "nbdkit_requests_in_flight", "gauge", NULL,
-          "Requests read from clients and not yet answered.");
-  sample (fp, "nbdkit_requests_in_flight", "", NULL, NULL, NULL, NULL,
-          NULL, NULL, in_flight);
-  family (fp, om, "nbdkit_connections_opened", "counter", NULL,
-          "Connections accepted.");
-  sample (fp, "nbdkit_connections_opened", "_total", NULL, NULL, NULL, NULL,
-          NULL, NULL, opened);
-  family (fp, om, "nbdkit_connections_closed", "counter", NULL,
-          "Connections closed.");
-  sample (fp, "nbdkit_connections_closed", "_total", NULL, NULL, NULL, NULL,
-          NULL, NULL, closed);
-  family (fp, om, "nbdkit_connections", "gauge", NULL,
-          "Connections open now.");
-  sample (fp, "nbdkit_connections", "", NULL, NULL, NULL, NULL, NULL, NULL,
-          opened - closed);
+  single (fp, om, "nbdkit_requests_in_flight", "gauge", NULL,
+          "Requests read from clients and not yet answered.", in_flight);
+  single (fp, om, "nbdkit_connections_opened", "counter", NULL,
+          "Connections accepted.", opened);
+  single (fp, om, "nbdkit_connections_closed", "counter", NULL,
+          "Connections closed.", closed);
+  single (fp, om, "nbdkit_connections", "gauge", NULL,
+          "Connections open now.", opened - closed);
 
   /* The newest MAX_LISTED_CONNS open connections (the live list is
    * newest first), listed oldest first.
@@ -495,10 +497,8 @@ put_connection_families (FILE *fp, bool om)
 static void
 put_server_families (FILE *fp, bool om)
 {
-  family (fp, om, "nbdkit_handshakes", "counter", NULL,
-          "Negotiations that ended, in success or failure.");
-  sample (fp, "nbdkit_handshakes", "_total", NULL, NULL, NULL, NULL,
-          NULL, NULL, handshakes);
+  single (fp, om, "nbdkit_handshakes", "counter", NULL,
+          "Negotiations that ended, in success or failure.", handshakes);
   family (fp, om, "nbdkit_handshake_failures", "counter", NULL,
           "Negotiations that failed, by the handshake_fail probe's reason.");
   for (size_t i = 0; i < fail_reasons.len; i++)
@@ -512,15 +512,11 @@ put_server_families (FILE *fp, bool om)
             "version", tls_sessions.ptr[i].a,
             "cipher", tls_sessions.ptr[i].b, NULL, NULL,
             tls_sessions.ptr[i].n);
-  for (struct metrics_counter *c = module_counters; c; c = c->next) {
-    family (fp, om, c->name, "counter", NULL, c->help);
-    sample (fp, c->name, "_total", NULL, NULL, NULL, NULL, NULL, NULL,
-            GET (c->value));
-  }
-  family (fp, om, "nbdkit_start_time_seconds", "gauge", "seconds",
-          "When the server started, in seconds since the Unix epoch.");
-  sample (fp, "nbdkit_start_time_seconds", "", NULL, NULL, NULL, NULL,
-          NULL, NULL, (uint64_t) start_time);
+  for (struct metrics_counter *c = module_counters; c; c = c->next)
+    single (fp, om, c->name, "counter", NULL, c->help, GET (c->value));
+  single (fp, om, "nbdkit_start_time_seconds", "gauge", "seconds",
+          "When the server started, in seconds since the Unix epoch.",
+          (uint64_t) start_time);
   family (fp, om, "nbdkit_build", "info", NULL, "The server's version.");
   sample (fp, "nbdkit_build", "_info", "version", PACKAGE_VERSION,
           NULL, NULL, NULL, NULL, 1);
