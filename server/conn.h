@@ -94,6 +94,9 @@ struct connection {
    */
   _Atomic bool cut_by_stop;
 
+  /* --metrics' record (metrics.c), or NULL: set before any request. */
+  struct metrics_conn *metrics;
+
   /* Statistics for connection_close. */
   _Atomic uint64_t requests;
   _Atomic uint64_t bytes_in;
@@ -180,6 +183,15 @@ conn_poll_input (struct connection *conn, int ms)
     if (r >= 0 || errno != EINTR)
       return r;
   }
+}
+
+/* The negotiation failed for REASON: the probe, and --metrics' count. */
+static inline void
+conn_handshake_failed (struct connection *conn, const char *reason)
+{
+  NBDKIT_HANDSHAKE_FAIL (conn->id, reason);
+  if (conn->metrics)
+    metrics_handshake_fail (conn->metrics, reason);
 }
 
 /* ---- closing (runtime.h: what they mean) ---- */

@@ -321,6 +321,7 @@ conn_handle (const struct config *cfg, int sockin, int sockout,
   describe_peer (conn);
   conn_set_current (conn, conn->id);
   bool registered = registry_add (conn);
+  conn->metrics = metrics_conn_open (conn->id, conn->peer, conn);
 
   NBDKIT_CONNECTION_ACCEPT (conn->id, (int64_t) sockin, conn->peer,
                             transport, conn->peer_pid, conn->peer_uid);
@@ -333,11 +334,11 @@ conn_handle (const struct config *cfg, int sockin, int sockout,
     lock_or_wait (&one_connection_lock, conn->id, 0, "serialize_conn");
 
   if (!registered) {
-    NBDKIT_HANDSHAKE_FAIL (conn->id, "out of memory");
+    conn_handshake_failed (conn, "out of memory");
     conn_set_closing (conn, "out of memory");
   }
   else if (layer_preconnect (cfg->top, cfg->readonly) == -1) {
-    NBDKIT_HANDSHAKE_FAIL (conn->id, "preconnect refused");
+    conn_handshake_failed (conn, "preconnect refused");
     conn_set_closing (conn, "preconnect refused");
   }
   else {
@@ -347,6 +348,7 @@ conn_handle (const struct config *cfg, int sockin, int sockout,
     int r = hs_negotiate (conn);
     conn->deadline_ns = 0;
     if (r == 0) {
+      metrics_conn_ready (conn->metrics, conn->nego.exportname);
       publish_info (conn);
       tx_serve (conn);
     }
@@ -373,6 +375,7 @@ conn_handle (const struct config *cfg, int sockin, int sockout,
   /* No connection_info after connection_close. */
   if (registered)
     registry_remove (conn);
+  metrics_conn_close (conn->metrics);
   NBDKIT_CONNECTION_CLOSE (conn->id,
                            conn->close_reason ? conn->close_reason : "eof",
                            (uint64_t) conn->requests,

@@ -734,6 +734,10 @@ tls_start (struct connection *conn)
 
   conn->tls_active = true;
   limit_unsent (conn);
+  if (conn->metrics)
+    metrics_tls_session (gnutls_protocol_get_name (
+                           gnutls_protocol_get_version (s)),
+                         gnutls_cipher_get_name (gnutls_cipher_get (s)));
   if (NBDKIT_TLS_HANDSHAKE_DONE_ENABLED () || conn->cfg->verbose) {
     char *desc = gnutls_session_get_desc (s);
     char *who = peer_identity (s, false);

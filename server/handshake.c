@@ -95,7 +95,7 @@ static void
 drop (struct connection *conn, const char *reason)
 {
   nbdkit_error ("client %s: negotiation ended: %s", conn->peer, reason);
-  NBDKIT_HANDSHAKE_FAIL (conn->id, reason);
+  conn_handshake_failed (conn, reason);
 }
 
 /* ---- exports ---- */
@@ -617,7 +617,7 @@ negotiate_oldstyle (struct connection *conn)
 
   NBDKIT_HANDSHAKE_START (conn->id);
   if (open_export (conn, name) == -1) {
-    NBDKIT_HANDSHAKE_FAIL (conn->id, "export could not be opened");
+    conn_handshake_failed (conn, "export could not be opened");
     return -1;
   }
   hello.magic = htobe64 (NBD_MAGIC);
@@ -625,7 +625,7 @@ negotiate_oldstyle (struct connection *conn)
   hello.size = htobe64 (conn->nego.exportsize);
   hello.eflags = htobe16 (conn->nego.eflags);
   if (conn_send (conn, &hello, sizeof hello) == -1) {
-    NBDKIT_HANDSHAKE_FAIL (conn->id, "client went away");
+    conn_handshake_failed (conn, "client went away");
     return -1;
   }
   NBDKIT_HANDSHAKE_DONE (conn->id, conn->nego.exportname,
@@ -657,7 +657,7 @@ hs_negotiate (struct connection *conn)
   greeting.gflags = htobe16 (gflags);
   if (conn_send (conn, &greeting, sizeof greeting) == -1 ||
       conn_recv (conn, &cflags, 4) == -1) {
-    NBDKIT_HANDSHAKE_FAIL (conn->id, "client went away");
+    conn_handshake_failed (conn, "client went away");
     return -1;
   }
   cflags = be32toh (cflags);
@@ -675,7 +675,7 @@ hs_negotiate (struct connection *conn)
   data = malloc (MAX_OPTION_LENGTH);
   if (!data) {
     nbdkit_error ("malloc: %m");
-    NBDKIT_HANDSHAKE_FAIL (conn->id, "out of memory");
+    conn_handshake_failed (conn, "out of memory");
     return -1;
   }
 
@@ -683,7 +683,7 @@ hs_negotiate (struct connection *conn)
   for (;;) {
     struct nbd_new_option opt;
     if (conn_recv (conn, &opt, sizeof opt) == -1) {
-      NBDKIT_HANDSHAKE_FAIL (conn->id, "client went away");
+      conn_handshake_failed (conn, "client went away");
       goto out;
     }
     if (be64toh (opt.version) != NBD_NEW_VERSION) {
@@ -713,7 +713,7 @@ hs_negotiate (struct connection *conn)
       goto out;
     }
     if (conn_recv (conn, data, len) == -1) {
-      NBDKIT_HANDSHAKE_FAIL (conn->id, "client went away");
+      conn_handshake_failed (conn, "client went away");
       goto out;
     }
 
@@ -740,7 +740,7 @@ hs_negotiate (struct connection *conn)
       }
       if (send_error (conn, option, NBD_REP_ERR_TLS_REQD,
                       "this server requires TLS (STARTTLS)") == -1) {
-        NBDKIT_HANDSHAKE_FAIL (conn->id, why);
+        conn_handshake_failed (conn, why);
         goto out;
       }
       continue;
@@ -752,7 +752,7 @@ hs_negotiate (struct connection *conn)
       break;
     case NBD_OPT_ABORT:
       send_reply (conn, option, NBD_REP_ACK);
-      NBDKIT_HANDSHAKE_FAIL (conn->id, "client aborted");
+      conn_handshake_failed (conn, "client aborted");
       conn_set_closing (conn, "abort");
       goto out;
     case NBD_OPT_LIST:
@@ -810,7 +810,7 @@ hs_negotiate (struct connection *conn)
       r = send_error (conn, option, NBD_REP_ERR_UNSUP, "unknown option");
     }
     if (r == OPT_CLOSE) {
-      NBDKIT_HANDSHAKE_FAIL (conn->id, why);
+      conn_handshake_failed (conn, why);
       goto out;
     }
     if (r == OPT_SERVE)

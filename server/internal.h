@@ -15,6 +15,7 @@
 
 #include "runtime.h"
 #include "layer.h"
+#include "metrics.h"
 #include "conn.h"
 
 /* ---- crypto.c: TLS ---- */

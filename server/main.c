@@ -140,7 +140,9 @@ serve_single (struct config *cfg)
     if (layer_after_fork (l) == -1)
       exit (EXIT_FAILURE);
   log_set_layer_name (NULL);
-  if (cfg->pidfile && daemon_write_pidfile (cfg->pidfile) == -1)
+  if ((cfg->metrics &&
+       (metrics_bind (cfg->metrics) == -1 || metrics_start () == -1)) ||
+      (cfg->pidfile && daemon_write_pidfile (cfg->pidfile) == -1))
     exit (EXIT_FAILURE);
   daemon_ready ();
   NBDKIT_SERVER_READY ();
@@ -155,6 +157,7 @@ serve_single (struct config *cfg)
   conn_watch_start ();
   conn_handle (cfg, in, out, "stdio");
   conn_watch_stop ();
+  metrics_stop ();
   NBDKIT_SERVER_STOP ("single-done");
   pool_watch_stop ();
   layer_unload_all (cfg->top);
@@ -246,6 +249,7 @@ main (int argc, char *argv[])
   struct listener listener;
   if (daemon_check_ids (&cfg) == -1 ||
       sock_bind_all (&cfg, &listener) == -1 ||
+      (cfg.metrics && metrics_bind (cfg.metrics) == -1) ||
       daemon_give_socket (&cfg) == -1)
     exit (EXIT_FAILURE);
 
@@ -286,8 +290,9 @@ main (int argc, char *argv[])
     if (layer_after_fork (l) == -1)
       exit (EXIT_FAILURE);
   log_set_layer_name (NULL);
-  if (cfg.pidfile && !early_pidfile &&
-      daemon_write_pidfile (cfg.pidfile) == -1)
+  if (metrics_start () == -1 ||
+      (cfg.pidfile && !early_pidfile &&
+       daemon_write_pidfile (cfg.pidfile) == -1))
     exit (EXIT_FAILURE);
 
   struct captive cap = { .pid = -1 };
@@ -302,6 +307,7 @@ main (int argc, char *argv[])
   nbdkit_debug ("stopping: %s", server_stop_reason ());
 
   sock_close_all (&listener);
+  metrics_stop ();
   conn_watch_stop ();
   conn_shutdown_all (5);
   int status = captive_wait (&cap);

@@ -87,6 +87,8 @@ usage (FILE *fp, const char *program)
 "Options of this server beyond nbdkit's:\n"
 "      --max-connections N  refuse clients beyond N at once (default %d)\n"
 "      --handshake-timeout TIME  the same as --timeout\n"
+"      --metrics=unix:PATH|[ADDR]:PORT  serve live metrics over HTTP\n"
+"                           (OpenMetrics; ADDR defaults to 127.0.0.1)\n"
 "      --busy-poll US       poll for a client's next request for up to US\n"
 "                           microseconds before sleeping (default %d; 0\n"
 "                           for never)\n"
@@ -111,7 +113,7 @@ usage (FILE *fp, const char *program)
 #define SHORT_OPTIONS "46D:e:fg:i:noP:p:rst:U:u:vV"
 
 enum {
-  OPT_RUN = 256, OPT_FILTER, OPT_DUMP_CONFIG, OPT_DUMP_PLUGIN, OPT_HELP,
+  OPT_RUN = 256, OPT_METRICS, OPT_FILTER, OPT_DUMP_CONFIG, OPT_DUMP_PLUGIN, OPT_HELP,
   OPT_VERSION, OPT_PRINT_URI, OPT_EXIT_WITH_PARENT, OPT_NO_SR, OPT_LOG,
   OPT_MAX_CONNECTIONS, OPT_HANDSHAKE_TIMEOUT, OPT_TLS, OPT_TLS_CERTIFICATES,
   OPT_TLS_PSK, OPT_TLS_VERIFY_PEER, OPT_TLS_PRIORITY, OPT_BUSY_POLL,
@@ -159,6 +161,7 @@ static const struct option long_options[] = {
   { "read-only", no_argument, NULL, 'r' },
   { "readonly", no_argument, NULL, 'r' },
   { "run", required_argument, NULL, OPT_RUN },
+  { "metrics", required_argument, NULL, OPT_METRICS },
   { "selinux-label", required_argument, NULL, OPT_SELINUX_LABEL },
   { "short-options", no_argument, NULL, OPT_SHORT_OPTIONS },
   { "single", no_argument, NULL, 's' },
@@ -633,6 +636,7 @@ options_parse (struct config *cfg, int argc, char *argv[])
     case OPT_TLS_VERIFY_PEER: cfg->tls_verify_peer = true; break;
     case OPT_TLS_PRIORITY: cfg->tls_priority = optarg; break;
     case OPT_RUN: cfg->run = optarg; break;
+    case OPT_METRICS: cfg->metrics = optarg; break;
     case OPT_FILTER:
       append (&cfg->filters, optarg, program);
       break;

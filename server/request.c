@@ -249,7 +249,7 @@ tx_recv_request (struct connection *conn, struct worker *w,
     req->count = be32toh (h.compact.count);
   }
   req->error = 0;
-  req->start_ns = NBDKIT_REQUEST_DONE_ENABLED () ||
+  req->start_ns = conn->metrics || NBDKIT_REQUEST_DONE_ENABLED () ||
     NBDKIT_REQUEST_DISPATCH_ENABLED () ? now_ns () : 0;
   if (NBDKIT_REQUEST_START_ENABLED ())
     NBDKIT_REQUEST_START (conn->id, req->cookie, (uint64_t) req->type,

@@ -122,6 +122,7 @@ struct config {
   const char *exportname;       /* -e */
   const char *pidfile;          /* -P */
   const char *run;              /* --run */
+  const char *metrics;          /* --metrics: where to serve them */
   int listen_fds;               /* socket activation: count from fd 3 */
 
   /* The plugin and its parameters (argv after the options), the
