@@ -7,7 +7,7 @@
 #
 #   async        our example-async plugin delay=10, which completes each
 #                request later from a thread of its own per connection
-#                (nbdkit-async(1));
+#                (nbdkit-async(3));
 #   async-loop   the same with loop=server: completed from the server's
 #                event loop, no thread of the plugin's;
 #   sync         the same plugin with -D nbdkit.async=0: the synchronous

@@ -6,7 +6,7 @@
 #
 # For each workload: "rbd bench" (librbd with no NBD in between: the
 # ceiling), our server's rbd plugin on its asynchronous path (the
-# default, nbdkit-async(1)) and on its synchronous one
+# default, nbdkit-async(3)) and on its synchronous one
 # (-D nbdkit.async=0), and qemu-nbd serving rbd:POOL/IMAGE (Debian's
 # qemu-block-extra), the last three driven by fio (ioengine=nbd) over a
 # Unix socket.  Workloads: 4 KiB random read and

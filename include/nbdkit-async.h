@@ -3,7 +3,7 @@
  * this server offers and nbdkit does not.  A plugin built against
  * <nbdkit-plugin.h> alone, or for nbdkit, is unaffected: the server
  * looks for the symbol below and, without it, calls the plugin as
- * before.  nbdkit-async(1) is the reference; in short:
+ * before.  nbdkit-async(3) is the reference; in short:
  *
  * A plugin that can start an operation and learn later that it ended
  * (a remote server's reply, an io_uring completion, a timer) exports

@@ -175,7 +175,7 @@ layer_list_exports (struct layer *l, int readonly, int is_tls,
 }
 
 /* A layer's default export is asked at most once per connection, as
- * the other negotiation answers are (nbdkit-plugin(1)): the answer is
+ * the other negotiation answers are (nbdkit-plugin(3)): the answer is
  * kept in conn->default_exports, by the layer's depth, until the
  * connection ends or TLS starts (layer_forget_default_exports).  Only
  * the connection's own thread asks, while it negotiates, so no lock.

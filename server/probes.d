@@ -367,7 +367,7 @@ provider nbdkit {
   probe request_dispatch (uint64_t id, uint64_t cookie,
                           uint64_t queue_ns, uint64_t in_flight);
   /* A request is handed to a plugin's asynchronous callback
-   * (nbdkit-async(1)), after request_dispatch: id, cookie, command
+   * (nbdkit-async(3)), after request_dispatch: id, cookie, command
    * code, offset, count.
    *
    * @d reqinfo rq_id rq_cookie rq_cmd rq_offset rq_count

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # A client that hangs up with requests in flight in an asynchronous
-# plugin (nbdkit-async(1)): the server does not crash, cancels them
+# plugin (nbdkit-async(3)): the server does not crash, cancels them
 # (the plugin's cancel), waits for every completion before it closes
 # the plugin's handle (the example-async plugin reports an error from
 # close if any is still in flight, and how many it was handed and

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # An error a plugin completes a request with (nbdkit_async_complete,
-# nbdkit-async(1)) reaches the client as the matching NBD error, for
+# nbdkit-async(3)) reaches the client as the matching NBD error, for
 # reads, writes, trims and zeroes, with structured and simple replies,
 # and the connection goes on: the requests around it succeed.
 source "$(dirname "$0")/functions.sh"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # One connection has many requests in flight in a plugin that completes
-# them later (nbdkit-async(1)), on few of the server's threads:
+# them later (nbdkit-async(3)), on few of the server's threads:
 #  - 64 reads of 100 ms each, sent together, all finish within 1.5 s
 #    (one at a time they take 6.4 s; the thread pool alone, -t 4,
 #    1.6 s), while the server has at most 8 threads;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # request_submit and request_complete fire under bpftrace for requests
-# handed to an asynchronous plugin (nbdkit-async(1)), with matching
+# handed to an asynchronous plugin (nbdkit-async(3)), with matching
 # (id, cookie): each submit has one complete, with the error the plugin
 # completed it with, after request_dispatch and before the request's
 # reply_send, and on another thread than the submit (the plugin's timer

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # Completion from the server's event loop (nbdkit_async_watch,
-# nbdkit-async(1)): the example-async plugin with loop=server owns no
+# nbdkit-async(3)): the example-async plugin with loop=server owns no
 # thread; a timerfd per connection is watched by the server, whose
 # nbdkit-events thread completes the requests.
 #  - the bytes are right;

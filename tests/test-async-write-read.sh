@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # Bytes written through a plugin that completes its requests later,
-# from a thread of its own (nbdkit-async(1): the example-async plugin),
+# from a thread of its own (nbdkit-async(3): the example-async plugin),
 # read back the same: with structured replies and with simple ones,
 # small and large (the large reads and writes hold the connection's
 # payload budget), with FUA, flush, trim and zero; and a disk image

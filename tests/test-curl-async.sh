@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
-# The curl plugin's asynchronous path (its event loop, nbdkit-async(1))
+# The curl plugin's asynchronous path (its event loop, nbdkit-async(3))
 # gives the client the bytes the synchronous path (-D nbdkit.async=0)
 # and Debian's nbdkit give for the same URL, and overlaps requests on
 # few of the server's threads:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # The partition filter above the nbd plugin passes requests on
-# asynchronously (nbdkit-async(1)/FILTERS), shifted to the partition:
+# asynchronously (nbdkit-async(3)/FILTERS), shifted to the partition:
 #  - random bytes copied into partition 2 through ours read back the
 #    same through ours, ours with -D nbdkit.async=0 and Debian's nbdkit
 #    on the same command, and lie in the upstream at the partition's

@@ -32,9 +32,9 @@ while read -r pod; do
 done < "$tmpdir/pods"
 [ "$bad" -eq 0 ] || fail "POD problems above"
 
-# Each page in docs/ is in man_pod (the list may span lines, and
-# later "man_pod += ..." lines add to it).
-awk '/^man_pod *\+?=/ { on = 1 } on { print } on && !/\\$/ { on = 0 }' \
+# Each page in docs/ is in man_pod or man3_pod (a list may span lines,
+# and later "man_pod += ..." lines add to it).
+awk '/^man3?_pod *\+?=/ { on = 1 } on { print } on && !/\\$/ { on = 0 }' \
     "$abs_top_srcdir/docs/Makefile.am" |
   tr ' \t\\' '\n\n\n' | grep '\.pod$' | sort > "$tmpdir/listed"
 { (cd "$abs_top_srcdir/docs" && ls *.pod)
@@ -42,4 +42,23 @@ awk '/^man_pod *\+?=/ { on = 1 } on { print } on && !/\\$/ { on = 0 }' \
 } | sort -u > "$tmpdir/present"
 diff -u "$tmpdir/present" "$tmpdir/listed" ||
   fail "docs/*.pod and man_pod in docs/Makefile.am differ"
+
+# Every link to one of our pages names the section it is installed in:
+# section 3 for the APIs and language plugins (man3_pod), 1 for the
+# rest (man_pod), as `man 3 nbdkit-plugin' finds them.
+find "$abs_top_srcdir" -name Makefile.am -not -path '*/autom4te.cache/*' |
+  while read -r mk; do
+    awk '/^man3?_pod *\+?=/ { on = 1; sec = ($1 ~ /man3/) ? 3 : 1 }
+         on { n = split ($0, w, /[ \t\\]+/)
+              for (i = 1; i <= n; i++) if (w[i] ~ /\.pod$/) {
+                sub (/\.pod$/, "", w[i]); print w[i] "(" sec ")" } }
+         on && !/\\$/ { on = 0 }' "$mk"
+  done | sort -u > "$tmpdir/sections"
+grep -c '(3)$' "$tmpdir/sections" | grep -qx 13 ||
+  { cat "$tmpdir/sections"; fail "expected 13 pages in section 3"; }
+grep -qx 'nbdkit-plugin(3)' "$tmpdir/sections" || fail "nbdkit-plugin is not in section 3"
+grep -hoE 'L<nbdkit(-[a-zA-Z0-9_]+)*\([0-9]\)' $(cat "$tmpdir/pods") |
+  sed 's/^L<//' | sort -u > "$tmpdir/linked"
+missing=$(comm -23 "$tmpdir/linked" "$tmpdir/sections" | tr '\n' ' ')
+[ -z "$missing" ] || fail "links to pages not installed under that name and section: $missing"
 echo "$n pages checked"

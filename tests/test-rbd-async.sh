@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
-# The rbd plugin's asynchronous path (nbdkit-async(1)) gives the client
+# The rbd plugin's asynchronous path (nbdkit-async(3)) gives the client
 # the bytes, flags and errors of its synchronous path
 # (-D nbdkit.async=0):
 #  - random data copied in with 64 requests in flight reads back the

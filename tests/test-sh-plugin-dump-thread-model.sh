@@ -4,7 +4,7 @@
 # for the sh plugin without a script (what the plugin itself allows, as
 # nbdkit says; tools read it to decide whether parallel requests are
 # possible), "serialize_all_requests" for a script or eval fragments
-# that do not implement thread_model (nbdkit-sh-plugin(1)), and their
+# that do not implement thread_model (nbdkit-sh-plugin(3)), and their
 # own choice otherwise.  Debian's nbdkit must say the same.
 source "$(dirname "$0")/functions.sh"
 

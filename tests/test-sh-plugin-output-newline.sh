@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # What an sh or eval script prints as a string loses one trailing
-# newline, and only one (nbdkit-sh-plugin(1), "open": "If the handle
+# newline, and only one (nbdkit-sh-plugin(3), "open": "If the handle
 # ends with a newline character then the newline is removed"): an open
 # that echoes the export name "\n" gives the handle "\n", "a\n\n" gives
 # "a\n\n"; an export description "desc\n\n" reaches the client as

@@ -16,7 +16,7 @@
  * only read afterwards.
  *
  * A request that needs no cutting passes on to a plugin that completes
- * it later (nbdkit-async(1)): an aligned read within maxdata, a flush,
+ * it later (nbdkit-async(3)): an aligned read within maxdata, a flush,
  * and with minblock=1 (where no read-modify-write ever happens, so the
  * lock has nothing to order) a write within maxdata or a trim or zero
  * within maxlen.  With a larger minblock, writes keep the synchronous

@@ -38,7 +38,7 @@
  * thread sweeps at a time, taking stripes one by one.  size_lock guards
  * sizing the bitmaps at the first connection.
  *
- * For a plugin that completes requests later (nbdkit-async(1)), a read
+ * For a plugin that completes requests later (nbdkit-async(3)), a read
  * whose blocks are all NOT_CACHED (and no cache-on-read) passes on to
  * it as it stands; everything else takes the synchronous path.
  *

@@ -31,7 +31,7 @@
  * guards only the sizing of the bitmap, once, at the first
  * connection's prepare.
  *
- * For a plugin that completes requests later (nbdkit-async(1)), a read
+ * For a plugin that completes requests later (nbdkit-async(3)), a read
  * whose blocks are all still BLK_PLUGIN (and no copy-on-read) passes on
  * to it as it stands; everything else takes the synchronous path.
  */

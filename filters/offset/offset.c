@@ -2,7 +2,7 @@
 /* The offset filter: serve a window [offset, offset+range) of the layer
  * below, as if it were the whole disk.  Every request is shifted by
  * offset; extents coming back are shifted the other way.  Requests for
- * a plugin that completes them asynchronously (nbdkit-async(1)) are
+ * a plugin that completes them asynchronously (nbdkit-async(3)) are
  * shifted the same way and passed on.
  */
 #include <config.h>

@@ -264,7 +264,7 @@ partition_extents (nbdkit_next *next, void *handle, uint32_t count,
   return r;
 }
 
-/* Requests for a plugin that completes them later (nbdkit-async(1))
+/* Requests for a plugin that completes them later (nbdkit-async(3))
  * are shifted the same way and passed on.
  */
 static int

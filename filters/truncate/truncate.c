@@ -7,7 +7,7 @@
  * clipped to the layer below's real size before being passed on.
  * Those that need nothing else (all of them within the real size, a
  * trim or zero clipped) pass on to a plugin that completes them later
- * (nbdkit-async(1)); a read or write reaching into the tail takes the
+ * (nbdkit-async(3)); a read or write reaching into the tail takes the
  * synchronous path, which fills or checks the tail.
  *
  * Each connection computes its sizes in .prepare (the layer below may

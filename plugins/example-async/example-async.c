@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* The example-async plugin: a RAM disk whose requests take DELAY
  * milliseconds and are completed from a thread of the plugin's own
- * (nbdkit-async(1)), so one connection may have many in flight while
+ * (nbdkit-async(3)), so one connection may have many in flight while
  * the server's threads go on reading the next ones.
  *
  * It includes only installed headers, so it builds on its own with

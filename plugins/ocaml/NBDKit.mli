@@ -4,7 +4,7 @@
 
     A plugin is a module whose top level calls {!register_plugin} with
     a record of callbacks, linked with [ocamlopt -output-obj] into a
-    plugin [.so] (see nbdkit-ocaml-plugin(1)).  ['a] is the type of the
+    plugin [.so] (see nbdkit-ocaml-plugin(3)).  ['a] is the type of the
     value [open_connection] makes for each client connection. *)
 
 type thread_model =

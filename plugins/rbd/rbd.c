@@ -25,7 +25,7 @@
  * Requests run in parallel (librbd handles are thread-safe), on one of
  * two paths, each librbd call asynchronous in both:
  *
- *  - the asynchronous path (nbdkit-async(1)): unless -D nbdkit.async=0
+ *  - the asynchronous path (nbdkit-async(3)): unless -D nbdkit.async=0
  *    or a filter above needs the synchronous path, the server hands
  *    read, write, flush, trim and zero to the async_* callbacks, which
  *    start the librbd call and return; librbd's completion callback

@@ -187,7 +187,7 @@ remove_tmpdir_at_exit (void)
     script_tmpdir_remove ();
 }
 
-/* One trailing newline goes, as nbdkit-sh-plugin(1) says of open and
+/* One trailing newline goes, as nbdkit-sh-plugin(3) says of open and
  * export_description: an open that echoes the export name "\n" must
  * give the handle "\n".
  */

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
-# Asynchronous requests (nbdkit-async(1)), through the example-async
+# Asynchronous requests (nbdkit-async(3)), through the example-async
 # plugin: bytes, requests in flight on few threads, errors, the end of
 # a connection with requests in flight, filters and serialising thread
 # models (the synchronous fallback), the submit and complete probes.

@@ -3,7 +3,7 @@
 # one-node cluster of ceph-cluster.sh (requires_ceph in functions.sh),
 # but for those that stop its OSD (osd-fault, async-stall), which start
 # a private one (rbd-private-cluster.sh).  test-rbd-async*.sh hold the asynchronous path
-# (nbdkit-async(1)) to the synchronous one.
+# (nbdkit-async(3)) to the synchronous one.
 TESTS += \
 	test-rbd-plugin.sh \
 	test-rbd-errors.sh \
