@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause (see LICENSE) */
 /* The file plugin's cache=none: which pages of the file to drop from
- * the page cache, and when.  file.c calls in after each read and write
- * and at open and close; nothing else is shared.
+ * the page cache, and when.  rw.c and async.c call in after each read
+ * and write, file.c at open and close; nothing else is shared.
  *
  * Reads.  The kernel drops only whole folios, and a folio of the page
  * cache can be as large as 2 MiB (naturally aligned), so dropping just

@@ -9,7 +9,7 @@
  * to the kernel at once with io_uring_enter, and the worker goes back
  * to reading the client.  The completion thread waits on the
  * completion queue; for each completion it asks the plugin's DONE
- * hook (file.c) what the result means (it also finishes a short
+ * hook (async.c) what the result means (it also finishes a short
  * transfer), then calls nbdkit_async_complete.  uring_free queues a
  * no-op with no request as the stop sign and joins the thread.
  *

@@ -4,8 +4,10 @@
  * config.c owns the parameters (struct nbd_config); nbd.c owns
  * connecting to the upstream server (with retries and a deadline), the
  * connections' lifecycle and the callbacks that answer from the
- * handshake; io.c owns a connected upstream's background poller and
- * the data callbacks that run through it.
+ * handshake.  The data path: io.c issues the commands upstream and
+ * holds what both ways of waiting for them share; sync.c has the
+ * synchronous data callbacks, async.c each upstream's poller thread and
+ * the asynchronous callbacks (nbdkit_async_ops).
  */
 #ifndef NBDKIT_NBD_PLUGIN_H
 #define NBDKIT_NBD_PLUGIN_H
@@ -92,7 +94,7 @@ struct upstream {
   bool poller_running;
   atomic_bool stopping;         /* the poller should return */
   unsigned request_timeout;     /* seconds, 0 = wait for ever */
-  /* Asynchronous requests (io.c).  The lock is taken inside libnbd's
+  /* Asynchronous requests (async.c).  The lock is taken inside libnbd's
    * handle lock (in a completion) and never held across a libnbd call.
    */
   pthread_mutex_t lock;         /* protects the lists */
@@ -115,11 +117,37 @@ struct proxy {
   struct upstream *up[];
 };
 
-/* io.c: the poller, and the data callbacks (their handle is a struct
- * proxy), synchronous here and asynchronous in nbdkit_async_ops.
+/* The data path's commands.  OP_EXTENTS is issued by nbd_io_extents
+ * itself (it has a callback of its own), not by nbd_up_issue.
+ */
+enum op {
+  OP_PREAD, OP_PWRITE, OP_FLUSH, OP_TRIM, OP_ZERO, OP_CACHE, OP_EXTENTS,
+};
+
+/* io.c: what the two ways of waiting share. */
+extern const char *const nbd_io_op_name[];
+extern bool nbd_io_tracing (void);
+extern void nbd_up_kick (struct upstream *up);
+extern struct upstream *nbd_up_pick (void *handle);
+extern int64_t nbd_up_issue (struct upstream *up, enum op op, void *buf,
+                             uint32_t count, uint64_t offset, uint32_t flags,
+                             nbd_completion_callback cb);
+extern int nbd_up_issue_error (struct upstream *up, const char *op);
+extern int nbd_io_client_errno (int err);
+extern void nbd_io_probe_done (uint64_t conn_id, uint64_t cookie,
+                               const char *op, int err, uint64_t start_ns,
+                               uint64_t offset, uint32_t count);
+
+/* async.c: an upstream's poller thread (nbd.c starts it once connected
+ * and stops it before closing); the asynchronous callbacks are found
+ * by the server in nbdkit_async_ops.
  */
 extern int nbd_up_start_poller (struct upstream *up);
 extern void nbd_up_stop_poller (struct upstream *up);
+
+/* sync.c: the synchronous data callbacks (their handle is a struct
+ * proxy).
+ */
 extern int nbd_io_pread (void *handle, void *buf, uint32_t count,
                          uint64_t offset, uint32_t flags);
 extern int nbd_io_pwrite (void *handle, const void *buf, uint32_t count,
