@@ -4,4 +4,4 @@
 # design doc's names against the tree, licence notices.
 TESTS += test-so-symbols.sh test-install.sh test-service.sh \
 	test-podchecker.sh test-docs-examples.sh test-licence-notices.sh \
-	test-hacking-doc.sh test-bash-completion.sh
+	test-hacking-doc.sh test-bash-completion.sh test-readme-examples.sh

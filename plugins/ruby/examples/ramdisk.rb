@@ -1,4 +1,4 @@
-#!/usr/sbin/nbdkit ruby
+#!/usr/local/sbin/nbdkit ruby
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # A RAM disk in Ruby: the disk is one binary String held in a global,
 # shared by every connection and lost when the server exits.

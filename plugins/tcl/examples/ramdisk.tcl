@@ -1,4 +1,4 @@
-#!/usr/sbin/nbdkit tcl
+#!/usr/local/sbin/nbdkit tcl
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # A RAM disk in Tcl: the disk is one byte array held in a global,
 # shared by every connection and lost when the server exits.
