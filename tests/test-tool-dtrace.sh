@@ -27,7 +27,7 @@ python3 "$check" "$probes_d" d "$abs_top_srcdir/tools/nbdkit.d" ||
 grep -q '^nbdkit\$target:::' "$abs_top_srcdir/tools/nbdkit.d" &&
   ! grep -En '^nbdkit(\*|[0-9]*):::' "$abs_top_srcdir/tools/nbdkit.d" ||
   fail "nbdkit.d has clauses not scoped to nbdkit\$target"
-python3 "$check" "$probes_d" bt "$abs_top_srcdir"/tools/nbdkit-*.bt ||
+python3 "$check" "$probes_d" bt "$abs_top_srcdir"/tools/*.bt ||
   fail "a bpftrace script and probes.d disagree"
 
 lib="$abs_top_builddir/tools/nbdkit_translators.d"

@@ -6,4 +6,5 @@ TESTS += test-tool-top.sh test-tool-top-multi.sh test-tool-latency.sh \
 	test-tool-snoop.sh test-tool-handshake.sh test-tool-connections.sh \
 	test-tool-stp.sh test-tool-dtrace.sh test-tool-filters.sh \
 	test-tool-top-tmux.sh test-tool-perf-events.sh \
+	test-tool-heatmap.sh test-tool-folded.sh \
 	test-tool-install-tracing.sh
