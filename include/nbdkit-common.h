@@ -204,6 +204,27 @@ NBDKIT_EXTENSION_DECL (void, nbdkit_probe,
                     (const char *name, int64_t arg1, int64_t arg2,
                      const char *text));
 
+/* A plugin's or filter's own counters on the --metrics page.
+ * nbdkit_metric_counter declares the family nbdkit_MODULE_NAME_total
+ * (NAME: [a-z_]+; LABEL: the name of one extra label, or NULL) from
+ * load, config, config_complete or get_ready; it returns NULL without
+ * --metrics (or in an older server), and the adds then return at once.
+ * nbdkit_metric_add counts N for LABEL_VALUE on the export of the
+ * calling thread's connection; nbdkit_metric_add_conn on that of the
+ * connection CONNECTION_ID (nbdkit_connection_id of the thread that
+ * asked), for the plugin's own threads.  Any thread; never fails.
+ */
+struct nbdkit_metric;
+NBDKIT_EXTENSION_DECL (struct nbdkit_metric *, nbdkit_metric_counter,
+                    (const char *name, const char *help,
+                     const char *label));
+NBDKIT_EXTENSION_DECL (void, nbdkit_metric_add,
+                    (struct nbdkit_metric *m, const char *label_value,
+                     uint64_t n));
+NBDKIT_EXTENSION_DECL (void, nbdkit_metric_add_conn,
+                    (struct nbdkit_metric *m, uint64_t connection_id,
+                     const char *label_value, uint64_t n));
+
 /* Strings that live as long as the current connection (or, outside a
  * connection, until the plugin is unloaded).
  */
@@ -266,6 +287,15 @@ nbdkit_missing_ (const char *fn)
                    (buf1, buf2, len, prefix, start), (void) 0)
 #define nbdkit_disconnect(force) \
   NBDKIT_CALL_OR_ (nbdkit_disconnect, (force), (void) 0)
+/* No counters: NULL, and adding to NULL does nothing. */
+#define nbdkit_metric_counter(name, help, label) \
+  NBDKIT_CALL_OR_ (nbdkit_metric_counter, (name, help, label), \
+                   (struct nbdkit_metric *) 0)
+#define nbdkit_metric_add(m, label_value, n) \
+  NBDKIT_CALL_OR_ (nbdkit_metric_add, (m, label_value, n), (void) 0)
+#define nbdkit_metric_add_conn(m, connection_id, label_value, n) \
+  NBDKIT_CALL_OR_ (nbdkit_metric_add_conn, \
+                   (m, connection_id, label_value, n), (void) 0)
 /* -1, or NULL, with the error above. */
 #define nbdkit_parse_probability(what, str, r) \
   NBDKIT_CALL_OR_ (nbdkit_parse_probability, (what, str, r), \

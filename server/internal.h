@@ -49,6 +49,7 @@ extern void log_print_environment (void);
 extern void log_set_layer_name (const char *name);
 extern const char *log_swap_layer_name (const char *name);
 extern void log_remember_layers (const struct layer *top);
+extern const char *log_layer_of_caller (const void *ra);
 extern const char *log_last_error (void);
 extern void log_clear_last_error (void);
 extern int log_set_server_debug_flag (const char *arg);

@@ -275,6 +275,16 @@ layer_at (const void *ra)
   return NULL;
 }
 
+/* The layer a plugin's or filter's call is from: the one being called
+ * on this thread, else the one whose code is at RA (a thread of its
+ * own); NULL if neither.
+ */
+const char *
+log_layer_of_caller (const void *ra)
+{
+  return layer_name ? layer_name : layer_at (ra);
+}
+
 /* Format a message into a buffer, keeping errno for %m.  WHERE is the
  * server's file and line, or NULL for a call from RA.
  */

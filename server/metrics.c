@@ -9,6 +9,9 @@
  * (metrics-http.c, under metrics_lock) sums the totals and the open
  * connections and every request is counted exactly once.  Text leaves
  * as OpenMetrics 1.0 or the Prometheus text format 0.0.4.
+ *
+ * Plugins and filters add families of their own through the public
+ * nbdkit_metric_* calls (the end of the counters' part below).
  */
 #include <config.h>
 
@@ -24,6 +27,7 @@
 #include "metrics.h"
 #include "metrics-int.h"
 #include "protocol.h"
+#include "include/array-size.h"
 
 /* Commands as labelled; an unknown command type counts as "other". */
 static const char *const command_names[M_NCMD] = {
@@ -83,7 +87,9 @@ static struct export_totals *exports[MAX_EXPORTS];
 static size_t n_exports;
 static uint64_t opened, closed, handshakes;
 static named_counts fail_reasons, tls_sessions;
-static struct metrics_counter *module_counters;
+static struct nbdkit_metric *module_metrics, **module_metrics_tail =
+  &module_metrics;
+static size_t n_module_metrics;
 static time_t start_time;
 
 void
@@ -217,7 +223,9 @@ metrics_conn_ready (struct metrics_conn *m, const char *exportname)
   if (!m->handshake_ended)
     handshakes++;
   m->handshake_ended = true;
-  m->exp = find_export (exportname ? exportname : "");
+  /* Released: a module's counter reads it without the lock. */
+  __atomic_store_n (&m->exp, find_export (exportname ? exportname : ""),
+                    __ATOMIC_RELEASE);
 }
 
 void
@@ -285,12 +293,288 @@ metrics_tls_session (const char *version, const char *cipher)
                cipher ? cipher : "unknown");
 }
 
-void
-metrics_register_counter (struct metrics_counter *c)
+/* ---- modules' own counters (nbdkit_metric_*) ---- */
+
+/* A module's family holds one cell per (export, label value) pair seen,
+ * on a list that only grows: cells are appended under metrics_lock and
+ * published with a release store, so that an add finds its cell with
+ * acquire loads and counts with a relaxed add, without the lock.  The
+ * label values a module gives are bounded (a web server picks the HTTP
+ * statuses curl sees), and so are the exports.
+ */
+#define MAX_MODULE_METRICS 64
+#define MAX_LABEL_VALUES 32
+#define NONE_LABEL "(none)"             /* outside any connection */
+
+struct metric_cell {
+  struct metric_cell *next;             /* acquire/release */
+  struct export_totals *exp;            /* NULL: NONE_LABEL */
+  const char *value;                    /* "" without a label */
+  uint64_t n;                           /* relaxed atomics */
+};
+
+struct nbdkit_metric {
+  struct nbdkit_metric *next;           /* module_metrics, locked */
+  char *name;                           /* nbdkit_MODULE_NAME */
+  char *help;
+  char *label;                          /* NULL: no extra label */
+  struct metric_cell *cells, **tail;
+  size_t n_values;                      /* distinct label values */
+};
+
+/* The families the server writes itself: a module's may not take
+ * their names.
+ */
+static const char *const server_families[] = {
+  "nbdkit_requests", "nbdkit_request_bytes", "nbdkit_request_errors",
+  "nbdkit_request_duration_seconds", "nbdkit_requests_in_flight",
+  "nbdkit_connections_opened", "nbdkit_connections_closed",
+  "nbdkit_connections", "nbdkit_connection_requests",
+  "nbdkit_connection_bytes", "nbdkit_handshakes",
+  "nbdkit_handshake_failures", "nbdkit_tls_sessions",
+  "nbdkit_start_time_seconds", "nbdkit_build",
+};
+
+static bool
+is_lower_snake (const char *s)
 {
+  if (!s || !*s || strlen (s) > 64 || s[0] == '_')
+    return false;
+  for (; *s; s++)
+    if (!((*s >= 'a' && *s <= 'z') || *s == '_'))
+      return false;
+  return true;
+}
+
+/* A help text goes into a HELP line as it is: one line, and none of the
+ * characters that the two formats would need escaped.
+ */
+static bool
+is_plain_line (const char *s)
+{
+  for (; *s; s++)
+    if ((unsigned char) *s < 0x20 || *s == 0x7f || *s == '\\' || *s == '"')
+      return false;
+  return true;
+}
+
+static bool
+suffix_at (const char *s, const char *suffix)
+{
+  size_t n = strlen (s), k = strlen (suffix);
+  return n >= k && strcmp (s + n - k, suffix) == 0;
+}
+
+NBDKIT_DLL_PUBLIC struct nbdkit_metric *
+nbdkit_metric_counter (const char *name, const char *help, const char *label)
+{
+  const struct config *cfg = server_config ();
+  if (!cfg || !cfg->metrics)
+    return NULL;
+  const char *module = log_layer_of_caller (__builtin_return_address (0));
+  if (!module) {
+    nbdkit_error ("nbdkit_metric_counter: not called by a plugin or filter");
+    return NULL;
+  }
+  if (!is_lower_snake (name) || suffix_at (name, "_total")) {
+    nbdkit_error ("nbdkit_metric_counter: bad name \"%s\": [a-z_]+, "
+                  "without _total", name ? name : "(null)");
+    return NULL;
+  }
+  if (label && (!is_lower_snake (label) || strcmp (label, "export") == 0)) {
+    nbdkit_error ("nbdkit_metric_counter: bad label \"%s\": [a-z_]+, "
+                  "not \"export\"", label);
+    return NULL;
+  }
+  if (!help)
+    help = "";
+  if (!is_plain_line (help)) {
+    nbdkit_error ("nbdkit_metric_counter: %s: the help must be one line, "
+                  "without \\ or \"", name);
+    return NULL;
+  }
+
+  /* nbdkit_MODULE_NAME, the module's name in lower case with anything
+   * but letters and digits as "_": "retry-request" -> retry_request.
+   */
+  char *full;
+  if (asprintf (&full, "nbdkit_%s_%s", module, name) == -1) {
+    nbdkit_error ("asprintf: %m");
+    return NULL;
+  }
+  for (char *p = full + 7; *p; p++)
+    if (*p >= 'A' && *p <= 'Z')
+      *p += 'a' - 'A';
+    else if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9')))
+      *p = '_';
+  for (size_t i = 0; i < ARRAY_SIZE (server_families); i++)
+    if (strcmp (full, server_families[i]) == 0) {
+      nbdkit_error ("nbdkit_metric_counter: %s is the server's", full);
+      free (full);
+      return NULL;
+    }
+
   LOCK_FOR_SCOPE (&metrics_lock);
-  c->next = module_counters;
-  module_counters = c;
+  /* The same counter asked for twice (a filter twice in the chain, or a
+   * plugin's load and get_ready) is one family.
+   */
+  for (struct nbdkit_metric *m = module_metrics; m; m = m->next)
+    if (strcmp (m->name, full) == 0) {
+      free (full);
+      if (label ? m->label && strcmp (m->label, label) == 0 : !m->label)
+        return m;
+      nbdkit_error ("nbdkit_metric_counter: %s declared again with "
+                    "another label", m->name);
+      return NULL;
+    }
+  if (n_module_metrics >= MAX_MODULE_METRICS) {
+    nbdkit_error ("nbdkit_metric_counter: %s: more than %d counters",
+                  full, MAX_MODULE_METRICS);
+    free (full);
+    return NULL;
+  }
+  struct nbdkit_metric *m = calloc (1, sizeof *m);
+  if (!m || !(m->help = strdup (help)) ||
+      (label && !(m->label = strdup (label)))) {
+    nbdkit_error ("malloc: %m");
+    if (m)
+      free (m->help);
+    free (m);
+    free (full);
+    return NULL;
+  }
+  m->name = full;
+  m->tail = &m->cells;
+  *module_metrics_tail = m;
+  module_metrics_tail = &m->next;
+  n_module_metrics++;
+  return m;
+}
+
+/* The cell of (EXP, VALUE), made under the lock if it is new, or NULL
+ * if out of memory.
+ */
+static struct metric_cell *
+find_cell (struct nbdkit_metric *m, struct export_totals *exp,
+           const char *value)
+{
+  for (struct metric_cell *c = __atomic_load_n (&m->cells, __ATOMIC_ACQUIRE);
+       c; c = __atomic_load_n (&c->next, __ATOMIC_ACQUIRE))
+    if (c->exp == exp && strcmp (c->value, value) == 0)
+      return c;
+  return NULL;
+}
+
+static struct metric_cell *
+new_cell (struct nbdkit_metric *m, struct export_totals *exp,
+          const char *value)
+{
+  struct metric_cell *c;
+  bool known = false;
+  for (c = m->cells; c && !known; c = c->next)
+    known = strcmp (c->value, value) == 0;
+  if (!known && m->n_values >= MAX_LABEL_VALUES - 1 &&
+      strcmp (value, OVERFLOW_LABEL) != 0) {
+    /* The last value is shared by all the later ones. */
+    value = OVERFLOW_LABEL;
+    for (c = m->cells; c && !known; c = c->next)
+      known = strcmp (c->value, value) == 0;
+  }
+  if ((c = find_cell (m, exp, value)) != NULL)
+    return c;
+  c = calloc (1, sizeof *c);
+  if (!c || !(c->value = strdup (value))) {
+    free (c);
+    return NULL;
+  }
+  c->exp = exp;
+  m->n_values += !known;
+  __atomic_store_n (m->tail, c, __ATOMIC_RELEASE);
+  m->tail = &c->next;
+  return c;
+}
+
+/* Count N for VALUE in M on export EXP (NULL: outside any
+ * connection).
+ */
+static void
+metric_count (struct nbdkit_metric *m, struct export_totals *exp,
+              const char *value, uint64_t n)
+{
+  if (!m->label || !value)
+    value = "";
+  struct metric_cell *c = find_cell (m, exp, value);
+  if (!c) {
+    LOCK_FOR_SCOPE (&metrics_lock);
+    c = new_cell (m, exp, value);
+    if (!c)
+      return;
+  }
+  ADD (c->n, n);
+}
+
+/* The export of connection MC, under metrics_lock.  During the
+ * handshake (a module's open) it is the one the client asked for,
+ * which the handshake set before calling the layers and does not
+ * change while they run.  NULL if out of memory.
+ */
+static struct export_totals *
+conn_export (struct metrics_conn *mc)
+{
+  if (mc->exp)
+    return mc->exp;
+  const char *name = mc->conn->nego.exportname;
+  return find_export (name ? name : "");
+}
+
+NBDKIT_DLL_PUBLIC void
+nbdkit_metric_add (struct nbdkit_metric *m, const char *label_value,
+                   uint64_t n)
+{
+  if (!m || n == 0)
+    return;
+  struct connection *conn = conn_current ();
+  struct export_totals *exp = NULL;
+  if (conn) {
+    struct metrics_conn *mc = conn->metrics;
+    if (!mc)
+      return;               /* no record (out of memory): not counted */
+    exp = __atomic_load_n (&mc->exp, __ATOMIC_ACQUIRE);
+    if (!exp) {
+      LOCK_FOR_SCOPE (&metrics_lock);
+      exp = conn_export (mc);
+      if (!exp)
+        return;
+    }
+  }
+  metric_count (m, exp, label_value, n);
+}
+
+NBDKIT_DLL_PUBLIC void
+nbdkit_metric_add_conn (struct nbdkit_metric *m, uint64_t connection_id,
+                        const char *label_value, uint64_t n)
+{
+  if (!m || n == 0)
+    return;
+  struct connection *conn = conn_current ();
+  if (connection_id == 0 || (conn && conn->id == connection_id)) {
+    nbdkit_metric_add (m, label_value, n);
+    return;
+  }
+  /* Another thread's connection, found on the live list (exports are
+   * never freed, connections are).  One that has closed since counts
+   * as outside any connection.
+   */
+  struct export_totals *exp = NULL;
+  {
+    LOCK_FOR_SCOPE (&metrics_lock);
+    struct metrics_conn *mc;
+    for (mc = live; mc && mc->id != connection_id; mc = mc->next)
+      ;
+    if (mc && !(exp = conn_export (mc)))
+      return;
+  }
+  metric_count (m, exp, label_value, n);
 }
 
 /* ---- the text ---- */
@@ -512,8 +796,13 @@ put_server_families (FILE *fp, bool om)
             "version", tls_sessions.ptr[i].a,
             "cipher", tls_sessions.ptr[i].b, NULL, NULL,
             tls_sessions.ptr[i].n);
-  for (struct metrics_counter *c = module_counters; c; c = c->next)
-    single (fp, om, c->name, "counter", NULL, c->help, GET (c->value));
+  for (struct nbdkit_metric *m = module_metrics; m; m = m->next) {
+    family (fp, om, m->name, "counter", NULL, m->help);
+    for (struct metric_cell *c = m->cells; c; c = c->next)
+      sample (fp, m->name, "_total",
+              "export", c->exp ? c->exp->name : NONE_LABEL,
+              m->label, c->value, NULL, NULL, GET (c->n));
+  }
   single (fp, om, "nbdkit_start_time_seconds", "gauge", "seconds",
           "When the server started, in seconds since the Unix epoch.",
           (uint64_t) start_time);

@@ -44,17 +44,4 @@ extern void metrics_tls_session (const char *version, const char *cipher);
 extern void metrics_request_done (struct metrics_conn *m, uint16_t type,
                                   int err, uint64_t bytes, uint64_t start_ns);
 
-/* The hook for modules' own counters (a later step: none uses it yet).
- * A counter lives as long as the server; it is registered once, and its
- * owner adds to value with relaxed atomics.  NAME is the family name
- * without _total ([a-z_]+, prefixed nbdkit_ by the caller).
- */
-struct metrics_counter {
-  const char *name;
-  const char *help;
-  uint64_t value;
-  struct metrics_counter *next;         /* metrics.c's */
-};
-extern void metrics_register_counter (struct metrics_counter *c);
-
 #endif /* NBDKIT_METRICS_H */

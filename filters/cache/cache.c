@@ -118,6 +118,11 @@ cache_load (void)
 {
   for (size_t i = 0; i < NR_STRIPES; ++i)
     pthread_mutex_init (&cache.stripes[i], NULL);
+  cache.hits = nbdkit_metric_counter ("hits", "Read requests served from "
+                                      "the cache alone.", NULL);
+  cache.misses = nbdkit_metric_counter ("misses", "Read requests that "
+                                        "went to the plugin for some part.",
+                                        NULL);
 }
 
 static void
@@ -429,6 +434,7 @@ cache_pread (nbdkit_next *next, void *handle, void *buf, uint32_t count,
   uint8_t *p = buf;
   uint64_t end = offset + count;
   bool on_read = fill_on_read ();
+  bool missed = false;
 
   while (offset < end) {
     bool cached = get_state (offset >> cache.shift, true) != NOT_CACHED;
@@ -461,6 +467,10 @@ cache_pread (nbdkit_next *next, void *handle, void *buf, uint32_t count,
     else {
       NBDKIT_PROBE (cache_miss, nbdkit_connection_id (),
                     nbdkit_request_cookie (), offset, n);
+      /* A request is one miss however many runs it misses. */
+      if (!missed)
+        nbdkit_metric_add (cache.misses, NULL, 1);
+      missed = true;
       if (on_read) {
         if (fill_range (next, p, n, offset, err) == -1)
           return -1;
@@ -471,6 +481,8 @@ cache_pread (nbdkit_next *next, void *handle, void *buf, uint32_t count,
     p += n;
     offset = e;
   }
+  if (!missed)
+    nbdkit_metric_add (cache.hits, NULL, 1);
   return 0;
 }
 
@@ -768,6 +780,7 @@ cache_async_prepare (nbdkit_next *next, void *handle, int cmd,
   /* Fired as the read is passed on (see cow.c for the same). */
   NBDKIT_PROBE (cache_miss, nbdkit_connection_id (), nbdkit_request_cookie (),
                 *offset, *count);
+  nbdkit_metric_add (cache.misses, NULL, 1);
   return NBDKIT_ASYNC_PASS;
 }
 

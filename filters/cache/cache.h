@@ -50,6 +50,11 @@ struct cache {
 
   pthread_mutex_t reclaim_lock; /* only tried: one sweeper at a time */
   uint64_t hand;                /* under reclaim_lock */
+
+  /* --metrics' read requests served from the cache alone, and those
+   * that went to the plugin for some part: NULL without --metrics.
+   */
+  struct nbdkit_metric *hits, *misses;
 };
 
 extern struct cache cache;  /* defined in cache.c */

@@ -23,6 +23,17 @@ static unsigned retries = 2;
 static unsigned retry_delay = 2;        /* seconds */
 static bool retry_open = true;
 
+/* --metrics' retries by command; NULL without --metrics. */
+static struct nbdkit_metric *retries_metric;
+
+static void
+rr_load (void)
+{
+  retries_metric = nbdkit_metric_counter ("retries", "Requests (and opens) "
+                                          "retried after a failure, by "
+                                          "command.", "command");
+}
+
 static int
 rr_config (nbdkit_next_config *next, nbdkit_backend *nxdata,
            const char *key, const char *value)
@@ -74,6 +85,7 @@ again (const char *command, unsigned attempt, int *err)
   NBDKIT_PROBE (retry_request_attempt, nbdkit_connection_id (),
                 nbdkit_request_cookie (), command, attempt + 1,
                 (uint64_t) retry_delay * 1000000000);
+  nbdkit_metric_add (retries_metric, command, 1);
   if (nbdkit_nanosleep (retry_delay, 0) == -1)
     return false;
   return true;
@@ -247,6 +259,7 @@ rr_cache (nbdkit_next *next, void *handle, uint32_t count, uint64_t offset,
 static struct nbdkit_filter filter = {
   .name = "retry-request",
   .longname = "nbdkit retry request filter",
+  .load = rr_load,
   .config = rr_config,
   .config_help = rr_config_help,
   .open = rr_open,

@@ -28,6 +28,17 @@ static unsigned retry_delay = 2;        /* seconds */
 static bool retry_exponential = true;
 static bool retry_readonly = false;
 
+/* --metrics' retries by command; NULL without --metrics. */
+static struct nbdkit_metric *retries_metric;
+
+static void
+retry_load (void)
+{
+  retries_metric = nbdkit_metric_counter ("retries", "Requests retried "
+                                          "after a failure, by command.",
+                                          "command");
+}
+
 static int
 retry_config (nbdkit_next_config *next, nbdkit_backend *nxdata,
               const char *key, const char *value)
@@ -144,6 +155,7 @@ do_retry (struct retry_handle *h, struct attempt *a, nbdkit_next **next,
     NBDKIT_PROBE (retry_attempt, nbdkit_connection_id (),
                   nbdkit_request_cookie (), command, a->retry + 1,
                   (uint64_t) a->delay * 1000000000);
+    nbdkit_metric_add (retries_metric, command, 1);
     if (nbdkit_nanosleep (a->delay, 0) == -1) {
       if (*err == 0)
         *err = errno;
@@ -409,6 +421,7 @@ retry_cache (nbdkit_next *next, void *handle, uint32_t count,
 static struct nbdkit_filter filter = {
   .name = "retry",
   .longname = "nbdkit retry filter",
+  .load = retry_load,
   .config = retry_config,
   .config_help = retry_config_help,
   .thread_model = retry_thread_model,
