@@ -55,10 +55,15 @@ static pthread_cond_t pool_cond = PTHREAD_COND_INITIALIZER;
 static CURL **pool_free;        /* free handles, nr_free of them */
 static size_t nr_free;
 static unsigned nr_made;        /* handles in existence */
+/* --metrics' HTTP replies by status; NULL without --metrics. */
+static struct nbdkit_metric *responses;
 
 int
 s3_http_init (void)
 {
+  responses = nbdkit_metric_counter ("http_responses", "HTTP replies from "
+                                     "the store (each retry too), by "
+                                     "status.", "status");
   pool_free = calloc (s3_cfg.connections, sizeof *pool_free);
   if (pool_free == NULL) {
     nbdkit_error ("calloc: %m");
@@ -446,11 +451,14 @@ s3_call_end (struct s3_call *call, CURLcode rc, long *delay_ms)
 
   if (rc == CURLE_OK) {
     curl_off_t cl = -1;
+    char s[24];
 
     curl_easy_getinfo (call->c, CURLINFO_RESPONSE_CODE, &req->status);
     if (curl_easy_getinfo (call->c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl)
         == CURLE_OK)
       req->content_length = cl;
+    snprintf (s, sizeof s, "%ld", req->status);
+    nbdkit_metric_add_conn (responses, req->conn_id, s, 1);
   }
   NBDKIT_PROBE (s3_request_done, req->conn_id, req->cookie, req->method,
                 req->status,

@@ -61,6 +61,21 @@ NBDKIT_DLL_PUBLIC int curl_debug_scripts = 0;
 static int64_t size = -1;
 static bool is_http;            /* http or https: ranges are checked */
 static bool global_init;
+/* --metrics' HTTP responses by status; NULL without --metrics. */
+static struct nbdkit_metric *responses;
+
+/* Count an HTTP reply with STATUS for connection CONN_ID (0: start-up,
+ * outside any connection).  No reply, or not HTTP, is not counted.
+ */
+static void
+count_response (uint64_t conn_id, long status)
+{
+  char s[24];
+  if (!is_http || status <= 0)
+    return;
+  snprintf (s, sizeof s, "%ld", status);
+  nbdkit_metric_add_conn (responses, conn_id, s, 1);
+}
 
 static int
 set_password (char **dst, const char *value)
@@ -460,6 +475,7 @@ fetch_size (void)
   curl_easy_getinfo (h->c, CURLINFO_SCHEME, &scheme);
   is_http = scheme && (strcasecmp (scheme, "http") == 0 ||
                        strcasecmp (scheme, "https") == 0);
+  count_response (0, status);
   if (is_http) {
     curl_easy_getinfo (h->c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &len);
     if (status == 405 || status == 501 ||
@@ -467,6 +483,7 @@ fetch_size (void)
       nbdkit_debug ("curl: %s: HEAD answered %ld%s: asking with GET",
                     params.url, status, len < 0 ? " without a length" : "");
       r = size_request (h, true, &status);
+      count_response (0, status);
       if (r != CURLE_OK) {
         nbdkit_error ("%s: %s", params.url, handle_error (h, r));
         goto out;
@@ -515,6 +532,9 @@ curl_get_ready (void)
     return -1;
   }
   global_init = true;
+  responses = nbdkit_metric_counter ("http_responses", "HTTP replies from "
+                                     "the web server, by status.",
+                                     "status");
   if (pool_init () == -1)
     return -1;
   return fetch_size ();
@@ -614,6 +634,7 @@ transfer_end (struct handle *h, CURLcode r)
     curl_easy_setopt (h->c, CURLOPT_RANGE, NULL);
   curl_easy_getinfo (h->c, CURLINFO_RESPONSE_CODE, &status);
   times_add (h->c);
+  count_response (h->conn_id, status);
   if (NBDKIT_PROBE_ENABLED (curl_range_done))
     NBDKIT_PROBE (curl_range_done, h->conn_id, h->cookie, status,
                   (uint64_t) h->done, now_ns () - h->t0, (int) r);
