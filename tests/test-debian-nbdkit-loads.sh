@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: BSD-3-Clause (see LICENSE)
 # Our plugins load and serve in Debian's nbdkit 1.32, which lacks this
 # server's additions to the plugin interface (nbdkit_connection_id,
-# nbdkit_request_cookie, nbdkit_probe, nbdkit_disconnect, the async
-# calls ...): <nbdkit-common.h> refers to them weakly, with fallbacks.
+# nbdkit_request_cookie, nbdkit_probe, nbdkit_disconnect, the metric
+# counters, the async calls ...): <nbdkit-common.h> refers to them
+# weakly, with fallbacks.
 #  - file, curl (file:// URL), nbd (proxying our memory server), sh,
 #    eval and python (each firing nbdkit_probe) serve known bytes under
 #    /usr/bin/nbdkit; no plugin of ours refers to a missing symbol
@@ -12,7 +13,9 @@
 #    -fvisibility=hidden (gcc, and clang if present), reads back its
 #    connection id and cookie: 0 and 0 under Debian's server, real
 #    ones under ours; its nbdkit_parse_delay fails with the header's
-#    error under Debian's and works under ours;
+#    error under Debian's and works under ours; its metric counter
+#    (nbdkit_metric_counter, _add) is skipped under Debian's and counts
+#    its reads on our --metrics page (a bad name is refused there);
 #  - the same source with -DNBDKIT_REQUIRE_EXTENSIONS does not load in
 #    Debian's server ("undefined symbol"), as every plugin did before.
 # That our server still gives these plugins real ids in their probes
@@ -98,15 +101,30 @@ cat > ids.c <<'EOF'
 
 #define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
 
+static const char *metric_name = "reads";
+static struct nbdkit_metric *reads;
+
 static int
 ids_config (const char *key, const char *value)
 {
   unsigned sec, nsec;
+  if (strcmp (key, "metric") == 0) {
+    metric_name = value;
+    return 0;
+  }
   if (strcmp (key, "delay") != 0) {
     nbdkit_error ("unknown parameter %s", key);
     return -1;
   }
   return nbdkit_parse_delay ("delay", value, &sec, &nsec);
+}
+
+/* NULL without --metrics or in a server without counters. */
+static int
+ids_get_ready (void)
+{
+  reads = nbdkit_metric_counter (metric_name, "Reads.", "kind");
+  return 0;
 }
 
 static void *
@@ -129,6 +147,7 @@ ids_pread (void *handle, void *buf, uint32_t count, uint64_t offset,
 {
   uint64_t ids[2] = { nbdkit_connection_id (), nbdkit_request_cookie () };
   nbdkit_probe ("ids_read", (int64_t) offset, count, "ids");
+  nbdkit_metric_add (reads, "ids", 1);
   memset (buf, 0xa5, count);
   memcpy (buf, ids, count < sizeof ids ? count : sizeof ids);
   return 0;
@@ -137,6 +156,7 @@ ids_pread (void *handle, void *buf, uint32_t count, uint64_t offset,
 static struct nbdkit_plugin plugin = {
   .name = "ids",
   .config = ids_config,
+  .get_ready = ids_get_ready,
   .open = ids_open,
   .get_size = ids_get_size,
   .pread = ids_pread,
@@ -174,6 +194,18 @@ for cc in $ccs; do
   [ "$#" -eq 3 ] && [ "$1" -gt 0 ] && [ "$2" -gt 0 ] && [ "$3" = True ] ||
     fail "ids-$cc.so under ours: '$out' (expected real ids)"
 done
+
+# The counter on our page: two reads of export "" by the ids plugin.
+t "$NBDKIT" -U - --metrics=unix:"$tmpdir/m" "$tmpdir/ids-gcc.so" \
+  --run "nbdsh -u \"\$uri\" -c 'h.pread(8, 0); h.pread(8, 8)' &&
+         curl -sS --unix-socket $tmpdir/m http://localhost/metrics" \
+  > page || fail "ids-gcc.so with --metrics"
+grep -Fxq 'nbdkit_ids_reads_total{export="",kind="ids"} 2' page ||
+  { grep ids page; fail "the ids plugin's reads are not on the page"; }
+t "$NBDKIT" -U - --metrics=unix:"$tmpdir/m" "$tmpdir/ids-gcc.so" \
+  metric=Bad-Name --run true 2> bad.err || fail "a bad name stopped the server"
+grep -q 'nbdkit_metric_counter: bad name "Bad-Name"' bad.err ||
+  { cat bad.err; fail "no error for a bad counter name"; }
 
 # The fallback of a call that answers: an error, and config fails.
 t "$NBDKIT" -U - "$tmpdir/ids-gcc.so" delay=20ms --run true ||
