@@ -12,7 +12,9 @@
 # 512.  Summed over the frames, each tool's export and connection rows
 # must show exactly those requests and bytes, A's export the one error,
 # and p50 <= p99 as numbers; its totals at exit the same per command.
-# -p of a server started without --metrics says what to do instead.
+# -p of a server started without --metrics, or of a daemon whose
+# --metrics path is relative, says what to do instead; that daemon
+# still removes its socket at exit.
 source "$(dirname "$0")/functions.sh"
 requires_cmd nbdsh setpriv
 top="$abs_top_srcdir/tools/nbdkit-top"
@@ -53,6 +55,22 @@ wait_for 5 -S "$dir/b.sock" || fail "no socket b.sock in $dir"
 cat "$tmpdir/c.out"
 grep -q "pid ${pid[C]} was started without --metrics.*give nbdkit-top --metrics" \
   "$tmpdir/c.out" || fail "no clear message for a server without --metrics"
+
+# A daemon with a relative --metrics path: it left the directory the
+# path is relative to, so -p cannot know it and says so; the server
+# removes its socket at exit all the same.
+( cd "$dir" && exec "${as_user[@]}" "$NBDKIT" --metrics=unix:d.sock \
+    -U "$dir/d.nbd" -P "$dir/d.pid" memory 1M 9>&- ) ||
+  fail "the daemon did not start"
+wait_for 20 -s "$dir/d.pid" || fail "the daemon wrote no pid file"
+cleanup_fn _kill_pid "$(cat "$dir/d.pid")"
+"${as_user[@]}" /usr/bin/python3 "$top" -p "$(cat "$dir/d.pid")" -n 1 \
+  > "$tmpdir/d.out" 2>&1 && fail "-p of a daemon with a relative path worked"
+cat "$tmpdir/d.out"
+grep -q "unix:d.sock is relative to a directory it has left" \
+  "$tmpdir/d.out" || fail "no clear message for the daemon's relative path"
+_kill_pid "$(cat "$dir/d.pid")"
+wait_for 5 ! -e "$dir/d.sock" || fail "the daemon left its metrics socket"
 
 run_top ()          # OUT ARGS...
 {
