@@ -765,6 +765,17 @@ options_parse (struct config *cfg, int argc, char *argv[])
   make_absolute (&cfg->tls_psk);
   make_absolute (&cfg->tls_certificates);
   make_absolute (&cfg->unixsocket);
+  /* --metrics=unix:PATH too: its socket is removed at exit, after a
+   * daemon's chdir ("/"), which left a relative one behind.
+   */
+  if (cfg->metrics && strncmp (cfg->metrics, "unix:", 5) == 0 &&
+      cfg->metrics[5] != '\0' && cfg->metrics[5] != '/') {
+    char *path = nbdkit_absolute_path (cfg->metrics + 5), *spec;
+    if (!path || asprintf (&spec, "unix:%s", path) == -1)
+      exit (EXIT_FAILURE);
+    free (path);
+    cfg->metrics = spec;
+  }
 
   switch (cfg->log_to) {
   case LOG_TO_DEFAULT: cfg->use_syslog = !cfg->foreground; break;
