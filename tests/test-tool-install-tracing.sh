@@ -9,7 +9,8 @@
 # and, where stap runs, elaborates its hierarchical aliases.  It would
 # catch the tapset going back to DATADIR/systemtap/tapset (where a
 # /usr/local stap does not look), a library left out of make install,
-# or a tapset that names the build tree's binary.
+# or a tapset that names the build tree's binary.  The installed
+# nbdkit-top and nbdkit-trace find their shared module, nbdkit_metrics.py.
 source "$(dirname "$0")/functions.sh"
 requires_cmd make
 
@@ -25,6 +26,15 @@ expand () {
 tapsetdir=$(expand "$(sed -n 's/^tapsetdir = //p' "$mk")")
 dtracelibdir=$(expand "$(sed -n 's/^dtracelibdir = //p' "$mk")")
 echo "$0: tapsetdir=$tapsetdir dtracelibdir=$dtracelibdir"
+
+# nbdkit-top and nbdkit-trace find nbdkit_metrics.py, the metrics
+# endpoint's reader, where it is installed (beside the scripts).
+/usr/bin/python3 "$dest$prefix/bin/nbdkit-top" --version ||
+  fail "the installed nbdkit-top does not start"
+"$dest$prefix/bin/nbdkit-trace" --metrics "unix:$tmpdir/none" latency 1 \
+  2> "$tmpdir/m.err" && fail "latency from a missing endpoint worked"
+grep -q "cannot read the metrics endpoint unix:$tmpdir/none" \
+  "$tmpdir/m.err" || { cat "$tmpdir/m.err"; fail "the installed nbdkit-trace did not read the endpoint"; }
 
 if [ -n "$tapsetdir" ]; then
   for f in nbdkit.stp nbdkit_conninfo.stp; do

@@ -2,6 +2,7 @@
 # The tracing tools in tools/ (nbdkit-top, nbdkit-latency, ...), each
 # run against a captive server.
 TESTS += test-tool-top.sh test-tool-top-multi.sh test-tool-top-metrics.sh \
+	test-tool-trace-metrics.sh \
 	test-tool-latency.sh \
 	test-tool-slow.sh \
 	test-tool-snoop.sh test-tool-handshake.sh test-tool-connections.sh \
