@@ -33,6 +33,8 @@
 #   trace_in_order F         the lines of F that start with a timestamp
 #                            (bpftrace's nsecs), in time order, without it
 #   skip_under_sanitizers WHY  skip (exit 77) in a sanitizer build
+#   as_ordinary_user FILE... as_user=(setpriv ... uid 65534) when root,
+#                            $dir writable by that user
 #   install_to_destdir       make install into $tmpdir/inst; sets $dest,
 #                            $prefix and $libdir (as configured)
 #   requires_ceph            skip unless the ceph packages are installed;
@@ -198,6 +200,30 @@ install_to_destdir ()
   prefix=$(sed -n 's/^prefix=//p' "$abs_top_builddir/nbdkit.pc")
   libdir=$(sed -n 's/^libdir=//p' "$abs_top_builddir/nbdkit.pc")
   libdir=${libdir/\$\{exec_prefix\}/$prefix}
+}
+
+# as_ordinary_user FILE...: set up for running servers and tools as an
+# ordinary user: as root, as_user=(setpriv ... uid 65534) and the test
+# directories opened to it; otherwise as_user=() (we already are one).
+# $dir is a directory that user may write.  Skips (77) unless that user
+# can read each FILE and run $NBDKIT.
+as_ordinary_user ()
+{
+  as_user=()
+  if [ "$(id -u)" -eq 0 ]; then
+    as_user=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+    chmod 755 "$tmpdir"
+    # Sanitizer reports of the servers must reach the test's directory.
+    [ -z "$_sanitizer_logdir" ] || chmod 1777 "$_sanitizer_logdir"
+  fi
+  dir="$tmpdir/u"
+  mkdir "$dir"
+  chmod 777 "$dir"
+  local f
+  for f in "$@"; do
+    "${as_user[@]}" test -r "$f" -a -x "$NBDKIT" ||
+      { echo "$0: SKIP: the build tree is not readable by uid 65534"; exit 77; }
+  done
 }
 
 skip_under_sanitizers ()

@@ -19,19 +19,7 @@ source "$(dirname "$0")/functions.sh"
 requires_cmd nbdsh setpriv
 top="$abs_top_srcdir/tools/nbdkit-top"
 
-# As root, become nobody; otherwise we already are an ordinary user.
-as_user=()
-if [ "$(id -u)" -eq 0 ]; then
-  as_user=(setpriv --reuid=65534 --regid=65534 --clear-groups)
-  chmod 755 "$tmpdir"
-  # Sanitizer reports of the servers must reach the test's directory.
-  [ -z "$_sanitizer_logdir" ] || chmod 1777 "$_sanitizer_logdir"
-fi
-dir="$tmpdir/u"
-mkdir "$dir"
-chmod 777 "$dir"
-"${as_user[@]}" test -r "$top" -a -x "$NBDKIT" ||
-  { echo "$0: SKIP: the build tree is not readable by uid 65534"; exit 77; }
+as_ordinary_user "$top"
 
 declare -A pid
 start_as_user ()    # NAME ARGS...: a server listening on $dir/NAME.nbd

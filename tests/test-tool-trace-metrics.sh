@@ -16,17 +16,7 @@ source "$(dirname "$0")/functions.sh"
 requires_cmd nbdsh setpriv
 trace="$abs_top_srcdir/tools/nbdkit-trace"
 
-as_user=()
-if [ "$(id -u)" -eq 0 ]; then
-  as_user=(setpriv --reuid=65534 --regid=65534 --clear-groups)
-  chmod 755 "$tmpdir"
-  [ -z "$_sanitizer_logdir" ] || chmod 1777 "$_sanitizer_logdir"
-fi
-dir="$tmpdir/u"
-mkdir "$dir"
-chmod 777 "$dir"
-"${as_user[@]}" test -r "$trace" -a -x "$NBDKIT" ||
-  { echo "$0: SKIP: the build tree is not readable by uid 65534"; exit 77; }
+as_ordinary_user "$trace"
 
 declare -A pid
 start_named ()      # NAME [as_user] ARGS...: a server on $dir/NAME.nbd
