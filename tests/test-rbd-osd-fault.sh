@@ -86,9 +86,11 @@ kill -0 "$server_pid" || fail "the server died with the OSD"
 grep -q "$img: read at .*: Connection timed out" "$tmpdir/server2.log" ||
   { cat "$tmpdir/server2.log"; fail "the server did not say why the read failed"; }
 # Two worker threads (-t 2) wait for two reads at most: more timed out
-# at once on the asynchronous path.
+# at once on the asynchronous path (how many more depends on how many
+# nbdcopy had sent in the second before the kill: 7 of 16 under ASan on
+# a loaded machine, more elsewhere).
 n=$(grep -c "$img: read at .*: Connection timed out" "$tmpdir/server2.log")
-[ "$n" -ge 8 ] || fail "$n reads timed out: not the asynchronous path"
+[ "$n" -gt 2 ] || fail "$n reads timed out: not the asynchronous path"
 grep -Ev 'debug: (pread|.*NBD_OPT|.*handshake)' "$tmpdir/server2.log" | tail -n 20
 # Asked to stop, the server exits within the bound of its waits.
 kill "$server_pid"

@@ -3,7 +3,7 @@
 # The README's plugin and filter examples (the code blocks after an
 # HTML comment "<!-- test: readme-... -->") work when copied: each line
 # runs from the source tree, exits 0 and prints what it promises, with
-# the build tree's server as ./nbdkit.
+# the build tree's server as ./nbdkit (a VPATH build too).
 source "$(dirname "$0")/functions.sh"
 requires_cmd nbdinfo nbdsh nbdcopy python3
 
@@ -28,10 +28,17 @@ expect=(
 [ "${#expect[@]}" -eq "$n" ] ||
   fail "the README has $n marked lines, the test expects ${#expect[@]}"
 
-# ./nbdkit in the source tree is the build tree's wrapper (they are one
-# tree in CI; in a VPATH build, a link to it).
-cd "$abs_top_srcdir"
-[ -x ./nbdkit ] || fail "no ./nbdkit in $abs_top_srcdir"
+# The lines run where the README says: a source tree with the build
+# tree's ./nbdkit.  Here that is a directory of links (the source tree's
+# README.md and plugins/, the build tree's wrapper), which is the same
+# in a VPATH build, where the two trees differ.
+run="$tmpdir/tree"
+mkdir "$run"
+ln -s "$abs_top_srcdir/README.md" "$run/README.md"
+ln -s "$abs_top_srcdir/plugins" "$run/plugins"
+ln -s "$abs_top_builddir/nbdkit" "$run/nbdkit"
+[ -x "$run/nbdkit" ] || fail "no nbdkit wrapper in $abs_top_builddir"
+cd "$run"
 i=0
 while IFS= read -r line; do
   echo "+ $line"
