@@ -457,8 +457,10 @@ s3_call_end (struct s3_call *call, CURLcode rc, long *delay_ms)
     if (curl_easy_getinfo (call->c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl)
         == CURLE_OK)
       req->content_length = cl;
-    snprintf (s, sizeof s, "%ld", req->status);
-    nbdkit_metric_add_conn (responses, req->conn_id, s, 1);
+    if (responses != NULL) {    /* NULL without --metrics */
+      snprintf (s, sizeof s, "%ld", req->status);
+      nbdkit_metric_add_conn (responses, req->conn_id, s, 1);
+    }
   }
   NBDKIT_PROBE (s3_request_done, req->conn_id, req->cookie, req->method,
                 req->status,

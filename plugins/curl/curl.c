@@ -71,8 +71,8 @@ static void
 count_response (uint64_t conn_id, long status)
 {
   char s[24];
-  if (!is_http || status <= 0)
-    return;
+  if (responses == NULL || !is_http || status <= 0)
+    return;                     /* without --metrics: nothing to format */
   snprintf (s, sizeof s, "%ld", status);
   nbdkit_metric_add_conn (responses, conn_id, s, 1);
 }
