@@ -20,7 +20,12 @@ printf 'not the largest file\n' > "$tmpdir/data/README"
 seed_torrent "$tmpdir/data" 16
 
 # The whole file, through the swarm.
+# Each client of the seeder listens on (and sends its uTP packets from)
+# a port of its own: a client on the address the previous one had just
+# left could find the seeder still holding the old uTP connection there,
+# and stall (seen under CI's load).
 t "$NBDKIT" -U - torrent "$tmpdir/t.torrent" cache="$tmpdir/cache" \
+  listen-interfaces=127.0.0.1:6891 \
   --run "nbdinfo --size \"\$uri\" > $tmpdir/size &&
          nbdcopy \"\$uri\" $tmpdir/out.img" ||
   fail "reading the torrent failed"
@@ -33,7 +38,7 @@ cmp "$tmpdir/data/disk.img" "$tmpdir/out.img" ||
 # the directory the plugin makes under TMPDIR is removed at exit.
 mkdir "$tmpdir/tmp"
 TMPDIR="$tmpdir/tmp" t "$NBDKIT" -U - torrent "$tmpdir/t.torrent" \
-  file=data/README \
+  file=data/README listen-interfaces=127.0.0.1:6892 \
   --run 'nbdsh -u "$uri" -c "
 assert h.get_size() == 21, h.get_size()
 assert h.pread(21, 0) == b\"not the largest file\\n\"
@@ -46,7 +51,7 @@ assert h.is_read_only()
 # the tracker named in the link.
 t "$NBDKIT" -U - torrent \
   "magnet:?xt=urn:btih:$hash&tr=http%3A%2F%2F127.0.0.1%3A6969%2Fannounce" \
-  cache="$tmpdir/cache3" --run "nbdcopy \"\$uri\" $tmpdir/magnet.img" ||
+  cache="$tmpdir/cache3" listen-interfaces=127.0.0.1:6893 --run "nbdcopy \"\$uri\" $tmpdir/magnet.img" ||
   fail "reading through a magnet link failed"
 cmp "$tmpdir/data/disk.img" "$tmpdir/magnet.img" ||
   fail "the bytes read through the magnet link differ"
@@ -58,6 +63,7 @@ head -c 100000 /dev/urandom > "$tmpdir/lonely/x.img"
 t transmission-create -o "$tmpdir/lonely.torrent" \
   -t http://127.0.0.1:6969/announce "$tmpdir/lonely" >/dev/null
 t "$NBDKIT" -U - torrent "$tmpdir/lonely.torrent" timeout=1 \
+  listen-interfaces=127.0.0.1:6894 \
   cache="$tmpdir/cache2" --run 'nbdsh -u "$uri" -c "
 try:
     h.pread(512, 0)
