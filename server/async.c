@@ -556,16 +556,7 @@ answer (struct async_conn *a, struct nbdkit_async_request *list)
     struct nbdkit_async_request *r = list;
     list = r->next;
     int err = reply_error (a, r);
-    if (r->req.start_ns) {
-      uint64_t bytes = err ? 0 : r->bytes;
-      if (NBDKIT_REQUEST_DONE_ENABLED ())
-        NBDKIT_REQUEST_DONE (conn->id, r->req.cookie, (uint64_t) r->req.type,
-                             (int64_t) err, bytes,
-                             now_ns () - r->req.start_ns);
-      if (conn->metrics)
-        metrics_request_done (conn->metrics, r->req.type, err, bytes,
-                              r->req.start_ns);
-    }
+    tx_trace_done (conn, &r->req, err, err ? 0 : r->bytes);
     if (send && tx_send_reply_from (conn, &a->rw, &r->req, err, r->buf,
                                     list != NULL) == -1) {
       conn_set_closing (conn, "write error");

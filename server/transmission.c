@@ -304,16 +304,9 @@ tx_worker_loop (void *arg)
       if (t0)
         parking = pool_account (pool, w, wall, s0, s1);
     }
-    if (req.start_ns) {
-      uint64_t bytes = err ? 0 : (req.type == NBD_CMD_READ ||
-                                  req.type == NBD_CMD_WRITE) ? req.count : 0;
-      if (NBDKIT_REQUEST_DONE_ENABLED ())
-        NBDKIT_REQUEST_DONE (conn->id, req.cookie, (uint64_t) req.type,
-                             (int64_t) err, bytes, now_ns () - req.start_ns);
-      if (conn->metrics)
-        metrics_request_done (conn->metrics, req.type, err, bytes,
-                              req.start_ns);
-    }
+    tx_trace_done (conn, &req, err,
+                   err ? 0 : (req.type == NBD_CMD_READ ||
+                              req.type == NBD_CMD_WRITE) ? req.count : 0);
     /* Hold the reply back while more requests wait in the buffer, if
      * this is the connection's only worker.
      */

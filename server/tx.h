@@ -20,6 +20,7 @@
 
 #include "internal.h"
 #include "conn-io.h"
+#include "metrics.h"
 #include "protocol.h"
 
 /* One request off the wire, decoded and checked (request.c). */
@@ -168,6 +169,24 @@ tx_trace_dispatch (struct connection *conn, const struct request *req)
                              conn->requests -
                              __atomic_load_n (&conn->replies,
                                               __ATOMIC_RELAXED));
+}
+
+/* REQ ended with ERR, having moved BYTES of payload: fire request_done
+ * and count it for --metrics.  One for both paths (transmission.c,
+ * async.c), as tx_trace_dispatch is.
+ */
+static inline void
+tx_trace_done (struct connection *conn, const struct request *req, int err,
+               uint64_t bytes)
+{
+  if (!req->start_ns)
+    return;
+  if (NBDKIT_REQUEST_DONE_ENABLED ())
+    NBDKIT_REQUEST_DONE (conn->id, req->cookie, (uint64_t) req->type,
+                         (int64_t) err, bytes, now_ns () - req->start_ns);
+  if (conn->metrics)
+    metrics_request_done (conn->metrics, req->type, err, bytes,
+                          req->start_ns);
 }
 
 /* Make the worker's buffer hold NEED bytes; what it held is lost.  It
