@@ -4,13 +4,16 @@
  * is parallel, a worker hands each read, write, flush, trim and zero
  * it can to the plugin (tx_async_submit) with a request object that
  * owns the request's buffer, and goes back to reading requests.  The
- * plugin completes it later from any thread (nbdkit_async_complete),
- * which only queues it on the connection's done list; the connection's
- * replier thread takes the whole list at once, sends the replies
- * (reply.c, under the write lock, the small ones together in one
- * write) and recycles the objects.  So no thread of the plugin ever
- * waits on the client, and a connection has as many requests in flight
- * as its bound allows with two threads of the server.
+ * plugin completes it later from any thread (nbdkit_async_complete).
+ * If that cannot wait on the client (the socket takes the whole reply
+ * at once, and nothing else of the connection is being answered), the
+ * completing thread sends the reply itself (answer_now); otherwise it
+ * queues the request on the connection's done list, and the
+ * connection's replier thread takes the whole list at once, sends the
+ * replies (reply.c, under the write lock, the small ones together in
+ * one write) and recycles the objects.  So no thread of the plugin
+ * ever waits on the client, and a connection has as many requests in
+ * flight as its bound allows with two threads of the server.
  *
  * The bound: at most max_in_flight requests (the plugin's, or
  * ASYNC_MAX_IN_FLIGHT) and about MAX_PAYLOAD_IN_FLIGHT bytes of
@@ -19,9 +22,9 @@
  * connection reads no more (beyond one request per other worker, each
  * of which then waits the same way) until a completion has been
  * answered.  The wait is here, and not before each read, so that a
- * connection without asynchronous requests pays nothing for it.  Larger buffers also hold
- * their share of the payload budget of request.c, as on the
- * synchronous path.
+ * connection without asynchronous requests pays nothing for it.
+ * Larger buffers also hold their share of the payload budget of
+ * request.c, as on the synchronous path.
  *
  * The end: tx_async_end runs in the connection's thread after its
  * workers have exited, and before the layers are closed.  If the
@@ -32,8 +35,9 @@
  * close comes after the last completion.
  *
  * Lock order: a->lock is a leaf, taken alone (no lock of the
- * connection is held while a worker waits for room); nbdkit_async_complete takes only it, so a plugin may
- * call it holding locks of its own.
+ * connection is held while a worker waits for room).
+ * nbdkit_async_complete takes it and at most tries the write lock
+ * (answer_now), so a plugin may call it holding locks of its own.
  */
 #include <config.h>
 
@@ -106,6 +110,8 @@ struct async_conn {
   uint32_t n_free;
   uint64_t kept_large;          /* buffers over ASYNC_KEPT_BUFFER there */
   bool stopping;
+  bool direct;                  /* completions may answer (answer_now) */
+  bool answering;               /* a thread is answering: it has rw */
   pthread_t replier;
   struct worker rw;             /* the replier's reply buffers */
 };
@@ -489,6 +495,46 @@ tx_async_submit (struct connection *conn, struct worker *w,
   return false;
 }
 
+static int reply_error (struct async_conn *a,
+                        struct nbdkit_async_request *r);
+
+/* On the thread completing R: answer it now if that cannot wait on the
+ * client, or on anything but a->lock and the write lock tried once.
+ * The socket is plain, nobody else is writing, and the socket has room
+ * for the whole reply (conn_send_fits); a zero the plugin refused,
+ * which the replier writes as zeroes by calling the plugin again, is
+ * left to the replier.  Returns false if R is still to be answered.
+ * The caller has set a->answering: rw is this thread's.
+ */
+static bool
+answer_now (struct async_conn *a, struct nbdkit_async_request *r)
+{
+  struct connection *conn = a->conn;
+  size_t len = MAX_REPLY_HEAD +
+    (r->cmd == LAYER_ASYNC_PREAD && r->err == 0 ? r->req.count : 0);
+
+  if (r->cmd == LAYER_ASYNC_ZERO && r->err != 0)
+    return false;
+  if (pthread_mutex_trylock (&conn->write_lock) != 0)
+    return false;
+  if (conn_is_aborted (conn) || !conn_send_fits (conn, len)) {
+    pthread_mutex_unlock (&conn->write_lock);
+    return false;
+  }
+  int err = reply_error (a, r);
+  tx_trace_done (conn, &r->req, err, err ? 0 : r->bytes);
+  a->rw.write_locked = true;
+  int sent = tx_send_reply_from (conn, &a->rw, &r->req, err, r->buf, false);
+  a->rw.write_locked = false;
+  pthread_mutex_unlock (&conn->write_lock);
+  if (sent == -1) {
+    conn_set_closing (conn, "write error");
+    shutdown (conn->sockin, SHUT_RD);     /* wake the reader */
+  }
+  finish (a, r);
+  return true;
+}
+
 void
 nbdkit_async_complete (struct nbdkit_async_request *r, int err)
 {
@@ -512,13 +558,33 @@ nbdkit_async_complete (struct nbdkit_async_request *r, int err)
    */
   pthread_mutex_lock (&a->lock);
   r->next = NULL;
+  if (a->direct && !a->answering && !a->done_head) {
+    /* Nothing waits to be answered before it: try answering it here,
+     * which saves waking the replier.
+     */
+    a->answering = true;
+    pthread_mutex_unlock (&a->lock);
+    bool answered = answer_now (a, r);
+    pthread_mutex_lock (&a->lock);
+    a->answering = false;
+    if (answered) {
+      /* Those completed meanwhile, and the end (tx_async_end) waiting
+       * for this thread to be out of rw, are the replier's to see to.
+       */
+      if (a->done_head)
+        pthread_cond_signal (&a->work);
+      pthread_cond_broadcast (&a->room);
+      pthread_mutex_unlock (&a->lock);
+      return;
+    }
+  }
   if (a->done_tail)
     a->done_tail->next = r;
-  else {
+  else
     a->done_head = r;
-    pthread_cond_signal (&a->work);
-  }
   a->done_tail = r;
+  if (!a->answering)
+    pthread_cond_signal (&a->work);
   pthread_mutex_unlock (&a->lock);
 }
 
@@ -580,15 +646,17 @@ replier (void *arg)
   conn_set_current (a->conn, a->conn->id);
   pthread_mutex_lock (&a->lock);
   for (;;) {
-    while (!a->done_head && !a->stopping)
+    while ((!a->done_head || a->answering) && !a->stopping)
       pthread_cond_wait (&a->work, &a->lock);
     if (!a->done_head)
       break;                    /* stopping, and nothing is in flight */
     struct nbdkit_async_request *list = a->done_head;
     a->done_head = a->done_tail = NULL;
+    a->answering = true;
     pthread_mutex_unlock (&a->lock);
     answer (a, list);
     pthread_mutex_lock (&a->lock);
+    a->answering = false;
   }
   pthread_mutex_unlock (&a->lock);
   conn_set_current (NULL, 0);
@@ -649,6 +717,7 @@ tx_async_start (struct connection *conn)
   }
   a->rw.conn = conn;
   a->rw.index = UINT32_MAX;     /* no worker of the pool */
+  a->direct = runtime_async_direct && conn_can_send_nowait (conn);
   pthread_mutex_init (&a->lock, NULL);
   pthread_cond_init (&a->work, NULL);
   pthread_cond_init (&a->room, NULL);
@@ -663,6 +732,10 @@ tx_async_start (struct connection *conn)
     free (a);
     return false;
   }
+  /* Named here, not by the thread: it may not run before the first
+   * reply (which a completion may send itself).
+   */
+  pthread_setname_np (a->replier, "nbdkit-replier");
   conn->async = a;
   return true;
 }
@@ -678,7 +751,7 @@ tx_async_end (struct connection *conn)
   for (;;) {
     {
       LOCK_FOR_SCOPE (&a->lock);
-      if (a->in_flight == 0) {
+      if (a->in_flight == 0 && !a->answering) {
         a->stopping = true;
         pthread_cond_signal (&a->work);
         break;
@@ -695,7 +768,7 @@ tx_async_end (struct connection *conn)
       continue;
     }
     LOCK_FOR_SCOPE (&a->lock);
-    if (a->in_flight > 0) {
+    if (a->in_flight > 0 || a->answering) {
       struct timespec ts;
       deadline_in (&ts, ASYNC_LOOK_NS);
       pthread_cond_timedwait (&a->room, &a->lock, &ts);

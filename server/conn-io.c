@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#include <linux/sockios.h>        /* SIOCOUTQ */
 
 #include "internal.h"
 #include "conn-io.h"
@@ -607,6 +608,35 @@ bool
 conn_can_send_nowait (const struct connection *conn)
 {
   return conn->sockout_is_socket && !conn->tls_active;
+}
+
+/* Would LEN more bytes go into the socket now, without waiting for
+ * the client to read?  For a thread that must never wait on a client
+ * (a plugin's, answering a request as it completes: async.c), with the
+ * write lock held, so that the queue can only shrink meanwhile.  On the
+ * safe side: a plain socket whose queued bytes and LEN, twice over
+ * (the kernel counts its own overhead against the same buffer), stay
+ * inside the send buffer with room to spare.  Costs one ioctl, and a
+ * getsockopt when the answer is no (TCP grows its buffer as it goes).
+ */
+#define SEND_FITS_SLACK 16384
+bool
+conn_send_fits (struct connection *conn, size_t len)
+{
+  int queued, sndbuf;
+  socklen_t sl = sizeof sndbuf;
+
+  if (!conn_can_send_nowait (conn) ||
+      ioctl (conn->sockout, SIOCOUTQ, &queued) == -1 || queued < 0)
+    return false;
+  size_t need = 2 * ((size_t) queued + len) + SEND_FITS_SLACK;
+  if (need <= conn->sndbuf)
+    return true;
+  if (getsockopt (conn->sockout, SOL_SOCKET, SO_SNDBUF, &sndbuf, &sl) == -1 ||
+      sndbuf <= 0)
+    return false;
+  conn->sndbuf = sndbuf;
+  return need <= conn->sndbuf;
 }
 
 int

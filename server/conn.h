@@ -43,6 +43,8 @@ struct connection {
   uint64_t id;                  /* never reused */
   int sockin, sockout;
   bool sockout_is_socket;       /* send with MSG_NOSIGNAL, else write */
+  size_t sndbuf;                /* SO_SNDBUF as last read (conn_send_fits,
+                                 * under the write lock), or 0 */
 
   uint64_t deadline_ns;         /* reads fail after this (handshake), or 0 */
   struct conn_input *in;        /* buffered input, busy polling: conn-io.h */
@@ -144,6 +146,7 @@ extern ssize_t conn_sendv_nowait (struct connection *conn,
                                   const struct iovec *iov, int iovcnt);
 extern size_t conn_pending_input (struct connection *conn);
 extern bool conn_can_send_nowait (const struct connection *conn);
+extern bool conn_send_fits (struct connection *conn, size_t len);
 extern void conn_iov_advance (struct iovec **v, int *cnt, size_t len);
 
 /* handshake.c: returns 0 to go on to transmission, -1 to close. */

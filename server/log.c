@@ -63,6 +63,7 @@ static const struct {
   { "tls.log", &nbdkit_debug_tls_log },
   { "tls.session", &nbdkit_debug_tls_session },
   { "async", &runtime_async },
+  { "async.direct", &runtime_async_direct },
   { "environ", &debug_environ },
   { "open.contain_crashes", &runtime_contain_open_crashes },
 };

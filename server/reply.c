@@ -560,6 +560,8 @@ send_reply (struct connection *conn, struct worker *w,
   if (w->fd_pending)
     return send_fd (conn, w, req, iov, n, &simple);
 
+  if (w->write_locked)
+    return flush_locked (conn, w, 1, req, iov, n, &simple);
   if (hold && hold_reply (conn, w, req, iov, n, &simple))
     return 0;
   WAIT_LOCK_FOR_SCOPE (&conn->write_lock, conn->id, req->cookie, "write");

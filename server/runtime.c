@@ -118,6 +118,7 @@ server_end_drain (void)
 
 int runtime_contain_open_crashes;
 int runtime_async = 1;
+int runtime_async_direct = 1;
 
 /* ---- what this thread serves ---- */
 

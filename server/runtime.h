@@ -189,6 +189,12 @@ extern int runtime_contain_open_crashes;
  */
 extern int runtime_async;
 
+/* -D nbdkit.async.direct=0: a completion never sends its reply from the
+ * plugin's thread (async.c's answer_now); the replier sends them all.
+ * For comparing the two.
+ */
+extern int runtime_async_direct;
+
 /* The thread model's lock around calls into the layers (runtime.c).
  * A wait for it fires the wait probes with this thread's connection
  * and cookie.

@@ -92,6 +92,10 @@ struct worker {
   bool zc_mapped;
   /* Requests go to the plugin's asynchronous callbacks (async.c). */
   bool async;
+  /* The caller of send_reply holds the write lock already and has made
+   * sure the reply fits in the socket (async.c's answer_now).
+   */
+  bool write_locked;
   /* A read the plugin pointed at in a file, to go out with sendfile. */
   bool fd_read;                 /* the top layer can do that */
   bool fd_pending;

@@ -7,4 +7,4 @@ TESTS += test-async-write-read.sh test-async-in-flight.sh \
 	test-async-errors.sh test-async-disconnect.sh test-async-filter.sh \
 	test-async-probes.sh test-async-filters-adjust.sh \
 	test-async-server-loop.sh test-async-watch-events.sh \
-	test-async-filters-slow.sh
+	test-async-filters-slow.sh test-async-direct.sh
