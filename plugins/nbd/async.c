@@ -133,14 +133,20 @@ poller (void *arg)
   struct upstream *up = arg;
   struct nbd_handle *nbd = up->nbd;
   uint64_t looked = coarse_ns ();
+  /* Each libnbd call takes the handle's lock, which the workers issuing
+   * commands hold as they send: a turn of the loop makes as few as it
+   * can.  The socket stays the same for the connection's life, and a
+   * connection that dies or closes has no direction to wait in, or
+   * failed the notify before.
+   */
+  int fd = nbd_aio_get_fd (nbd);
 
   in_poller = true;
 
-  while (!atomic_load (&up->stopping) &&
-         !nbd_aio_is_dead (nbd) && !nbd_aio_is_closed (nbd)) {
+  while (!atomic_load (&up->stopping) && fd >= 0) {
     unsigned dir = nbd_aio_get_direction (nbd);
     struct pollfd fds[2] = {
-      { .fd = nbd_aio_get_fd (nbd), .events = 0 },
+      { .fd = fd, .events = 0 },
       { .fd = up->wake[0], .events = POLLIN },
     };
     /* Deadlines are looked at about once a second (every 50 ms after a
@@ -151,12 +157,12 @@ poller (void *arg)
     uint64_t now;
     int r;
 
+    if (dir == 0 && (nbd_aio_is_dead (nbd) || nbd_aio_is_closed (nbd)))
+      break;
     if (dir & LIBNBD_AIO_DIRECTION_READ)
       fds[0].events |= POLLIN;
     if (dir & LIBNBD_AIO_DIRECTION_WRITE)
       fds[0].events |= POLLOUT;
-    if (fds[0].fd == -1)
-      break;
 
     r = poll (fds, 2, timeout);
     if (r == -1) {
@@ -186,17 +192,18 @@ poller (void *arg)
     }
 
     /* Reading first: a reply may change what there is to write. */
+    r = 0;
     if ((fds[0].revents & POLLIN) ||
         ((fds[0].revents & (POLLHUP | POLLERR)) &&
-         (dir & LIBNBD_AIO_DIRECTION_READ))) {
-      if (nbd_aio_notify_read (nbd) == -1)
-        nbdkit_debug ("upstream: %s", nbd_get_error ());
-    }
-    else if (fds[0].revents & (POLLOUT | POLLHUP | POLLERR)) {
-      if (nbd_aio_notify_write (nbd) == -1)
-        nbdkit_debug ("upstream: %s", nbd_get_error ());
-    }
+         (dir & LIBNBD_AIO_DIRECTION_READ)))
+      r = nbd_aio_notify_read (nbd);
+    else if (fds[0].revents & (POLLOUT | POLLHUP | POLLERR))
+      r = nbd_aio_notify_write (nbd);
+    if (r == -1)
+      nbdkit_debug ("upstream: %s", nbd_get_error ());
     deliver (up);
+    if (r == -1 && (nbd_aio_is_dead (nbd) || nbd_aio_is_closed (nbd)))
+      break;
   }
 
   if (nbd_aio_is_dead (nbd))
