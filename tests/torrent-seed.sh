@@ -5,14 +5,16 @@
 # discovery multicast, none of which may leave this machine.
 #   torrent_netns "$0" "$@"   first line of a test: re-run it in its own
 #                             network namespace (skips unless root)
-#   seed_torrent DIR PIECE_KIB [UPLIMIT]
+#   seed_torrent DIR PIECE_KIB [UPLIMIT [hold]]
 #                             make $tmpdir/t.torrent from DIR (announcing
 #                             to 127.0.0.1) with transmission-create,
 #                             start opentracker and a seeder
 #                             (torrent-seeder.py, python3-libtorrent), and
 #                             wait until the tracker lists the seeder;
 #                             it uploads at most UPLIMIT bytes a second;
-#                             sets $hash, the torrent's info hash (hex)
+#                             sets $hash, the torrent's info hash (hex),
+#                             and $seeder_pid; with hold, it uploads
+#                             nothing much until `kill -USR1 $seeder_pid`
 #
 # torrent_netns runs before functions.sh is sourced (which takes the
 # test lock and makes $tmpdir), so it does its own checks.
@@ -30,7 +32,7 @@ torrent_netns ()
 
 seed_torrent ()
 {
-  local dir="$1" piece="$2" uplimit="${3:-0}" i
+  local dir="$1" piece="$2" uplimit="${3:-0}" hold="${4:-}" i
   requires_cmd transmission-create transmission-show opentracker curl
   requires python3 -c 'import libtorrent'
   t transmission-create -o "$tmpdir/t.torrent" -s "$piece" \
@@ -53,8 +55,14 @@ seed_torrent ()
   # torrent's name points.
   timeout -k 5 120 python3 "$abs_top_srcdir/tests/torrent-seeder.py" \
     "$tmpdir/t.torrent" "$(dirname "$dir")" 51413 115 "$uplimit" \
-    > "$tmpdir/seeder.log" 2>&1 &
+    "${hold:-nohold}" "$tmpdir/seeder.pid" > "$tmpdir/seeder.log" 2>&1 &
   cleanup_fn _kill_pid $!
+  for (( i = 0; i < 150; i++ )); do
+    [ -s "$tmpdir/seeder.pid" ] && break
+    sleep 0.1
+  done
+  seeder_pid=$(cat "$tmpdir/seeder.pid" 2>/dev/null) ||
+    { tail -5 "$tmpdir/seeder.log"; fail "the seeder did not start"; }
 
   # The seeder has announced itself: the tracker's scrape counts one
   # complete peer.
