@@ -17,6 +17,9 @@
 #    full, it would block there, and B would wait for ever).  Then A
 #    reads its 3000 replies (each cookie once, no error), and the
 #    blocks hold A's last writes.
+# 3. The same over TCP, whose queue the kernel counts differently: A
+#    sends 300000 flushes (4.8 MB of replies, more than TCP's largest
+#    send buffer) and reads nothing while B works.
 source "$(dirname "$0")/functions.sh"
 requires_cmd python3
 requires_cmd nbdsh
@@ -86,6 +89,28 @@ for _ in range(N):
     seen.add(cookie)
 print("A: %d replies, each cookie once, no error" % len(seen))
 PY
+cat > "$tmpdir/deaf-tcp.py" <<'PY'
+import os, socket, struct, sys
+sys.path.insert(0, os.environ["srcdir"])
+import nbd_raw
+N = 300000
+s = socket.socket(socket.AF_INET)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+s.connect(("127.0.0.1", int(sys.argv[1])))
+nbd_raw.greet(s)
+nbd_raw.go(s)
+s.sendall(b"".join(struct.pack(">IHHQQI", 0x25609513, 0, 3, 1000 + i, 0, 0)
+                   for i in range(N)))
+print("sent", flush=True)
+sys.stdin.readline()            # until B is done
+seen = set()
+for _ in range(N):
+    magic, err, cookie = struct.unpack(">IIQ", nbd_raw.recv_exact(s, 16))
+    assert magic == 0x67446698 and err == 0, (magic, err)
+    assert 1000 <= cookie < 1000 + N and cookie not in seen, cookie
+    seen.add(cookie)
+print("A: %d replies, each cookie once, no error" % len(seen))
+PY
 cat > "$tmpdir/busy.py" <<'PY'
 import nbd, sys, time
 h = nbd.NBD()
@@ -118,4 +143,20 @@ for b in range(100):
     want = bytes([65 + (2900 + b) % 26]) * 512
     assert h.pread(512, b * 4096) == want, b
 print("A: blocks 0-99 hold its last writes")'
+stop_server
+
+# 3. Over TCP.
+start_tcp_server example-async size=1M delay=1 loop=server
+coproc A { srcdir="$(cd "$srcdir" && pwd)" /usr/bin/python3 "$tmpdir/deaf-tcp.py" "$port"; }
+a_in=${A[1]} a_out=${A[0]}
+read -r -t 60 line <&"$a_out" || fail "TCP: A did not send its requests"
+[ "$line" = sent ] || fail "TCP: A: $line"
+sleep 1
+out=$(timeout 30 /usr/bin/python3 "$tmpdir/busy.py" "$uri") ||
+  fail "TCP: B did not finish within 30 s beside a client that reads nothing"
+echo "TCP: $out"
+echo go >&"$a_in"
+read -r -t 120 line <&"$a_out" || fail "TCP: A did not get its replies"
+echo "TCP: $line"
+case "$line" in A:\ 300000\ replies*) ;; *) fail "TCP: A: $line" ;; esac
 stop_server
