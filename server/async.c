@@ -496,8 +496,8 @@ tx_async_submit (struct connection *conn, struct worker *w,
   return false;
 }
 
-static int reply_error (struct async_conn *a,
-                        struct nbdkit_async_request *r);
+static bool answer_one (struct async_conn *a, struct nbdkit_async_request *r,
+                        bool send, bool more);
 
 /* On the thread completing R, a request whose reply carries no data
  * (a write, flush, trim or zero, or an error): answer it now if that
@@ -529,16 +529,10 @@ answer_now (struct async_conn *a, struct nbdkit_async_request *r)
     pthread_mutex_unlock (&conn->write_lock);
     return false;
   }
-  int err = reply_error (a, r);
-  tx_trace_done (conn, &r->req, err, err ? 0 : r->bytes);
   a->rw.write_locked = true;
-  int sent = tx_send_reply_from (conn, &a->rw, &r->req, err, r->buf, false);
+  answer_one (a, r, true, false);
   a->rw.write_locked = false;
   pthread_mutex_unlock (&conn->write_lock);
-  if (sent == -1) {
-    conn_set_closing (conn, "write error");
-    shutdown (conn->sockin, SHUT_RD);     /* wake the reader */
-  }
   finish (a, r);
   return true;
 }
@@ -617,6 +611,34 @@ reply_error (struct async_conn *a, struct nbdkit_async_request *r)
   return tx_layer_error_for_reply (err, r->req.flags);
 }
 
+/* The client can no longer be written to: the connection closes. */
+static void
+write_failed (struct connection *conn)
+{
+  conn_set_closing (conn, "write error");
+  shutdown (conn->sockin, SHUT_RD);     /* wake the reader */
+}
+
+/* R's reply: the errno the client gets, the trace of its end and, if
+ * SEND, the reply itself (held back with MORE to come, which the
+ * caller's flush sends).  Returns SEND, or false once a write failed.
+ * R is still the caller's to finish.
+ */
+static bool
+answer_one (struct async_conn *a, struct nbdkit_async_request *r,
+            bool send, bool more)
+{
+  struct connection *conn = a->conn;
+  int err = reply_error (a, r);
+  tx_trace_done (conn, &r->req, err, err ? 0 : r->bytes);
+  if (send && tx_send_reply_from (conn, &a->rw, &r->req, err, r->buf,
+                                  more) == -1) {
+    write_failed (conn);
+    return false;
+  }
+  return send;
+}
+
 /* Answer the completed requests of LIST, in the order they completed,
  * and recycle them.  The small replies go out together.  Once the
  * connection is aborted (the client gone) nothing is sent.
@@ -630,20 +652,11 @@ answer (struct async_conn *a, struct nbdkit_async_request *list)
   while (list) {
     struct nbdkit_async_request *r = list;
     list = r->next;
-    int err = reply_error (a, r);
-    tx_trace_done (conn, &r->req, err, err ? 0 : r->bytes);
-    if (send && tx_send_reply_from (conn, &a->rw, &r->req, err, r->buf,
-                                    list != NULL) == -1) {
-      conn_set_closing (conn, "write error");
-      shutdown (conn->sockin, SHUT_RD);     /* wake the reader */
-      send = false;
-    }
+    send = answer_one (a, r, send, list != NULL);
     finish (a, r);
   }
-  if (send && a->rw.out.len && tx_flush_replies (conn, &a->rw) == -1) {
-    conn_set_closing (conn, "write error");
-    shutdown (conn->sockin, SHUT_RD);
-  }
+  if (send && a->rw.out.len && tx_flush_replies (conn, &a->rw) == -1)
+    write_failed (conn);
   a->rw.out.len = 0;
   a->rw.out_n = 0;
 }
