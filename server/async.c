@@ -147,13 +147,17 @@ deadline_in (struct timespec *ts, long ns)
 }
 
 /* Wait while the connection has as many requests in flight as it may
- * have, or until the client is gone.
+ * have, or until the client is gone: the wait probes' "in_flight",
+ * cookie 0 (the next request is not read yet).
  */
 static void
 wait_room (struct connection *conn)
 {
   struct async_conn *a = conn->async;
+  uint64_t t0 = 0;
   pthread_mutex_lock (&a->lock);
+  if (!has_room (a))
+    t0 = wait_begin (conn->id, 0, "in_flight");
   while (!has_room (a)) {
     struct timespec ts;
     deadline_in (&ts, ASYNC_LOOK_NS);
@@ -163,16 +167,18 @@ wait_room (struct connection *conn)
        */
       pthread_mutex_unlock (&a->lock);
       if (conn_is_closing (conn))
-        return;
+        goto out;
       if (peer_gone (conn)) {
         conn_set_closing (conn, "eof");
         shutdown (conn->sockin, SHUT_RD);   /* wake the other workers */
-        return;
+        goto out;
       }
       pthread_mutex_lock (&a->lock);
     }
   }
   pthread_mutex_unlock (&a->lock);
+ out:
+  wait_end (conn->id, 0, "in_flight", t0);
 }
 
 /* The asynchronous command of a request type, or -1 for none. */

@@ -707,15 +707,17 @@ provider nbdkit {
   /* ---- waits ---- */
 
   /* A thread must wait for a lock of the server that another thread
-   * holds: id, cookie (0 when it waits for no one request), which lock.
-   * Fires only when the lock is taken: an uncontended lock fires
+   * holds, or for room under a connection's bound: id, cookie (0 when it
+   * waits for no one request), which lock or bound.  Fires only when the
+   * lock is taken or the bound reached: an uncontended lock fires
    * nothing.
    *
    * @d reqinfo rq_id rq_cookie rq_lock
    * @stap.alias wait.start ?
    * @arg id connection id
-   * @arg cookie the cookie of the request that waits; 0 for "read" (the
-   *     next request is not read yet), "serialize_conn", a "write" of
+   * @arg cookie the cookie of the request that waits; 0 for "read" and
+   *     "in_flight" (the next request is not read yet), "serialize_conn",
+   *     a "write" of
    *     replies held back from several requests, and "serialize_all" taken
    *     for a call outside a request (open, close, the handshake's
    *     questions)
@@ -725,7 +727,10 @@ provider nbdkit {
    *     serialize_connections: a call waits for another connection's call
    *     into the plugin and filters), "write" (a reply waits for another
    *     worker's reply to go out), "read" (a worker waits for another to
-   *     read a request; that one may itself be waiting for the client)
+   *     read a request; that one may itself be waiting for the client),
+   *     "payload" (a request waits for the connection's 512 MiB of
+   *     buffers in flight), "in_flight" (the asynchronous path: the
+   *     connection has as many requests in the plugin as it may)
    */
   probe wait_start (uint64_t id, uint64_t cookie, const char *lock);
   /* The lock of wait_start is taken: id, cookie, lock, ns waited.

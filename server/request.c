@@ -148,14 +148,19 @@ validate (struct connection *conn, const struct request *req)
  * lock of the connection but payload_lock, so the wait ends.
  */
 static void
-hold_payload (struct connection *conn, struct worker *w, uint64_t n)
+hold_payload (struct connection *conn, struct worker *w, uint64_t cookie,
+              uint64_t n)
 {
   if (n <= KEPT_BUFFER)
     return;
   assert (w->holding == 0 && n <= MAX_PAYLOAD_IN_FLIGHT);
   LOCK_FOR_SCOPE (&conn->payload_lock);
-  while (conn->payload_held + n > MAX_PAYLOAD_IN_FLIGHT)
-    pthread_cond_wait (&conn->payload_back, &conn->payload_lock);
+  if (conn->payload_held + n > MAX_PAYLOAD_IN_FLIGHT) {
+    uint64_t t0 = wait_begin (conn->id, cookie, "payload");
+    while (conn->payload_held + n > MAX_PAYLOAD_IN_FLIGHT)
+      pthread_cond_wait (&conn->payload_back, &conn->payload_lock);
+    wait_end (conn->id, cookie, "payload", t0);
+  }
   conn->payload_held += n;
   w->holding = n;
 }
@@ -305,7 +310,7 @@ tx_recv_request (struct connection *conn, struct worker *w,
       case MAPPED_DECLINED: break;
       }
     }
-    hold_payload (conn, w, payload);
+    hold_payload (conn, w, req->cookie, payload);
     if (!tx_grow (w, payload)) {
       req->error = ENOMEM;
       if (discard (conn, w, payload) == -1) {
@@ -334,7 +339,7 @@ tx_recv_request (struct connection *conn, struct worker *w,
 
   req->error = validate (conn, req);
   if (req->error == 0 && req->type == NBD_CMD_READ)
-    hold_payload (conn, w, req->count);
+    hold_payload (conn, w, req->cookie, req->count);
   return RECV_REQUEST;
 
  bad_magic:

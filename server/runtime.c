@@ -195,6 +195,27 @@ layer_requests_unlock (void)
 
 /* ---- waiting for a lock ---- */
 
+/* The only sites of wait_start and wait_done: a lock (lock_wait) and
+ * the waits for room (request.c's payload budget, async.c's requests
+ * in flight) go through these, so that LOCK is a register at both.
+ */
+uint64_t __attribute__ ((noinline))
+wait_begin (uint64_t id, uint64_t cookie, const char *lock)
+{
+  if (!NBDKIT_WAIT_START_ENABLED () && !NBDKIT_WAIT_DONE_ENABLED ())
+    return 0;
+  uint64_t t0 = now_ns ();
+  NBDKIT_WAIT_START (id, cookie, lock);
+  return t0;
+}
+
+void __attribute__ ((noinline))
+wait_end (uint64_t id, uint64_t cookie, const char *lock, uint64_t t0)
+{
+  if (t0 && NBDKIT_WAIT_DONE_ENABLED ())
+    NBDKIT_WAIT_DONE (id, cookie, lock, now_ns () - t0);
+}
+
 void
 lock_wait (pthread_mutex_t *m, uint64_t id, uint64_t cookie,
            const char *lock)
@@ -203,8 +224,7 @@ lock_wait (pthread_mutex_t *m, uint64_t id, uint64_t cookie,
     pthread_mutex_lock (m);
     return;
   }
-  uint64_t t0 = now_ns ();
-  NBDKIT_WAIT_START (id, cookie, lock);
+  uint64_t t0 = wait_begin (id, cookie, lock);
   pthread_mutex_lock (m);
-  NBDKIT_WAIT_DONE (id, cookie, lock, now_ns () - t0);
+  wait_end (id, cookie, lock, t0);
 }

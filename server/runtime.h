@@ -212,6 +212,15 @@ extern void layer_requests_unlock (void);
 extern void lock_wait (pthread_mutex_t *m, uint64_t id, uint64_t cookie,
                        const char *lock);
 
+/* A wait that is not for a mutex (for room: "payload", "in_flight"):
+ * wait_begin fires wait_start and returns the time to give wait_end,
+ * which fires wait_done; 0 when neither probe is traced.  Called only
+ * when the thread is about to wait.
+ */
+extern uint64_t wait_begin (uint64_t id, uint64_t cookie, const char *lock);
+extern void wait_end (uint64_t id, uint64_t cookie, const char *lock,
+                      uint64_t t0);
+
 static inline void
 lock_or_wait (pthread_mutex_t *m, uint64_t id, uint64_t cookie,
               const char *lock)

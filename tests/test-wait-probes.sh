@@ -155,3 +155,60 @@ awk '
   fail "write and read waits wrong"
 pairs write
 pairs read
+
+# ---- 4. the asynchronous path: room for more requests in flight ----
+# Reads take 300 ms and the plugin takes 4 at a time: the connection
+# reads no fifth request until one is answered, a wait on "in_flight"
+# with cookie 0 (the next request is not read yet).  With the default
+# bound (256) the same 8 reads wait for nothing.
+for bound in 4 0; do
+  args=(example-async size=1M delay=300 loop=server)
+  [ "$bound" -gt 0 ] && args+=(max-in-flight=$bound)
+  start_server "${args[@]}"
+  trace_start "$tmpdir/out" "$program"
+  t nbdsh -u "$uri" -c '
+buf = nbd.Buffer(512)
+cs = [h.aio_pread(buf, i * 512) for i in range(8)]
+while h.aio_in_flight() > 0:
+    h.poll(-1)
+h.shutdown()'
+  trace_until_closed 1
+  stop_server
+  if [ "$bound" -gt 0 ]; then
+    awk '
+      $1 == "wd" && $4 == "in_flight" {
+        if ($3 != 0) bad = 1
+        if ($5 > 150000000 && $5 < 2000000000) long++ }
+      END { printf "in_flight waits of about 0.3 s: %d\n", long
+            exit !(long >= 1 && !bad) }' "$tmpdir/got" ||
+      fail "no in_flight wait of about 0.3 s with cookie 0"
+    pairs in_flight
+  elif grep -E '^[0-9]+ w[sd] .* in_flight' "$tmpdir/got"; then
+    fail "in_flight waits with room for 256 requests"
+  fi
+done
+
+# ---- 5. the payload budget ----
+# 20 reads of 32 MiB that take 500 ms each: the pool grows to run them
+# all, but one connection's requests in flight hold at most 512 MiB of
+# buffers, so the 17th waits on "payload", with its own cookie, until
+# one before it is answered.
+start_server -t 64 --filter=delay memory 1G rdelay=500ms
+trace_start "$tmpdir/out" "$program"
+t nbdsh -u "$uri" -c '
+buf = nbd.Buffer(32 << 20)
+cs = [h.aio_pread(buf, i << 25) for i in range(20)]
+assert cs == list(range(1, 21)), cs
+while h.aio_in_flight() > 0:
+    h.poll(-1)
+h.shutdown()'
+trace_until_closed 1
+stop_server
+awk '
+  $1 == "wd" && $4 == "payload" {
+    if ($3 < 1 || $3 > 20) bad = 1
+    if ($5 > 250000000 && $5 < 5000000000) long++ }
+  END { printf "payload waits of about 0.5 s: %d\n", long
+        exit !(long >= 1 && !bad) }' "$tmpdir/got" ||
+  fail "no payload wait of about 0.5 s by one of the reads"
+pairs payload
