@@ -66,41 +66,32 @@ done
 
 # 2. A client that reads nothing, beside one that does: A writes
 # blocks 0-99 thirty times over, B works past 512 KiB.
+# deaf.py ADDRESS KIND N: a client that sends N requests and reads no
+# reply until told to (a line on stdin).  ADDRESS: a Unix socket's
+# path, or a TCP port on 127.0.0.1.  KIND "writes": 512-byte writes,
+# write i to block i % 100 with byte 65 + i % 26; "flushes": flushes.
 cat > "$tmpdir/deaf.py" <<'PY'
 import os, socket, struct, sys
 sys.path.insert(0, os.environ["srcdir"])
 import nbd_raw
-N = 3000
-s = socket.socket(socket.AF_UNIX)
+address, kind, N = sys.argv[1], sys.argv[2], int(sys.argv[3])
+if address.isdigit():
+    s = socket.socket(socket.AF_INET)
+    address = ("127.0.0.1", int(address))
+else:
+    s = socket.socket(socket.AF_UNIX)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-s.connect(sys.argv[1])
+s.connect(address)
 nbd_raw.greet(s)
 nbd_raw.go(s)
-s.sendall(b"".join(struct.pack(">IHHQQI", 0x25609513, 0, 1, 1000 + i,
-                               (i % 100) * 4096, 512) +
-                   bytes([65 + i % 26]) * 512 for i in range(N)))
-print("sent", flush=True)
-sys.stdin.readline()            # until B is done
-seen = set()
-for _ in range(N):
-    magic, err, cookie = struct.unpack(">IIQ", nbd_raw.recv_exact(s, 16))
-    assert magic == 0x67446698 and err == 0, (magic, err)
-    assert 1000 <= cookie < 1000 + N and cookie not in seen, cookie
-    seen.add(cookie)
-print("A: %d replies, each cookie once, no error" % len(seen))
-PY
-cat > "$tmpdir/deaf-tcp.py" <<'PY'
-import os, socket, struct, sys
-sys.path.insert(0, os.environ["srcdir"])
-import nbd_raw
-N = 300000
-s = socket.socket(socket.AF_INET)
-s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-s.connect(("127.0.0.1", int(sys.argv[1])))
-nbd_raw.greet(s)
-nbd_raw.go(s)
-s.sendall(b"".join(struct.pack(">IHHQQI", 0x25609513, 0, 3, 1000 + i, 0, 0)
-                   for i in range(N)))
+if kind == "writes":
+    reqs = (struct.pack(">IHHQQI", 0x25609513, 0, 1, 1000 + i,
+                        (i % 100) * 4096, 512) + bytes([65 + i % 26]) * 512
+            for i in range(N))
+else:
+    reqs = (struct.pack(">IHHQQI", 0x25609513, 0, 3, 1000 + i, 0, 0)
+            for i in range(N))
+s.sendall(b"".join(reqs))
 print("sent", flush=True)
 sys.stdin.readline()            # until B is done
 seen = set()
@@ -123,19 +114,29 @@ for i in range(100):
 print("B: 100 writes and reads in %.2f s" % (time.monotonic() - t0))
 h.shutdown()
 PY
+# deaf_beside_busy ADDRESS KIND N: deaf.py sends its N requests; once
+# its replies wait in its socket, B must finish within 30 s; then A
+# reads all its replies.
+deaf_beside_busy ()
+{
+  local line out
+  coproc A { srcdir="$(cd "$srcdir" && pwd)" \
+               /usr/bin/python3 "$tmpdir/deaf.py" "$@"; }
+  local a_in=${A[1]} a_out=${A[0]}
+  read -r -t 60 line <&"$a_out" || fail "A did not send its requests"
+  [ "$line" = sent ] || fail "A: $line"
+  sleep 1                       # A's replies fill its socket and wait
+  out=$(timeout 30 /usr/bin/python3 "$tmpdir/busy.py" "$uri") ||
+    fail "B did not finish within 30 s beside a client that reads nothing"
+  echo "$out"
+  echo go >&"$a_in"
+  read -r -t 120 line <&"$a_out" || fail "A did not get its replies"
+  echo "$line"
+  case "$line" in "A: $3 replies"*) ;; *) fail "A: $line" ;; esac
+}
+
 start_server example-async size=1M delay=1 loop=server
-coproc A { srcdir="$(cd "$srcdir" && pwd)" /usr/bin/python3 "$tmpdir/deaf.py" "$sock"; }
-a_in=${A[1]} a_out=${A[0]}
-read -r -t 30 line <&"$a_out" || fail "A did not send its requests"
-[ "$line" = sent ] || fail "A: $line"
-sleep 1                         # A's replies fill its socket and wait
-out=$(timeout 30 /usr/bin/python3 "$tmpdir/busy.py" "$uri") ||
-  fail "B did not finish within 30 s beside a client that reads nothing"
-echo "$out"
-echo go >&"$a_in"
-read -r -t 60 line <&"$a_out" || fail "A did not get its replies"
-echo "$line"
-case "$line" in A:\ 3000\ replies*) ;; *) fail "A: $line" ;; esac
+deaf_beside_busy "$sock" writes 3000
 # Write i went to block i % 100 with byte 65 + i % 26; the last of
 # block b was write 2900 + b.
 nbdsh -u "$uri" -c '
@@ -147,16 +148,5 @@ stop_server
 
 # 3. Over TCP.
 start_tcp_server example-async size=1M delay=1 loop=server
-coproc A { srcdir="$(cd "$srcdir" && pwd)" /usr/bin/python3 "$tmpdir/deaf-tcp.py" "$port"; }
-a_in=${A[1]} a_out=${A[0]}
-read -r -t 60 line <&"$a_out" || fail "TCP: A did not send its requests"
-[ "$line" = sent ] || fail "TCP: A: $line"
-sleep 1
-out=$(timeout 30 /usr/bin/python3 "$tmpdir/busy.py" "$uri") ||
-  fail "TCP: B did not finish within 30 s beside a client that reads nothing"
-echo "TCP: $out"
-echo go >&"$a_in"
-read -r -t 120 line <&"$a_out" || fail "TCP: A did not get its replies"
-echo "TCP: $line"
-case "$line" in A:\ 300000\ replies*) ;; *) fail "TCP: A: $line" ;; esac
+deaf_beside_busy "$port" flushes 300000
 stop_server
