@@ -503,7 +503,7 @@ tx_async_submit (struct connection *conn, struct worker *w,
 }
 
 static bool answer_one (struct async_conn *a, struct nbdkit_async_request *r,
-                        bool send, bool more);
+                        bool send, enum reply_how how);
 
 /* On the thread completing R, a request whose reply carries no data
  * (a write, flush, trim or zero, or an error): answer it now if that
@@ -535,9 +535,7 @@ answer_now (struct async_conn *a, struct nbdkit_async_request *r)
     pthread_mutex_unlock (&conn->write_lock);
     return false;
   }
-  a->rw.write_locked = true;
-  answer_one (a, r, true, false);
-  a->rw.write_locked = false;
+  answer_one (a, r, true, REPLY_LOCKED);
   pthread_mutex_unlock (&conn->write_lock);
   finish (a, r);
   return true;
@@ -626,19 +624,19 @@ write_failed (struct connection *conn)
 }
 
 /* R's reply: the errno the client gets, the trace of its end and, if
- * SEND, the reply itself (held back with MORE to come, which the
- * caller's flush sends).  Returns SEND, or false once a write failed.
- * R is still the caller's to finish.
+ * SEND, the reply itself, sent as HOW says (REPLY_HOLD with more to
+ * come, which the caller's flush sends).  Returns SEND, or false once a
+ * write failed.  R is still the caller's to finish.
  */
 static bool
 answer_one (struct async_conn *a, struct nbdkit_async_request *r,
-            bool send, bool more)
+            bool send, enum reply_how how)
 {
   struct connection *conn = a->conn;
   int err = reply_error (a, r);
   tx_trace_done (conn, &r->req, err, err ? 0 : r->bytes);
   if (send && tx_send_reply_from (conn, &a->rw, &r->req, err, r->buf,
-                                  more) == -1) {
+                                  how) == -1) {
     write_failed (conn);
     return false;
   }
@@ -658,7 +656,7 @@ answer (struct async_conn *a, struct nbdkit_async_request *list)
   while (list) {
     struct nbdkit_async_request *r = list;
     list = r->next;
-    send = answer_one (a, r, send, list != NULL);
+    send = answer_one (a, r, send, list ? REPLY_HOLD : REPLY_NOW);
     finish (a, r);
   }
   if (send && a->rw.out.len && tx_flush_replies (conn, &a->rw) == -1)

@@ -445,10 +445,11 @@ utf8_prefix (const char *s)
   return ok;
 }
 
-/* Send (or, with HOLD, hold back) the reply to REQ. */
+/* Send the reply to REQ, or hold it back, as HOW says. */
 static int
 send_reply (struct connection *conn, struct worker *w,
-            const struct request *req, int err, int ndesc, bool hold)
+            const struct request *req, int err, int ndesc,
+            enum reply_how how)
 {
   struct iovec iov[4];
   int n = 0;
@@ -560,9 +561,9 @@ send_reply (struct connection *conn, struct worker *w,
   if (w->fd_pending)
     return send_fd (conn, w, req, iov, n, &simple);
 
-  if (w->write_locked)
+  if (how == REPLY_LOCKED)
     return flush_locked (conn, w, 1, req, iov, n, &simple);
-  if (hold && hold_reply (conn, w, req, iov, n, &simple))
+  if (how == REPLY_HOLD && hold_reply (conn, w, req, iov, n, &simple))
     return 0;
   WAIT_LOCK_FOR_SCOPE (&conn->write_lock, conn->id, req->cookie, "write");
   return flush_locked (conn, w, 1, req, iov, n, &simple);
@@ -570,11 +571,12 @@ send_reply (struct connection *conn, struct worker *w,
 
 int
 tx_send_reply_from (struct connection *conn, struct worker *w,
-                    const struct request *req, int err, char *buf, bool hold)
+                    const struct request *req, int err, char *buf,
+                    enum reply_how how)
 {
   char *own = w->buf;
   w->buf = buf;
-  int r = send_reply (conn, w, req, err, 0, hold);
+  int r = send_reply (conn, w, req, err, 0, how);
   w->buf = own;
   return r;
 }
@@ -583,7 +585,8 @@ int
 tx_send_reply (struct connection *conn, struct worker *w,
                const struct request *req, int err, int ndesc, bool hold)
 {
-  int r = send_reply (conn, w, req, err, ndesc, hold);
+  int r = send_reply (conn, w, req, err, ndesc,
+                      hold ? REPLY_HOLD : REPLY_NOW);
   /* The data is out (or copied into w->out, or lost with the client):
    * a large buffer is given back now, not kept for the next request.
    */

@@ -92,10 +92,6 @@ struct worker {
   bool zc_mapped;
   /* Requests go to the plugin's asynchronous callbacks (async.c). */
   bool async;
-  /* The caller of send_reply holds the write lock already and has made
-   * sure the reply fits in the socket (async.c's answer_now).
-   */
-  bool write_locked;
   /* A read the plugin pointed at in a file, to go out with sendfile. */
   bool fd_read;                 /* the top layer can do that */
   bool fd_pending;
@@ -254,13 +250,20 @@ extern int tx_send_reply (struct connection *conn, struct worker *w,
                           bool hold);
 extern int tx_flush_replies (struct connection *conn, struct worker *w);
 
-/* reply.c: send (or, with HOLD, hold back) the reply to REQ, whose
- * read data (if any) is in BUF rather than w->buf.  For async.c, whose
- * replies leave from its own thread.
+/* reply.c: how a reply goes: now (taking the write lock), held back
+ * for the caller's tx_flush_replies (sent now if it cannot be held), or
+ * now under the write lock the caller holds, having made sure that the
+ * socket takes it without waiting (async.c's answer_now).
+ */
+enum reply_how { REPLY_NOW, REPLY_HOLD, REPLY_LOCKED };
+
+/* reply.c: send the reply to REQ, as HOW says, whose read data (if
+ * any) is in BUF rather than w->buf.  For async.c, whose replies leave
+ * from its own threads.
  */
 extern int tx_send_reply_from (struct connection *conn, struct worker *w,
                                const struct request *req, int err,
-                               char *buf, bool hold);
+                               char *buf, enum reply_how how);
 
 /* async.c: requests handed to a plugin's asynchronous callbacks
  * (include/nbdkit-async.h), and their replies, sent from the
